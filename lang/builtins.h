@@ -1,0 +1,25 @@
+// The documentation of every builtin and command: one table serving :help,
+// Jupyter's inspect and completion, and docs/language.md.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace shoal {
+
+struct BuiltinDoc {
+    std::string name;       // "sum"
+    std::string signature;  // "[a] -> a   (innermost dimension: [[a]] -> [a])"
+    std::string summary;    // one line
+};
+
+const std::vector<BuiltinDoc>& builtin_docs();
+const BuiltinDoc* find_builtin_doc(const std::string& name);
+
+struct CommandDoc {
+    std::string name;     // "type"
+    std::string usage;    // ":type e"
+    std::string summary;
+};
+const std::vector<CommandDoc>& command_docs();
+
+}  // namespace shoal

@@ -1,0 +1,86 @@
+// One Shoal session: the bindings, settings and the pipeline from source text
+// to printed values. The terminal REPL, the Jupyter kernel and the tests are
+// thin front ends over this class.
+#pragma once
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "diagnostics.h"
+#include "eval.h"
+#include "parser.h"
+#include "typecheck.h"
+#include "value.h"
+
+namespace shoal {
+
+// Where a session's results go. Front ends implement it.
+class SessionOutput {
+public:
+    virtual ~SessionOutput() = default;
+    // The value of an expression statement; `text` is its one-line rendering.
+    virtual void value(const Value& v, const Type& type, const std::string& text) = 0;
+    // Output of a command (:help, :type, :env, ...), ending without a newline.
+    virtual void text(const std::string& s) = 0;
+    // A failed statement (already formatted by format_error when shown as text).
+    virtual void error(const Error& e) = 0;
+    // A warning, formatted by format_diagnostic.
+    virtual void warning(const std::string& formatted) = 0;
+};
+
+struct SessionSettings {
+    int print_threshold = 20;   // :set print N
+    uint64_t seed = kDefaultSeed;  // :seed k
+    bool check = false;         // :set check on|off (used by the array compiler)
+};
+
+class Session {
+public:
+    Session();
+    ~Session();
+
+    // Runs every statement of `text` in order; `name` labels diagnostics.
+    // A failing statement reports an error and leaves the session exactly as
+    // before it; later statements still run. Returns false if any failed.
+    // single_statement: all of text is one statement (REPL continuation lines).
+    bool execute(std::string_view text, const std::string& name, SessionOutput& out,
+                 bool single_statement = false);
+
+    // Runs a script file into the session (:load, `shoal file.shoal`).
+    bool execute_file(const std::string& path, SessionOutput& out);
+
+    InputStatus check_input(std::string_view text, bool single_statement = false) const;
+
+    // Completion candidates for the word ending at `cursor` in `line`
+    // (bindings, builtins, keywords, or :commands at the start of a line);
+    // `start` receives the byte offset where the completed word begins.
+    std::vector<std::string> complete(std::string_view line, size_t cursor, size_t& start) const;
+
+    // "name : type" plus its one-line doc, for a binding or builtin; empty if unknown.
+    // detail adds the definition where there is one.
+    std::string inspect(std::string_view name, bool detail = false) const;
+
+    // Interrupts the running statement. Async-signal-safe (sets an atomic flag).
+    void request_cancel() { cancel_.store(true); }
+    std::atomic<bool>& cancel_flag() { return cancel_; }
+
+    bool quit_requested() const { return quit_; }
+    const SessionSettings& settings() const { return settings_; }
+
+    // Names bound at top level, sorted.
+    std::vector<std::string> binding_names() const;
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+    std::atomic<bool> cancel_{false};
+    bool quit_ = false;
+    SessionSettings settings_;
+    friend struct SessionCommands;
+};
+
+}  // namespace shoal

@@ -1,0 +1,75 @@
+// Type inference: Hindley-Milner with let-polymorphism for top-level
+// functions, numeric classes for literals, and a few deferred constraints for
+// rank polymorphism and elementwise broadcasting (see docs/types.md).
+//
+// Only top-level bindings are generalised; local lets are monomorphic.
+// At the end of a statement every remaining variable is defaulted:
+// elementwise operands that are still unknown become scalars, unknown ranks
+// become 1, numeric literals become int / float.
+#pragma once
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ast.h"
+#include "diagnostics.h"
+#include "types.h"
+
+namespace shoal {
+
+// A constraint the unifier cannot express; solved as soon as its types are
+// known enough, kept in a scheme when a generalised function leaves it open.
+struct Constraint {
+    enum class Kind : uint8_t {
+        Lift,         // args/result are elems (scalars) or arrays of them with broadcasting
+        ReduceInner,  // result = array with its innermost dimension removed (a scalar for rank 1)
+        ShapeArg,     // a shape argument (int | (int, int) | (int, int, int)) for an array of rank r
+        Generator,    // fn = int -> ... -> elem, one int per dimension of rank r
+        IndexResult,  // result of indexing array with k indices and s slices
+    };
+    Kind kind;
+    std::vector<Type> types;  // layout per kind, see typecheck.cpp
+    int n_indices = 0;        // IndexResult: how many plain indices
+    int n_args = 0;           // IndexResult: how many index arguments in all
+    Loc loc;                  // where it came from, for errors
+    std::string what;         // the operation, for errors ("+", "sqrt", "generate")
+};
+
+// A generalised type: Gen(0..num_vars-1) are the quantified variables.
+struct Scheme {
+    int num_vars = 0;
+    Type type;
+    std::vector<Constraint> constraints;
+    bool polymorphic() const { return num_vars > 0; }
+};
+using SchemePtr = std::shared_ptr<const Scheme>;
+
+// Shows a scheme as the user sees it in :type and :env, e.g.
+// "[float] -> [float] -> float" or "Num a => [a] -> [a]".
+std::string scheme_to_string(const Scheme& s);
+
+// Reads the element type and rank of an array file named by a string literal
+// (`load "x.npy"`), so that `let x = load "x.npy"` needs no annotation.
+// Returns null when the path cannot be typed statically; throws Error for a
+// missing or malformed file.
+using LoadTyper = std::function<Type(const std::string& path, const Loc& loc)>;
+
+struct TypeEnvironment {
+    std::map<std::string, SchemePtr> globals;  // top-level bindings
+    LoadTyper load_typer;
+};
+
+// Checks an expression statement (or the argument of :type); fills every
+// node's type and returns the expression's type, fully resolved.
+Type check_expression(const ExprPtr& e, const TypeEnvironment& env);
+
+// Checks the `let` statement `s`; fills node types and returns the names it
+// binds with their schemes (generalised when the value is a function).
+std::vector<std::pair<std::string, SchemePtr>> check_let(const Stmt& s, const TypeEnvironment& env);
+
+// Type of every builtin (for :type, completion and docs).
+const std::map<std::string, SchemePtr>& builtin_schemes();
+
+}  // namespace shoal

@@ -1,0 +1,115 @@
+// Runtime values of the reference evaluator (and, later, what the session
+// stores for its bindings).
+//
+// Arrays are dense, row-major (C order), immutable once built and shared by
+// reference. An array of tuples is a Tuple of Arrays of equal shape (see
+// types.h): the helpers at the end treat such "array-like" values uniformly.
+#pragma once
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "types.h"
+
+namespace shoal {
+
+// One scalar of any Prim type.
+struct Scalar {
+    Prim type = Prim::Int;
+    union {
+        bool b;
+        int32_t i;
+        int64_t l;
+        float f;
+        double d;
+    };
+    Scalar() : l(0) {}
+
+    static Scalar of_bool(bool v) { Scalar s; s.type = Prim::Bool; s.b = v; return s; }
+    static Scalar of_int(int32_t v) { Scalar s; s.type = Prim::Int; s.i = v; return s; }
+    static Scalar of_long(int64_t v) { Scalar s; s.type = Prim::Long; s.l = v; return s; }
+    static Scalar of_float(float v) { Scalar s; s.type = Prim::Float; s.f = v; return s; }
+    static Scalar of_double(double v) { Scalar s; s.type = Prim::Double; s.d = v; return s; }
+
+    // Value converted to a wider C++ type (no checks; bool is 0/1).
+    double as_double() const;
+    int64_t as_long() const;
+    bool as_bool() const { return type == Prim::Bool ? b : as_long() != 0; }
+};
+
+// Converts a scalar to another Prim with Shoal's conversion rules
+// (float -> integer truncates toward zero; NaN -> 0; out of range saturates).
+Scalar convert_scalar(const Scalar& s, Prim to);
+
+using Shape = std::vector<int64_t>;
+int64_t shape_size(const Shape& s);
+std::string shape_to_string(const Shape& s);  // "(3)", "(2, 3)"
+
+struct Array {
+    Prim elem = Prim::Int;
+    Shape shape;                 // rank = shape.size(), 1..3
+    std::vector<uint8_t> bytes;  // shape_size(shape) * prim_size(elem)
+
+    Array(Prim elem, Shape shape);  // zero-filled
+
+    int rank() const { return static_cast<int>(shape.size()); }
+    int64_t size() const { return shape_size(shape); }
+    template <class T> T* data() { return reinterpret_cast<T*>(bytes.data()); }
+    template <class T> const T* data() const { return reinterpret_cast<const T*>(bytes.data()); }
+
+    Scalar get(int64_t flat) const;             // element at a row-major flat index
+    void set(int64_t flat, const Scalar& v);    // v must have type `elem`
+};
+using ArrayPtr = std::shared_ptr<Array>;
+
+// A callable value: a closure or a (partially applied) builtin. The evaluator
+// defines the concrete kinds.
+struct Function {
+    virtual ~Function() = default;
+};
+
+class Value {
+public:
+    enum class Kind : uint8_t { Unit, Scalar, Array, Tuple, Function, String };
+
+    Value() : kind_(Kind::Unit) {}
+    Value(Scalar s) : kind_(Kind::Scalar), scalar_(s) {}
+    Value(ArrayPtr a) : kind_(Kind::Array), array_(std::move(a)) {}
+    Value(std::vector<Value> elems)
+        : kind_(Kind::Tuple), tuple_(std::make_shared<std::vector<Value>>(std::move(elems))) {}
+    Value(std::shared_ptr<const Function> f) : kind_(Kind::Function), fn_(std::move(f)) {}
+    static Value string(std::string s) { Value v; v.kind_ = Kind::String; v.str_ = std::make_shared<std::string>(std::move(s)); return v; }
+
+    Kind kind() const { return kind_; }
+    bool is_unit() const { return kind_ == Kind::Unit; }
+    bool is_scalar() const { return kind_ == Kind::Scalar; }
+    bool is_array() const { return kind_ == Kind::Array; }
+    bool is_tuple() const { return kind_ == Kind::Tuple; }
+    bool is_function() const { return kind_ == Kind::Function; }
+    bool is_string() const { return kind_ == Kind::String; }
+
+    const Scalar& scalar() const { return scalar_; }
+    const ArrayPtr& array() const { return array_; }
+    const std::vector<Value>& tuple() const { return *tuple_; }
+    const std::shared_ptr<const Function>& function() const { return fn_; }
+    const std::string& str() const { return *str_; }
+
+private:
+    Kind kind_;
+    Scalar scalar_;
+    ArrayPtr array_;
+    std::shared_ptr<const std::vector<Value>> tuple_;
+    std::shared_ptr<const Function> fn_;
+    std::shared_ptr<const std::string> str_;
+};
+
+// ---- array-like values: an Array, or a Tuple whose elements are array-like
+// with one common shape (an array of tuples).
+bool is_array_like(const Value& v);
+Shape array_like_shape(const Value& v);
+// Element at a row-major flat index: a Scalar, or a Tuple of them.
+Value array_like_get(const Value& v, int64_t flat);
+
+}  // namespace shoal
