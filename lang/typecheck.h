@@ -27,7 +27,8 @@ struct Constraint {
         ReduceInner,  // result = array with its innermost dimension removed (a scalar for rank 1)
         ShapeArg,     // a shape argument (int | (int, int) | (int, int, int)) for an array of rank r
         Generator,    // fn = int -> ... -> elem, one int per dimension of rank r
-        IndexResult,  // result of indexing array with k indices and s slices
+        IndexResult,  // result of indexing an array with n_indices plain indices among n_args
+        Assign,       // `a with [...] = v`: v is the selected part or one element (broadcast)
     };
     Kind kind;
     std::vector<Type> types;  // layout per kind, see typecheck.cpp
@@ -35,14 +36,17 @@ struct Constraint {
     int n_args = 0;           // IndexResult: how many index arguments in all
     Loc loc;                  // where it came from, for errors
     std::string what;         // the operation, for errors ("+", "sqrt", "generate")
+    std::vector<Loc> arg_locs; // Lift from an operator: where each operand is (for suggestions)
 };
 
 // A generalised type: Gen(0..num_vars-1) are the quantified variables.
 struct Scheme {
-    int num_vars = 0;
+    // One Var per quantified variable, carrying its classes and flags;
+    // instantiation copies them into fresh variables.
+    std::vector<Type> vars;
     Type type;
     std::vector<Constraint> constraints;
-    bool polymorphic() const { return num_vars > 0; }
+    bool polymorphic() const { return !vars.empty(); }
 };
 using SchemePtr = std::shared_ptr<const Scheme>;
 

@@ -42,6 +42,7 @@ enum TypeClass : unsigned {
     ClassOrd = 1u << 3,       // numbers (ordered)
     ClassEq = 1u << 4,        // numbers and bool
     ClassNumOrBool = 1u << 5, // numbers and bool (conversions accept bool)
+    ClassNoDefault = 1u << 6, // must be inferred, never defaulted (element type of `load p`)
 };
 
 struct TypeNode;
@@ -57,6 +58,7 @@ struct TypeNode {
     bool is_rank = false;      // Var: stands for a rank, not a type
     bool literal = false;      // Var: type of a numeric literal (defaults to int / float)
     Type bound;              // Var: what unification bound it to (null while free)
+    std::string name;        // Var with id -1: a type variable named in an annotation (`a`)
     std::vector<Type> args;  // Array: {rank, elem}; Tuple: elements; Func: {param, result}
 };
 
@@ -70,7 +72,7 @@ Type t_func(Type param, Type result);
 Type t_func(std::vector<Type> params, Type result);  // curried a -> b -> ... -> result
 Type t_string();
 Type t_unit();
-Type t_gen(int index);
+Type t_gen(int index, bool is_rank = false);
 Type t_var(int id, unsigned classes = 0);
 
 // Follows variable bindings to the representative type (never null for non-null input).

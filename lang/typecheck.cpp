@@ -1,0 +1,1360 @@
+// Type inference for Shoal. See typecheck.h for the overall scheme.
+//
+// Structure: a Checker walks one statement, creating fresh variables and
+// unifying; constraints that need more information (rank polymorphism,
+// elementwise broadcasting) wait in `pending` and are retried after every
+// application. At the end of a statement the remaining ones are defaulted
+// (expression statements, value lets) or kept in the scheme (functions).
+#include "typecheck.h"
+
+#include <algorithm>
+#include <climits>
+#include <functional>
+#include <optional>
+#include <set>
+#include <unordered_map>
+
+namespace shoal {
+
+namespace {
+
+// Thrown by the structural unifier; converted into a user Error with context
+// by whoever asked for the unification.
+struct Mismatch {
+    std::string detail;  // optional extra explanation ("no type is both integral and floating")
+};
+
+std::string class_description(unsigned classes) {
+    if (classes & ClassFloating) return "a floating-point number";
+    if (classes & ClassIntegral) return "an integer";
+    if (classes & (ClassNum | ClassOrd)) return "a number";
+    if (classes & (ClassEq | ClassNumOrBool)) return "a number or bool";
+    return "a value";
+}
+
+bool prim_satisfies(Prim p, unsigned classes) {
+    if ((classes & ClassFloating) && !is_floating(p)) return false;
+    if ((classes & ClassIntegral) && !is_integral(p)) return false;
+    if ((classes & (ClassNum | ClassOrd)) && !is_numeric(p)) return false;
+    return true;
+}
+
+// Describes a (pruned) type for messages: literals read better as "a
+// floating-point literal" than as a variable name.
+std::string describe(const Type& t) {
+    Type p = prune(t);
+    if (p->kind == TypeKind::Var && p->literal)
+        return (p->classes & ClassFloating) ? "a decimal literal" : "an integer literal";
+    if (p->kind == TypeKind::Var && p->classes) return class_description(p->classes);
+    return type_to_string(p);
+}
+
+std::string source_text(const Loc& loc) {
+    if (!loc.valid()) return "";
+    std::string_view line = loc.source->line(loc.line);
+    if (loc.col - 1 >= static_cast<int>(line.size())) return "";
+    return std::string(line.substr(loc.col - 1, loc.length));
+}
+
+bool occurs(const TypeNode* v, const Type& t) {
+    Type p = prune(t);
+    if (p.get() == v) return true;
+    for (const auto& a : p->args)
+        if (occurs(v, a)) return true;
+    return false;
+}
+
+class Checker {
+public:
+    explicit Checker(const TypeEnvironment& env) : env_(env) {}
+
+    // ------------------------------------------------------------ variables
+    Type fresh(unsigned classes = 0) { return t_var(next_id_++, classes); }
+    Type fresh_scalar(unsigned classes = 0) {
+        Type v = fresh(classes);
+        v->scalar_only = true;
+        return v;
+    }
+    Type fresh_rank() {
+        Type v = fresh();
+        v->is_rank = true;
+        return v;
+    }
+    Type fresh_array(Type elem) { return t_array(fresh_rank(), std::move(elem)); }
+
+    // ------------------------------------------------------------ unification
+    void unify(const Type& a, const Type& b) {
+        Type x = prune(a), y = prune(b);
+        if (x == y) return;
+        if (x->kind == TypeKind::Var) return bind(x, y);
+        if (y->kind == TypeKind::Var) return bind(y, x);
+        if (x->kind == TypeKind::Array && y->kind == TypeKind::Tuple) return unify_array_tuple(x, y);
+        if (y->kind == TypeKind::Array && x->kind == TypeKind::Tuple) return unify_array_tuple(y, x);
+        if (x->kind == TypeKind::Array && y->kind == TypeKind::Array) {
+            Type ex = prune(x->args[1]), ey = prune(y->args[1]);
+            // An array whose element became a tuple is a tuple of arrays.
+            if (ex->kind == TypeKind::Tuple && ey->kind != TypeKind::Tuple) return unify(expand(x), y);
+            if (ey->kind == TypeKind::Tuple && ex->kind != TypeKind::Tuple) return unify(x, expand(y));
+        }
+        if (x->kind != y->kind) throw Mismatch{};
+        switch (x->kind) {
+            case TypeKind::Prim:
+                if (x->prim != y->prim) throw Mismatch{};
+                return;
+            case TypeKind::Rank:
+                if (x->rank != y->rank) throw Mismatch{};
+                return;
+            case TypeKind::String:
+            case TypeKind::Unit: return;
+            case TypeKind::Gen: throw Mismatch{};
+            default:
+                if (x->args.size() != y->args.size()) throw Mismatch{};
+                for (size_t i = 0; i < x->args.size(); ++i) unify(x->args[i], y->args[i]);
+        }
+    }
+
+    // [e] with e bound to a tuple -> tuple of arrays.
+    static Type expand(const Type& arr) { return t_array(arr->args[0], arr->args[1]); }
+
+    void unify_array_tuple(const Type& arr, const Type& tup) {
+        Type elem = prune(arr->args[1]);
+        if (elem->kind == TypeKind::Tuple) return unify(expand(arr), tup);
+        if (elem->kind != TypeKind::Var || elem->scalar_only || elem->classes) throw Mismatch{};
+        std::vector<Type> parts;
+        for (size_t i = 0; i < tup->args.size(); ++i) parts.push_back(fresh());
+        bind(elem, t_tuple(parts));
+        for (size_t i = 0; i < parts.size(); ++i) unify(t_array(arr->args[0], parts[i]), tup->args[i]);
+    }
+
+    void bind(const Type& v, const Type& t) {
+        if (t->kind == TypeKind::Var) {
+            if (v->is_rank != t->is_rank) throw Mismatch{};
+            unsigned merged = v->classes | t->classes;
+            if ((merged & ClassFloating) && (merged & ClassIntegral))
+                throw Mismatch{"no type is both an integer and a floating-point number"};
+            t->classes = merged;
+            t->scalar_only = t->scalar_only || v->scalar_only;
+            t->literal = t->literal || v->literal;
+            v->bound = t;
+            return;
+        }
+        if (v->is_rank != (t->kind == TypeKind::Rank)) throw Mismatch{};
+        if (occurs(v.get(), t)) throw Mismatch{"the type would be infinite"};
+        if (t->kind == TypeKind::Prim) {
+            if (!prim_satisfies(t->prim, v->classes)) throw Mismatch{};
+        } else if ((v->classes & ~ClassNoDefault) || v->scalar_only) {
+            throw Mismatch{};
+        }
+        v->bound = t;
+    }
+
+    // Unifies and reports a mismatch as a type error at `loc`.
+    void expect(const Type& actual, const Type& expected, const Loc& loc, const std::string& what) {
+        try {
+            unify(actual, expected);
+        } catch (const Mismatch& m) {
+            std::vector<std::string> notes;
+            if (!m.detail.empty()) notes.push_back(m.detail);
+            user_error(ErrorKind::Type, loc,
+                       what + ": expected " + describe(expected) + ", found " + describe(actual), notes);
+        }
+    }
+
+    // ------------------------------------------------------------ schemes
+    Type instantiate(const Scheme& s, const Loc& loc, const std::string& name, std::vector<Type>* instance) {
+        std::vector<Type> args;
+        for (const auto& tmpl : s.vars) {
+            Type v = fresh(tmpl->classes);
+            v->scalar_only = tmpl->scalar_only;
+            v->is_rank = tmpl->is_rank;
+            v->literal = tmpl->literal;
+            args.push_back(v);
+        }
+        for (const auto& c : s.constraints) {
+            Constraint copy = c;
+            for (auto& t : copy.types) t = substitute_gen(t, args);
+            copy.loc = loc;
+            if (copy.what.empty()) copy.what = name;
+            pending_.push_back(std::move(copy));
+        }
+        if (instance) *instance = args;
+        return substitute_gen(s.type, args);
+    }
+
+    // ------------------------------------------------------------ scopes
+    void push_local(const std::string& name, const Type& t) { locals_.emplace_back(name, t); }
+    const Type* find_local(const std::string& name) const {
+        for (auto it = locals_.rbegin(); it != locals_.rend(); ++it)
+            if (it->first == name) return &it->second;
+        return nullptr;
+    }
+    bool is_global_builtin(const std::string& name) const {
+        return !find_local(name) && !env_.globals.count(name) && builtin_schemes().count(name);
+    }
+
+    // Named type variables in annotations (`a`) mean the same variable
+    // throughout one statement.
+    Type resolve_annotation(const Type& t) {
+        Type p = prune(t);
+        if (p->kind == TypeKind::Var && p->id == -1) {
+            auto it = annotation_vars_.find(p->name);
+            if (it != annotation_vars_.end()) return it->second;
+            return annotation_vars_[p->name] = fresh();
+        }
+        if (p->kind == TypeKind::Array) return t_array(p->args[0], resolve_annotation(p->args[1]));
+        if (p->kind == TypeKind::Tuple) {
+            std::vector<Type> e;
+            for (const auto& a : p->args) e.push_back(resolve_annotation(a));
+            return t_tuple(e);
+        }
+        if (p->kind == TypeKind::Func) return t_func(resolve_annotation(p->args[0]), resolve_annotation(p->args[1]));
+        return p;
+    }
+
+    // ------------------------------------------------------------ patterns
+    // Binds the names of `p` (pushed as locals) to the parts of `t`.
+    void bind_pattern(const PatternPtr& p, const Type& t) {
+        p->type = t;
+        if (p->annotation) expect(t, resolve_annotation(p->annotation), p->loc, "type annotation");
+        switch (p->kind) {
+            case PatternKind::Var: push_local(p->name, t); break;
+            case PatternKind::Wildcard: break;
+            case PatternKind::Tuple: {
+                std::vector<Type> parts;
+                for (size_t i = 0; i < p->elems.size(); ++i) parts.push_back(fresh());
+                Type actual = prune(t);
+                if (actual->kind == TypeKind::Tuple && actual->args.size() != parts.size())
+                    user_error(ErrorKind::Type, p->loc,
+                               "this pattern has " + std::to_string(parts.size()) + " elements but the value is a " +
+                                   std::to_string(actual->args.size()) + "-tuple " + type_to_string(actual));
+                expect(t, t_tuple(parts), p->loc, "tuple pattern");
+                for (size_t i = 0; i < parts.size(); ++i) bind_pattern(p->elems[i], parts[i]);
+                break;
+            }
+        }
+    }
+
+    // ------------------------------------------------------------ expressions
+    Type infer(const ExprPtr& e) {
+        Type t = infer_node(e);
+        e->type = t;
+        return t;
+    }
+
+    Type infer_node(const ExprPtr& e) {
+        switch (e->kind) {
+            case ExprKind::IntLit: {
+                Type v = fresh(ClassNum);
+                v->literal = true;
+                return v;
+            }
+            case ExprKind::FloatLit: {
+                Type v = fresh(ClassNum | ClassFloating);
+                v->literal = true;
+                return v;
+            }
+            case ExprKind::BoolLit: return t_prim(Prim::Bool);
+            case ExprKind::StringLit: return t_string();
+            case ExprKind::Var: return infer_var(e);
+            case ExprKind::Lambda: return infer_lambda(e);
+            case ExprKind::App: return infer_app(e);
+            case ExprKind::Let: {
+                Type vt = infer(e->kids[0]);
+                size_t mark = locals_.size();
+                bind_pattern(e->pattern, vt);
+                Type bt = infer(e->kids[1]);
+                locals_.resize(mark);
+                return bt;
+            }
+            case ExprKind::If: {
+                Type ct = infer(e->kids[0]);
+                solve();
+                Type c = prune(ct);
+                std::vector<std::string> notes;
+                if (c->kind == TypeKind::Array)
+                    notes.push_back("`if` needs one bool; use `all c` or `any c` to reduce an array of bools");
+                try {
+                    unify(ct, t_prim(Prim::Bool));
+                } catch (const Mismatch&) {
+                    user_error(ErrorKind::Type, e->kids[0]->loc,
+                               "the condition of `if` must be bool, found " + describe(ct), notes);
+                }
+                Type a = infer(e->kids[1]);
+                Type b = infer(e->kids[2]);
+                try {
+                    unify(a, b);
+                } catch (const Mismatch&) {
+                    user_error(ErrorKind::Type, e->kids[2]->loc,
+                               "the branches of `if` have different types: " + describe(a) + " and " + describe(b));
+                }
+                return a;
+            }
+            case ExprKind::Tuple: {
+                std::vector<Type> parts;
+                for (const auto& k : e->kids) parts.push_back(infer(k));
+                return t_tuple(parts);
+            }
+            case ExprKind::ArrayLit: return infer_array_literal(e);
+            case ExprKind::Binary: return infer_operator(e, e->text, {e->kids[0], e->kids[1]});
+            case ExprKind::Unary: return infer_operator(e, e->text, {e->kids[0]});
+            case ExprKind::Index: return infer_index(e, nullptr);
+            case ExprKind::With: {
+                Type arr = infer(e->kids[0]);
+                infer_index(e, &arr);
+                return arr;
+            }
+            case ExprKind::LoopFor:
+            case ExprKind::LoopWhile: return infer_loop(e);
+            case ExprKind::Annot: {
+                Type t = infer(e->kids[0]);
+                expect(t, resolve_annotation(e->annotation), e->loc, "type annotation");
+                return t;
+            }
+        }
+        internal_error(__FILE__, __LINE__, "unknown expression kind");
+    }
+
+    Type infer_var(const ExprPtr& e) {
+        if (const Type* local = find_local(e->text)) return *local;
+        auto g = env_.globals.find(e->text);
+        if (g != env_.globals.end()) {
+            const Scheme& s = *g->second;
+            if (!s.polymorphic()) return s.type;
+            return instantiate(s, e->loc, e->text, &e->instance);
+        }
+        auto b = builtin_schemes().find(e->text);
+        if (b != builtin_schemes().end()) return instantiate(*b->second, e->loc, e->text, nullptr);
+        std::vector<std::string> notes;
+        if (std::string near = nearest_name(e->text); !near.empty()) notes.push_back("did you mean `" + near + "`?");
+        user_error(ErrorKind::Type, e->loc, "unknown name `" + e->text + "`", notes);
+    }
+
+    std::string nearest_name(const std::string& name) const {
+        auto distance = [](const std::string& a, const std::string& b) {
+            std::vector<size_t> row(b.size() + 1);
+            for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+            for (size_t i = 1; i <= a.size(); ++i) {
+                size_t prev = row[0];
+                row[0] = i;
+                for (size_t j = 1; j <= b.size(); ++j) {
+                    size_t cur = row[j];
+                    row[j] = std::min({row[j] + 1, row[j - 1] + 1, prev + (a[i - 1] != b[j - 1])});
+                    prev = cur;
+                }
+            }
+            return row[b.size()];
+        };
+        std::string best;
+        size_t best_d = name.size() <= 3 ? 1 : 2;
+        auto consider = [&](const std::string& cand) {
+            size_t d = distance(name, cand);
+            if (d <= best_d && (best.empty() || d < distance(name, best))) best = cand;
+        };
+        for (const auto& l : locals_) consider(l.first);
+        for (const auto& g : env_.globals) consider(g.first);
+        for (const auto& b : builtin_schemes())
+            if (std::isalpha(static_cast<unsigned char>(b.first[0]))) consider(b.first);
+        return best;
+    }
+
+    Type infer_lambda(const ExprPtr& e) {
+        size_t mark = locals_.size();
+        std::vector<Type> params;
+        for (const auto& p : e->params) {
+            Type t = fresh();
+            bind_pattern(p, t);
+            params.push_back(t);
+        }
+        Type body = infer(e->kids[0]);
+        if (e->annotation) expect(body, resolve_annotation(e->annotation), e->kids[0]->loc, "declared result type");
+        locals_.resize(mark);
+        return t_func(params, body);
+    }
+
+    // Application spine f a1 .. an: checks argument by argument so errors
+    // name the function and the argument position.
+    Type infer_app(const ExprPtr& e) {
+        std::vector<ExprPtr> spine;
+        ExprPtr head = e;
+        while (head->kind == ExprKind::App) {
+            spine.push_back(head);
+            head = head->kids[0];
+        }
+        std::reverse(spine.begin(), spine.end());
+        Type ft = infer(head);
+        std::string fname = head->kind == ExprKind::Var ? "`" + head->text + "`" : "this function";
+        for (size_t i = 0; i < spine.size(); ++i) {
+            const ExprPtr& app = spine[i];
+            const ExprPtr& arg = app->kids[1];
+            Type at = infer(arg);
+            Type f = prune(ft);
+            if (f->kind == TypeKind::Var && (f->classes || f->scalar_only || f->is_rank) && i > 0) {
+                user_error(ErrorKind::Type, arg->loc,
+                           fname + " takes " + std::to_string(i) + " argument" + (i == 1 ? "" : "s") +
+                               " but is given " + std::to_string(spine.size()));
+            } else if (f->kind == TypeKind::Var && (f->classes || f->scalar_only || f->is_rank)) {
+                user_error(ErrorKind::Type, head->loc,
+                           (head->kind == ExprKind::Var ? fname : "this") + " is not a function, it is " +
+                               describe(f) + "; it cannot be applied to an argument");
+            } else if (f->kind == TypeKind::Var) {
+                Type r = fresh();
+                expect(f, t_func(at, r), app->loc, "applied value");
+                ft = r;
+            } else if (f->kind == TypeKind::Func) {
+                try {
+                    unify(f->args[0], at);
+                } catch (const Mismatch& m) {
+                    std::vector<std::string> notes;
+                    if (!m.detail.empty()) notes.push_back(m.detail);
+                    user_error(ErrorKind::Type, arg->loc,
+                               "argument " + std::to_string(i + 1) + " of " + fname + " should be " +
+                                   describe(f->args[0]) + ", found " + describe(at),
+                               notes);
+                }
+                ft = f->args[1];
+            } else {
+                user_error(ErrorKind::Type, arg->loc,
+                           fname + " takes " + std::to_string(i) + " argument" + (i == 1 ? "" : "s") +
+                               " but is given " + std::to_string(spine.size()) + " (its type is " +
+                               type_to_string(head->type) + ")");
+            }
+            app->type = ft;
+            solve();
+        }
+        type_load_literal(head, spine, ft);
+        return ft;
+    }
+
+    // `load "x.npy"`: the file's header says the element type and rank.
+    void type_load_literal(const ExprPtr& head, const std::vector<ExprPtr>& spine, const Type& result) {
+        if (head->kind != ExprKind::Var || head->text != "load" || spine.size() != 1 || !env_.load_typer) return;
+        if (!is_global_builtin("load")) return;
+        const ExprPtr& arg = spine[0]->kids[1];
+        if (arg->kind != ExprKind::StringLit) return;
+        Type file_type = env_.load_typer(arg->text, arg->loc);
+        if (!file_type) return;
+        try {
+            unify(result, file_type);
+        } catch (const Mismatch&) {
+            user_error(ErrorKind::Type, spine[0]->loc,
+                       "'" + arg->text + "' holds " + type_to_string(file_type) + " but " + describe(result) +
+                           " is needed here");
+        }
+    }
+
+    Type infer_array_literal(const ExprPtr& e) {
+        if (e->kids.empty()) return fresh_array(fresh());
+        Type elem = infer(e->kids[0]);
+        for (size_t i = 1; i < e->kids.size(); ++i) {
+            Type t = infer(e->kids[i]);
+            try {
+                unify(elem, t);
+            } catch (const Mismatch&) {
+                user_error(ErrorKind::Type, e->kids[i]->loc,
+                           "array elements must all have one type: the first is " + describe(elem) + ", this is " +
+                               describe(t));
+            }
+        }
+        solve();
+        Type p = prune(elem);
+        if (p->kind == TypeKind::Array) {
+            Type r = prune(p->args[0]);
+            if (r->kind != TypeKind::Rank)
+                user_error(ErrorKind::Type, e->loc, "cannot tell the rank of the rows of this array literal");
+            if (r->rank >= 3) user_error(ErrorKind::Type, e->loc, "arrays have at most 3 dimensions");
+            return t_array(r->rank + 1, p->args[1]);
+        }
+        if (p->kind == TypeKind::Func) user_error(ErrorKind::Type, e->loc, "arrays cannot hold functions");
+        return t_array(1, elem);
+    }
+
+    // Operators are builtins: `a + b` checks like `(+) a b`, with messages
+    // that name the operator and suggest conversions.
+    Type infer_operator(const ExprPtr& e, const std::string& op, const std::vector<ExprPtr>& operands) {
+        const Scheme& s = *builtin_schemes().at(op);
+        size_t first_new = pending_.size();
+        Type ft = instantiate(s, e->loc, op, nullptr);
+        std::vector<Loc> locs;
+        for (const auto& o : operands) locs.push_back(o->loc);
+        for (size_t i = first_new; i < pending_.size(); ++i) pending_[i].arg_locs = locs;
+        for (size_t i = 0; i < operands.size(); ++i) {
+            Type at = infer(operands[i]);
+            Type f = prune(ft);
+            try {
+                unify(f->args[0], at);
+            } catch (const Mismatch&) {
+                user_error(ErrorKind::Type, operands[i]->loc,
+                           "operand of `" + display_op(op) + "` should be " + describe(f->args[0]) + ", found " +
+                               describe(at));
+            }
+            ft = f->args[1];
+        }
+        solve();
+        return ft;
+    }
+
+    static std::string display_op(const std::string& op) { return op == "negate" ? "-" : op; }
+
+    Type infer_index(const ExprPtr& e, const Type* updated) {
+        Type arr = updated ? *updated : infer(e->kids[0]);
+        Type elem = fresh();
+        Type ap = prune(arr);
+        if (ap->kind != TypeKind::Var && ap->kind != TypeKind::Array && ap->kind != TypeKind::Tuple)
+            user_error(ErrorKind::Type, e->kids[0]->loc, "cannot index a value of type " + describe(arr));
+        Type shaped = fresh_array(elem);
+        expect(arr, shaped, e->kids[0]->loc, "indexed value");
+        int n_indices = 0;
+        for (const auto& ix : e->indices) {
+            auto check_int = [&](const ExprPtr& x, const char* what) {
+                if (!x) return;
+                Type t = infer(x);
+                try {
+                    unify(t, t_prim(Prim::Int));
+                } catch (const Mismatch&) {
+                    user_error(ErrorKind::Type, x->loc,
+                               std::string(what) + " must be int, found " + describe(t),
+                               {"convert with `int " + source_text(x->loc) + "`"});
+                }
+            };
+            if (ix.is_slice) {
+                check_int(ix.lo, "a slice bound");
+                check_int(ix.hi, "a slice bound");
+                check_int(ix.step, "a slice step");
+            } else {
+                check_int(ix.index, "an array index");
+                ++n_indices;
+            }
+        }
+        Type result = fresh();
+        Constraint c;
+        c.kind = Constraint::Kind::IndexResult;
+        c.types = {shaped, result};
+        c.n_indices = n_indices;
+        c.n_args = static_cast<int>(e->indices.size());
+        c.loc = e->loc;
+        c.what = updated ? "with" : "index";
+        pending_.push_back(c);
+        if (updated) {
+            Type vt = infer(e->kids[1]);
+            Constraint a;
+            a.kind = Constraint::Kind::Assign;
+            a.types = {result, vt, elem};
+            a.loc = e->kids[1]->loc;
+            a.what = "with";
+            pending_.push_back(a);
+        }
+        solve();
+        return result;
+    }
+
+    Type infer_loop(const ExprPtr& e) {
+        Type init = infer(e->kids[0]);
+        size_t mark = locals_.size();
+        bind_pattern(e->pattern, init);
+        if (e->kind == ExprKind::LoopFor) {
+            // The count is evaluated outside the loop: it cannot see x or i.
+            locals_.resize(mark);
+            Type count = infer(e->kids[1]);
+            expect(count, t_prim(Prim::Int), e->kids[1]->loc, "loop count");
+            bind_pattern(e->pattern, init);
+            push_local(e->counter, t_prim(Prim::Int));
+        } else {
+            Type cond = infer(e->kids[1]);
+            expect(cond, t_prim(Prim::Bool), e->kids[1]->loc, "loop condition");
+        }
+        Type body = infer(e->kids[2]);
+        try {
+            unify(body, init);
+        } catch (const Mismatch&) {
+            user_error(ErrorKind::Type, e->kids[2]->loc,
+                       "the loop body has type " + describe(body) + " but the loop variable has type " +
+                           describe(init));
+        }
+        locals_.resize(mark);
+        return init;
+    }
+
+    // ------------------------------------------------------------ constraints
+    // Retries pending constraints until none makes progress.
+    void solve() {
+        bool progress = true;
+        while (progress) {
+            progress = false;
+            for (size_t i = 0; i < pending_.size();) {
+                Constraint c = pending_[i];
+                if (try_solve(c, false)) {
+                    pending_.erase(pending_.begin() + static_cast<long>(i));
+                    progress = true;
+                } else {
+                    ++i;
+                }
+            }
+        }
+    }
+
+    // Defaulting: forces the first stuck constraint, then solves again.
+    void solve_with_defaults() {
+        solve();
+        while (!pending_.empty()) {
+            Constraint c = pending_.front();
+            pending_.erase(pending_.begin());
+            if (!try_solve(c, true))
+                internal_error(__FILE__, __LINE__, "constraint not solved by defaulting: " + c.what);
+            solve();
+        }
+    }
+
+    // Is the operand's shape known? 0 = scalar, 1 = array, -1 = unknown.
+    static int operand_shape(const Type& t) {
+        Type p = prune(t);
+        if (p->kind == TypeKind::Prim) return 0;
+        if (p->kind == TypeKind::Array) return 1;
+        if (p->kind == TypeKind::Var) return (p->scalar_only || (p->classes & ~ClassNoDefault)) ? 0 : -1;
+        return 2;  // tuple, function, ...: an error
+    }
+
+    bool try_solve(const Constraint& c, bool force) {
+        switch (c.kind) {
+            case Constraint::Kind::Lift: return solve_lift(c, force);
+            case Constraint::Kind::ReduceInner: {
+                Type arr = prune(c.types[0]);
+                Type rank = prune(arr->args[0]);
+                if (rank->kind != TypeKind::Rank) {
+                    if (!force) return false;
+                    unify(rank, t_rank(1));
+                    rank = prune(rank);
+                }
+                Type res = rank->rank == 1 ? arr->args[1] : t_array(rank->rank - 1, arr->args[1]);
+                expect(c.types[1], res, c.loc, "result of `" + c.what + "`");
+                return true;
+            }
+            case Constraint::Kind::ShapeArg: return solve_shape_arg(c, force);
+            case Constraint::Kind::Generator: {
+                Type rank = prune(c.types[0]);
+                if (rank->kind != TypeKind::Rank) {
+                    if (!force) return false;
+                    unify(rank, t_rank(1));
+                    rank = prune(rank);
+                }
+                std::vector<Type> ints(static_cast<size_t>(rank->rank), t_prim(Prim::Int));
+                Type want = t_func(ints, c.types[2]);
+                Type actual = prune(c.types[1]);
+                if (actual->kind == TypeKind::Func) {
+                    // Count the parameters for a clearer message than a unifier failure.
+                    int params = 0;
+                    for (Type f = actual; f->kind == TypeKind::Func; f = prune(f->args[1])) ++params;
+                    if (params != rank->rank && prune(c.types[2])->kind != TypeKind::Var)
+                        user_error(ErrorKind::Type, c.loc,
+                                   "`" + c.what + "` of rank " + std::to_string(rank->rank) + " needs a function of " +
+                                       std::to_string(rank->rank) + " int index" + (rank->rank > 1 ? "es" : "") +
+                                       ", found " + type_to_string(actual));
+                }
+                expect(c.types[1], want, c.loc, "function given to `" + c.what + "`");
+                return true;
+            }
+            case Constraint::Kind::IndexResult: {
+                Type arr = prune(c.types[0]);
+                Type rank = prune(arr->args[0]);
+                if (rank->kind != TypeKind::Rank) {
+                    if (!force) return false;
+                    unify(rank, t_rank(std::min(c.n_args, 3)));
+                    rank = prune(rank);
+                }
+                if (c.n_args > rank->rank)
+                    user_error(ErrorKind::Type, c.loc,
+                               "too many indices: " + std::to_string(c.n_args) + " for an array of rank " +
+                                   std::to_string(rank->rank) + " (" + type_to_string(arr) + ")");
+                int left = rank->rank - c.n_indices;
+                Type res = left == 0 ? arr->args[1] : t_array(left, arr->args[1]);
+                unify(c.types[1], res);
+                return true;
+            }
+            case Constraint::Kind::Assign: {
+                // types: {selected part, value, element}: a scalar value is broadcast.
+                int shape = operand_shape(c.types[1]);
+                if (shape < 0 && !force) return false;
+                expect(c.types[1], shape == 1 ? c.types[0] : c.types[2], c.loc, "value assigned with `with`");
+                return true;
+            }
+        }
+        return false;
+    }
+
+    // Lift types: {result, result_elem, arg0, arg0_elem, arg1, arg1_elem, ...}
+    bool solve_lift(const Constraint& c, bool force) {
+        size_t nargs = (c.types.size() - 2) / 2;
+        std::vector<int> shapes(nargs);
+        Type rank;  // the common rank of the array operands
+        bool unknown = false;
+        for (size_t i = 0; i < nargs; ++i) {
+            const Type& arg = c.types[2 + 2 * i];
+            shapes[i] = operand_shape(arg);
+            if (shapes[i] == 2)
+                user_error(ErrorKind::Type, arg_loc(c, i),
+                           "`" + display_op(c.what) + "` works on numbers and arrays of numbers, not on " +
+                               describe(arg));
+            if (shapes[i] < 0) unknown = true;
+        }
+        // A scalar result means scalar operands.
+        int result_shape = operand_shape(c.types[0]);
+        if (unknown && result_shape == 0) {
+            for (size_t i = 0; i < nargs; ++i)
+                if (shapes[i] < 0) shapes[i] = 0, unknown = false;
+        }
+        if (unknown && force)
+            for (auto& s : shapes)
+                if (s < 0) s = 0;  // defaulting: an unknown operand is a scalar
+        // Unify every operand whose shape is known with its element now.
+        for (size_t i = 0; i < nargs; ++i) {
+            const Type& arg = c.types[2 + 2 * i];
+            const Type& elem = c.types[3 + 2 * i];
+            if (shapes[i] == 0) {
+                lift_unify_elem(c, i, arg, elem);
+            } else if (shapes[i] == 1) {
+                Type a = prune(arg);
+                lift_unify_elem(c, i, a->args[1], elem);
+                if (!rank) {
+                    rank = a->args[0];
+                } else {
+                    try {
+                        unify(rank, a->args[0]);
+                    } catch (const Mismatch&) {
+                        user_error(ErrorKind::Type, arg_loc(c, i),
+                                   "operands of `" + display_op(c.what) + "` have different ranks: " +
+                                       type_to_string(c.types[2]) + " and " + type_to_string(arg));
+                    }
+                }
+            }
+        }
+        if (std::any_of(shapes.begin(), shapes.end(), [](int s) { return s < 0; })) return false;
+        Type result = rank ? t_array(rank, c.types[1]) : c.types[1];
+        expect(c.types[0], result, c.loc, "result of `" + display_op(c.what) + "`");
+        return true;
+    }
+
+    Loc arg_loc(const Constraint& c, size_t i) const { return i < c.arg_locs.size() ? c.arg_locs[i] : c.loc; }
+
+    void lift_unify_elem(const Constraint& c, size_t i, const Type& actual, const Type& elem) {
+        Type before = prune(elem);
+        try {
+            unify(actual, elem);
+        } catch (const Mismatch& m) {
+            lift_mismatch(c, i, actual, before, m);
+        }
+    }
+
+    // `1.5 + n` with n : int: say so, and suggest the conversion.
+    [[noreturn]] void lift_mismatch(const Constraint& c, size_t i, const Type& actual, const Type& expected,
+                                    const Mismatch& m) {
+        std::string op = display_op(c.what);
+        std::vector<std::string> notes;
+        if (!m.detail.empty()) notes.push_back(m.detail);
+        if (c.arg_locs.size() != 2)
+            user_error(ErrorKind::Type, arg_loc(c, i), "`" + op + "` needs " + describe(expected) + ", found " +
+                                                           describe(actual), notes);
+        // Operand i failed against the element type the other operand fixed.
+        Type left = prune(i == 0 ? actual : expected), right = prune(i == 0 ? expected : actual);
+        if (auto note = conversion_note(left, right, c.arg_locs[0], c.arg_locs[1]); !note.empty())
+            notes.push_back(note);
+        user_error(ErrorKind::Type, c.loc,
+                   "mismatched types in `" + op + "`: " + describe(left) + " and " + describe(right), notes);
+    }
+
+    // The scalar type a side stands for: its Prim, or float for a decimal literal.
+    static std::optional<Prim> side_prim(const Type& t) {
+        if (t->kind == TypeKind::Prim) return t->prim;
+        if (t->kind == TypeKind::Var && (t->classes & ClassFloating)) return Prim::Float;
+        return std::nullopt;
+    }
+
+    // Suggests converting the narrower operand (int -> long, integer -> floating).
+    static std::string conversion_note(const Type& left, const Type& right, const Loc& left_loc, const Loc& right_loc) {
+        auto lp = side_prim(left), rp = side_prim(right);
+        if (!lp || !rp || *lp == Prim::Bool || *rp == Prim::Bool || *lp == *rp) return "";
+        auto rank = [](Prim p) { return (is_floating(p) ? 10 : 0) + static_cast<int>(prim_size(p)); };
+        bool convert_left = rank(*lp) < rank(*rp);
+        // A literal adapts by itself: convert the other operand to the literal's kind.
+        if (left->kind == TypeKind::Var) convert_left = false;
+        if (right->kind == TypeKind::Var) convert_left = true;
+        Prim target = convert_left ? *rp : *lp;
+        std::string text = source_text(convert_left ? left_loc : right_loc);
+        if (text.empty()) return "";
+        bool simple = text.find_first_of(" +-*/()") == std::string::npos;
+        return "Shoal does not convert implicitly; write `" + std::string(prim_name(target)) + " " +
+               (simple ? text : "(" + text + ")") + "` to convert it to " + prim_name(target);
+    }
+
+    // ShapeArg types: {shape, rank}
+    bool solve_shape_arg(const Constraint& c, bool force) {
+        Type s = prune(c.types[0]);
+        Type rank = prune(c.types[1]);
+        int shape = operand_shape(s);
+        auto bad = [&]() {
+            user_error(ErrorKind::Type, c.loc,
+                       "`" + c.what + "` needs a shape: an int, or a tuple of 2 or 3 ints; found " + describe(s));
+        };
+        if (s->kind == TypeKind::Tuple) {
+            if (s->args.size() < 2 || s->args.size() > 3) bad();
+            for (const auto& x : s->args) expect(x, t_prim(Prim::Int), c.loc, "shape of `" + c.what + "`");
+            unify(rank, t_rank(static_cast<int>(s->args.size())));
+            return true;
+        }
+        if (shape == 0) {
+            expect(s, t_prim(Prim::Int), c.loc, "shape of `" + c.what + "`");
+            expect(rank, t_rank(1), c.loc, "rank of `" + c.what + "`");
+            return true;
+        }
+        if (shape == 1 || s->kind == TypeKind::Func) bad();
+        if (rank->kind == TypeKind::Rank) {
+            std::vector<Type> ints(static_cast<size_t>(rank->rank), t_prim(Prim::Int));
+            unify(s, rank->rank == 1 ? t_prim(Prim::Int) : t_tuple(ints));
+            return true;
+        }
+        if (!force) return false;
+        unify(s, t_prim(Prim::Int));
+        unify(rank, t_rank(1));
+        return true;
+    }
+
+    // ------------------------------------------------------------ finishing
+    // Collects every type mentioned by the statement's nodes.
+    void collect_types(const ExprPtr& e, std::vector<Type>& out) {
+        if (!e) return;
+        if (e->type) out.push_back(e->type);
+        for (const auto& t : e->instance) out.push_back(t);
+        for (const auto& p : e->params) collect_pattern(p, out);
+        if (e->pattern) collect_pattern(e->pattern, out);
+        for (const auto& k : e->kids) collect_types(k, out);
+        for (const auto& ix : e->indices) {
+            collect_types(ix.index, out);
+            collect_types(ix.lo, out);
+            collect_types(ix.hi, out);
+            collect_types(ix.step, out);
+        }
+    }
+    void collect_pattern(const PatternPtr& p, std::vector<Type>& out) {
+        if (p->type) out.push_back(p->type);
+        for (const auto& q : p->elems) collect_pattern(q, out);
+    }
+
+    static void free_vars(const Type& t, std::vector<Type>& out, std::set<const TypeNode*>& seen) {
+        Type p = prune(t);
+        if (p->kind == TypeKind::Var) {
+            if (seen.insert(p.get()).second) out.push_back(p);
+            return;
+        }
+        for (const auto& a : p->args) free_vars(a, out, seen);
+    }
+
+    // Binds every free variable to its default type.
+    void default_variables(const std::vector<Type>& roots, const Loc& loc) {
+        std::vector<Type> vars;
+        std::set<const TypeNode*> seen;
+        for (const auto& t : roots) free_vars(t, vars, seen);
+        for (const auto& v : vars) {
+            if (prune(v)->kind != TypeKind::Var) continue;
+            if (v->is_rank) {
+                v->bound = t_rank(1);
+            } else if (v->classes & ClassNoDefault) {
+                user_error(ErrorKind::Type, loc,
+                           "cannot tell the element type of the array `load` reads here",
+                           {"annotate it, e.g. `(load path : [float])`, or load from a string literal"});
+            } else {
+                v->bound = t_prim((v->classes & ClassFloating) ? Prim::Float : Prim::Int);
+            }
+        }
+    }
+
+    // Rebuilds resolved types (normalising arrays of tuples); `gen` maps
+    // generalised variables to Gen indices.
+    Type zonk(const Type& t, const std::unordered_map<const TypeNode*, int>* gen = nullptr) {
+        Type p = prune(t);
+        switch (p->kind) {
+            case TypeKind::Var: {
+                if (gen) {
+                    auto it = gen->find(p.get());
+                    if (it != gen->end()) return t_gen(it->second, p->is_rank);
+                }
+                return p;
+            }
+            case TypeKind::Array: return t_array(zonk(p->args[0], gen), zonk(p->args[1], gen));
+            case TypeKind::Tuple: {
+                std::vector<Type> e;
+                for (const auto& a : p->args) e.push_back(zonk(a, gen));
+                return t_tuple(e);
+            }
+            case TypeKind::Func: return t_func(zonk(p->args[0], gen), zonk(p->args[1], gen));
+            default: return p;
+        }
+    }
+
+    void zonk_tree(const ExprPtr& e, const std::unordered_map<const TypeNode*, int>* gen) {
+        if (!e) return;
+        if (e->type) e->type = zonk(e->type, gen);
+        for (auto& t : e->instance) t = zonk(t, gen);
+        for (const auto& p : e->params) zonk_pattern(p, gen);
+        if (e->pattern) zonk_pattern(e->pattern, gen);
+        for (const auto& k : e->kids) zonk_tree(k, gen);
+        for (const auto& ix : e->indices) {
+            zonk_tree(ix.index, gen);
+            zonk_tree(ix.lo, gen);
+            zonk_tree(ix.hi, gen);
+            zonk_tree(ix.step, gen);
+        }
+        if (!gen && e->kind == ExprKind::IntLit) check_int_literal(e);
+    }
+    void zonk_pattern(const PatternPtr& p, const std::unordered_map<const TypeNode*, int>* gen) {
+        if (p->type) p->type = zonk(p->type, gen);
+        for (const auto& q : p->elems) zonk_pattern(q, gen);
+    }
+
+    static void check_int_literal(const ExprPtr& e) {
+        Type t = prune(e->type);
+        if (t->kind != TypeKind::Prim) return;
+        bool fits = true;
+        if (t->prim == Prim::Int) fits = e->int_value <= INT32_MAX;
+        if (!fits)
+            user_error(ErrorKind::Type, e->loc, "integer literal " + e->text + " does not fit in int",
+                       {"write `(" + e->text + " : long)` for a 64-bit integer"});
+    }
+
+    // Finishes an expression statement or value binding: default and resolve.
+    void finish_monomorphic(const ExprPtr& e, const PatternPtr& pattern) {
+        solve_with_defaults();
+        std::vector<Type> roots;
+        collect_types(e, roots);
+        if (pattern) collect_pattern(pattern, roots);
+        default_variables(roots, e->loc);
+        zonk_tree(e, nullptr);
+        if (pattern) zonk_pattern(pattern, nullptr);
+    }
+
+    // Finishes a function definition: every free variable is quantified.
+    SchemePtr finish_generalised(const ExprPtr& e, const Type& type) {
+        solve();
+        // `x[i]` in a function says how many dimensions x has: default its
+        // rank now so the function reads [a] -> a rather than rank-polymorphic.
+        for (size_t i = 0; i < pending_.size();) {
+            if (pending_[i].kind == Constraint::Kind::IndexResult) {
+                Constraint c = pending_[i];
+                pending_.erase(pending_.begin() + static_cast<long>(i));
+                try_solve(c, true);
+                solve();
+                i = 0;
+            } else {
+                ++i;
+            }
+        }
+        std::vector<Type> roots{type};
+        collect_types(e, roots);
+        for (const auto& c : pending_)
+            for (const auto& t : c.types) roots.push_back(t);
+        std::vector<Type> vars;
+        std::set<const TypeNode*> seen;
+        for (const auto& t : roots) free_vars(t, vars, seen);
+        std::unordered_map<const TypeNode*, int> gen;
+        auto scheme = std::make_shared<Scheme>();
+        for (const auto& v : vars) {
+            gen[v.get()] = static_cast<int>(scheme->vars.size());
+            auto tmpl = t_var(static_cast<int>(scheme->vars.size()), v->classes);
+            tmpl->scalar_only = v->scalar_only;
+            tmpl->is_rank = v->is_rank;
+            tmpl->literal = v->literal;
+            scheme->vars.push_back(tmpl);
+        }
+        scheme->type = zonk(type, &gen);
+        for (const auto& c : pending_) {
+            Constraint k = c;
+            for (auto& t : k.types) t = zonk(t, &gen);
+            k.arg_locs.clear();
+            scheme->constraints.push_back(std::move(k));
+        }
+        pending_.clear();
+        zonk_tree(e, &gen);
+        return scheme;
+    }
+
+    const TypeEnvironment& env_;
+    int next_id_ = 0;
+    std::vector<std::pair<std::string, Type>> locals_;
+    std::vector<Constraint> pending_;
+    std::map<std::string, Type> annotation_vars_;
+};
+
+// ---------------------------------------------------------------- builtins
+// Builds a builtin's scheme directly with Gen variables.
+struct SchemeBuilder {
+    std::shared_ptr<Scheme> s = std::make_shared<Scheme>();
+
+    Type var(unsigned classes = 0, bool scalar = false) {
+        auto t = t_var(static_cast<int>(s->vars.size()), classes);
+        t->scalar_only = scalar;
+        s->vars.push_back(t);
+        return t_gen(static_cast<int>(s->vars.size()) - 1);
+    }
+    Type rank() {
+        auto t = t_var(static_cast<int>(s->vars.size()));
+        t->is_rank = true;
+        s->vars.push_back(t);
+        return t_gen(static_cast<int>(s->vars.size()) - 1);
+    }
+    void constrain(Constraint::Kind k, std::vector<Type> types) {
+        Constraint c;
+        c.kind = k;
+        c.types = std::move(types);
+        s->constraints.push_back(std::move(c));
+    }
+    SchemePtr done(Type t) {
+        s->type = std::move(t);
+        return s;
+    }
+};
+
+Type tint() { return t_prim(Prim::Int); }
+Type tbool() { return t_prim(Prim::Bool); }
+
+// Elementwise function of `arity` operands: operand elements in `arg_classes`
+// (all the same type when same_elems), result element `result_elem` (null: the operand element).
+SchemePtr lifted(int arity, unsigned arg_classes, Type fixed_arg_elem, Type result_elem) {
+    SchemeBuilder b;
+    Type e = fixed_arg_elem ? fixed_arg_elem : b.var(arg_classes, true);
+    Type re = result_elem ? result_elem : e;
+    Type r = b.var();
+    std::vector<Type> params;
+    std::vector<Type> cs{r, re};
+    for (int i = 0; i < arity; ++i) {
+        Type a = b.var();
+        params.push_back(a);
+        cs.push_back(a);
+        cs.push_back(e);
+    }
+    b.constrain(Constraint::Kind::Lift, cs);
+    return b.done(t_func(params, r));
+}
+
+std::map<std::string, SchemePtr> make_builtin_schemes() {
+    std::map<std::string, SchemePtr> m;
+    for (const char* op : {"+", "-", "*", "/", "%", "**"}) m[op] = lifted(2, ClassNum, nullptr, nullptr);
+    for (const char* op : {"==", "!="}) m[op] = lifted(2, ClassEq, nullptr, tbool());
+    for (const char* op : {"<", "<=", ">", ">="}) m[op] = lifted(2, ClassOrd | ClassNum, nullptr, tbool());
+    for (const char* op : {"&&", "||"}) m[op] = lifted(2, 0, tbool(), nullptr);
+    for (const char* op : {"&", "|", "^", "<<", ">>"}) m[op] = lifted(2, ClassIntegral | ClassNum, nullptr, nullptr);
+    m["negate"] = lifted(1, ClassNum, nullptr, nullptr);
+    m["!"] = lifted(1, 0, tbool(), nullptr);
+    m["~"] = lifted(1, ClassIntegral | ClassNum, nullptr, nullptr);
+    for (const char* f : {"sqrt", "exp", "log", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh",
+                          "floor", "ceil", "round", "erf"})
+        m[f] = lifted(1, ClassFloating | ClassNum, nullptr, nullptr);
+    m["abs"] = lifted(1, ClassNum, nullptr, nullptr);
+    for (const char* f : {"atan2", "pow"}) m[f] = lifted(2, ClassFloating | ClassNum, nullptr, nullptr);
+    for (const char* f : {"min", "max"}) m[f] = lifted(2, ClassOrd | ClassNum, nullptr, nullptr);
+    m["int"] = lifted(1, ClassNumOrBool, nullptr, t_prim(Prim::Int));
+    m["long"] = lifted(1, ClassNumOrBool, nullptr, t_prim(Prim::Long));
+    m["float"] = lifted(1, ClassNumOrBool, nullptr, t_prim(Prim::Float));
+    m["double"] = lifted(1, ClassNumOrBool, nullptr, t_prim(Prim::Double));
+
+    using K = Constraint::Kind;
+    auto arr = [](Type r, Type e) { return t_array(std::move(r), std::move(e)); };
+    {
+        SchemeBuilder b;
+        Type r = b.rank(), e = b.var();
+        m["++"] = b.done(t_func({arr(r, e), arr(r, e)}, arr(r, e)));
+    }
+    m["iota"] = SchemeBuilder().done(t_func(tint(), t_array(1, tint())));
+    {
+        SchemeBuilder b;
+        Type s = b.var(), r = b.rank(), e = b.var();
+        b.constrain(K::ShapeArg, {s, r});
+        m["fill"] = b.done(t_func({s, e}, arr(r, e)));
+    }
+    {
+        SchemeBuilder b;
+        Type s = b.var(), r = b.rank(), e = b.var(), f = b.var();
+        b.constrain(K::ShapeArg, {s, r});
+        b.constrain(K::Generator, {r, f, e});
+        m["generate"] = b.done(t_func({s, f}, arr(r, e)));
+    }
+    {
+        SchemeBuilder b;
+        Type s = b.var(), r = b.rank();
+        b.constrain(K::ShapeArg, {s, r});
+        m["random"] = b.done(t_func(s, arr(r, t_prim(Prim::Float))));
+    }
+    {
+        SchemeBuilder b;
+        Type r = b.rank(), e = b.var();
+        m["length"] = b.done(t_func(arr(r, e), tint()));
+    }
+    for (const char* f : {"rows", "cols"}) {
+        SchemeBuilder b;
+        Type e = b.var();
+        m[f] = b.done(t_func(t_array(2, e), tint()));
+    }
+    {
+        SchemeBuilder b;
+        Type r = b.rank(), e = b.var(), s = b.var();
+        b.constrain(K::ShapeArg, {s, r});
+        m["shape"] = b.done(t_func(arr(r, e), s));
+    }
+    {
+        SchemeBuilder b;
+        Type s = b.var(), r1 = b.rank(), r2 = b.rank(), e = b.var();
+        b.constrain(K::ShapeArg, {s, r2});
+        m["reshape"] = b.done(t_func({s, arr(r1, e)}, arr(r2, e)));
+    }
+    {
+        SchemeBuilder b;
+        Type r = b.rank(), e = b.var();
+        m["flatten"] = b.done(t_func(arr(r, e), t_array(1, e)));
+    }
+    {
+        SchemeBuilder b;
+        Type e = b.var();
+        m["transpose"] = b.done(t_func(t_array(2, e), t_array(2, e)));
+    }
+    {
+        SchemeBuilder b;
+        Type r = b.rank(), a = b.var(), c = b.var();
+        m["map"] = b.done(t_func({t_func(a, c), arr(r, a)}, arr(r, c)));
+    }
+    {
+        SchemeBuilder b;
+        Type r = b.rank(), a = b.var(), x = b.var(), c = b.var();
+        m["zipWith"] = b.done(t_func({t_func({a, x}, c), arr(r, a), arr(r, x)}, arr(r, c)));
+    }
+    {
+        SchemeBuilder b;
+        Type r = b.rank(), a = b.var(), x = b.var(), y = b.var(), c = b.var();
+        m["zipWith3"] = b.done(t_func({t_func({a, x, y}, c), arr(r, a), arr(r, x), arr(r, y)}, arr(r, c)));
+    }
+    {
+        SchemeBuilder b;
+        Type r = b.rank(), a = b.var(), x = b.var();
+        m["zip"] = b.done(t_func({arr(r, a), arr(r, x)}, arr(r, t_tuple({a, x}))));
+    }
+    {
+        SchemeBuilder b;
+        Type r = b.rank(), a = b.var(), x = b.var(), y = b.var();
+        m["zip3"] = b.done(t_func({arr(r, a), arr(r, x), arr(r, y)}, arr(r, t_tuple({a, x, y}))));
+    }
+    {
+        SchemeBuilder b;
+        Type r = b.rank(), a = b.var(), x = b.var();
+        m["unzip"] = b.done(t_func(arr(r, t_tuple({a, x})), t_tuple({arr(r, a), arr(r, x)})));
+    }
+    {
+        SchemeBuilder b;
+        Type r = b.rank(), e = b.var(), res = b.var();
+        b.constrain(K::ReduceInner, {arr(r, e), res});
+        m["reduce"] = b.done(t_func({t_func({e, e}, e), e, arr(r, e)}, res));
+    }
+    auto reduction = [&](unsigned classes, Type fixed_elem, Type result_elem) {
+        SchemeBuilder b;
+        Type r = b.rank();
+        Type e = fixed_elem ? fixed_elem : b.var(classes, true);
+        Type res = b.var();
+        b.constrain(K::ReduceInner, {arr(r, result_elem ? result_elem : e), res});
+        return std::make_pair(b, t_func(arr(r, e), res));
+    };
+    for (const char* f : {"sum", "product"}) {
+        auto [b, t] = reduction(ClassNum, nullptr, nullptr);
+        m[f] = b.done(t);
+    }
+    for (const char* f : {"maximum", "minimum"}) {
+        auto [b, t] = reduction(ClassOrd | ClassNum, nullptr, nullptr);
+        m[f] = b.done(t);
+    }
+    for (const char* f : {"all", "any"}) {
+        auto [b, t] = reduction(0, tbool(), nullptr);
+        m[f] = b.done(t);
+    }
+    for (const char* f : {"argmax", "argmin"}) {
+        auto [b, t] = reduction(ClassOrd | ClassNum, nullptr, tint());
+        m[f] = b.done(t);
+    }
+    {
+        SchemeBuilder b;
+        Type r = b.rank(), e = b.var(), res = b.var();
+        b.constrain(K::ReduceInner, {arr(r, tint()), res});
+        m["count"] = b.done(t_func({t_func(e, tbool()), arr(r, e)}, res));
+    }
+    for (const char* f : {"scan", "scanExclusive"}) {
+        SchemeBuilder b;
+        Type r = b.rank(), e = b.var();
+        m[f] = b.done(t_func({t_func({e, e}, e), e, arr(r, e)}, arr(r, e)));
+    }
+    {
+        SchemeBuilder b;
+        Type r = b.rank(), e = b.var();
+        m["segscan"] = b.done(t_func({t_func({e, e}, e), e, arr(r, tbool()), arr(r, e)}, arr(r, e)));
+    }
+    {
+        SchemeBuilder b;
+        Type r = b.rank(), e = b.var();
+        m["gather"] = b.done(t_func({t_array(1, tint()), arr(r, e)}, arr(r, e)));
+    }
+    {
+        SchemeBuilder b;
+        Type e = b.var();
+        m["scatter"] = b.done(t_func({t_array(1, e), t_array(1, tint()), t_array(1, e)}, t_array(1, e)));
+    }
+    {
+        SchemeBuilder b;
+        Type e = b.var();
+        m["permute"] = b.done(t_func({t_func({e, e}, e), t_array(1, e), t_func(tint(), tint()), t_array(1, e)},
+                                     t_array(1, e)));
+    }
+    for (const char* f : {"reverse"}) {
+        SchemeBuilder b;
+        Type r = b.rank(), e = b.var();
+        m[f] = b.done(t_func(arr(r, e), arr(r, e)));
+    }
+    {
+        SchemeBuilder b;
+        Type r = b.rank(), e = b.var();
+        m["interleave"] = b.done(t_func({arr(r, e), arr(r, e)}, arr(r, e)));
+    }
+    for (const char* f : {"take", "drop"}) {
+        SchemeBuilder b;
+        Type r = b.rank(), e = b.var();
+        m[f] = b.done(t_func({tint(), arr(r, e)}, arr(r, e)));
+    }
+    {
+        SchemeBuilder b;
+        Type e = b.var();
+        m["filter"] = b.done(t_func({t_func(e, tbool()), t_array(1, e)}, t_array(1, e)));
+    }
+    {
+        SchemeBuilder b;
+        Type r = b.rank(), e = b.var(ClassOrd | ClassNum, true);
+        m["sort"] = b.done(t_func(arr(r, e), arr(r, e)));
+    }
+    {
+        SchemeBuilder b;
+        Type k = b.var(ClassOrd | ClassNum, true), v = b.var();
+        m["sortByKey"] = b.done(t_func({t_array(1, k), t_array(1, v)}, t_tuple({t_array(1, k), t_array(1, v)})));
+    }
+    {
+        SchemeBuilder b;
+        Type a = b.var();
+        m["iterate"] = b.done(t_func({tint(), t_func(a, a), a}, a));
+    }
+    {
+        SchemeBuilder b;
+        Type r = b.rank(), e = b.var(ClassNoDefault, true);
+        m["load"] = b.done(t_func(t_string(), arr(r, e)));
+    }
+    for (const char* f : {"save", "saveCsv"}) {
+        SchemeBuilder b;
+        Type r = b.rank(), e = b.var(0, true);
+        m[f] = b.done(t_func({t_string(), arr(r, e)}, t_unit()));
+    }
+    m["loadCsv"] = SchemeBuilder().done(t_func(t_string(), t_array(2, t_prim(Prim::Double))));
+    return m;
+}
+
+// ---------------------------------------------------------------- printing schemes
+std::string class_name(unsigned classes) {
+    if (classes & ClassFloating) return "Floating";
+    if (classes & ClassIntegral) return "Integral";
+    if (classes & ClassNum) return "Num";
+    if (classes & ClassOrd) return "Ord";
+    if (classes & ClassNumOrBool) return "NumOrBool";
+    if (classes & ClassEq) return "Eq";
+    return "";
+}
+
+}  // namespace
+
+namespace {
+
+void gen_indices(const Type& t, std::set<int>& out) {
+    Type p = prune(t);
+    if (p->kind == TypeKind::Gen) out.insert(p->id);
+    for (const auto& a : p->args) gen_indices(a, out);
+}
+
+}  // namespace
+
+std::string scheme_to_string(const Scheme& s) {
+    // Show the class contexts and elementwise constraints that concern the
+    // variables of the type (internal ones are noise), with one naming.
+    std::set<int> visible;
+    gen_indices(s.type, visible);
+    std::vector<Type> all{s.type};
+    std::vector<std::pair<size_t, size_t>> lifts;  // first index in `all`, count
+    for (const auto& c : s.constraints) {
+        if (c.kind != Constraint::Kind::Lift) continue;
+        std::set<int> mentioned;
+        for (const auto& t : c.types) gen_indices(t, mentioned);
+        if (std::none_of(mentioned.begin(), mentioned.end(), [&](int i) { return visible.count(i) > 0; })) continue;
+        lifts.emplace_back(all.size(), c.types.size());
+        for (const auto& t : c.types) all.push_back(t);
+    }
+    std::set<int> shown;
+    for (const auto& t : all) gen_indices(t, shown);
+    std::vector<std::pair<size_t, std::string>> classes;  // index into `all`, class
+    for (int i : shown) {
+        std::string cls = class_name(s.vars[static_cast<size_t>(i)]->classes & ~ClassNoDefault);
+        if (cls.empty()) continue;
+        all.push_back(t_gen(i));
+        classes.emplace_back(all.size() - 1, cls);
+    }
+    std::vector<std::string> printed = types_to_strings(all);
+    std::vector<std::string> contexts;
+    for (const auto& [i, cls] : classes) contexts.push_back(cls + " " + printed[i]);
+    for (const auto& [first, count] : lifts) {
+        // types: result, result elem, then operand/elem pairs
+        std::string ops;
+        for (size_t k = 2; k < count; k += 2) ops += (k > 2 ? ", " : "") + printed[first + k];
+        contexts.push_back("elementwise (" + ops + " -> " + printed[first] + ") over " + printed[first + 3]);
+    }
+    std::string prefix;
+    if (contexts.size() == 1) prefix = contexts[0] + " => ";
+    if (contexts.size() > 1) {
+        prefix = "(";
+        for (size_t i = 0; i < contexts.size(); ++i) prefix += (i ? ", " : "") + contexts[i];
+        prefix += ") => ";
+    }
+    return prefix + printed[0];
+}
+
+const std::map<std::string, SchemePtr>& builtin_schemes() {
+    static const std::map<std::string, SchemePtr> schemes = make_builtin_schemes();
+    return schemes;
+}
+
+Type check_expression(const ExprPtr& e, const TypeEnvironment& env) {
+    Checker c(env);
+    c.infer(e);
+    c.finish_monomorphic(e, nullptr);
+    return e->type;
+}
+
+std::vector<std::pair<std::string, SchemePtr>> check_let(const Stmt& s, const TypeEnvironment& env) {
+    Checker c(env);
+    std::vector<std::pair<std::string, SchemePtr>> out;
+    const bool is_function = s.pattern->kind == PatternKind::Var && s.expr->kind == ExprKind::Lambda;
+    Type t = c.infer(s.expr);
+    if (is_function) {
+        if (s.pattern->annotation) c.expect(t, c.resolve_annotation(s.pattern->annotation), s.pattern->loc,
+                                            "type annotation");
+        s.pattern->type = t;
+        out.emplace_back(s.pattern->name, c.finish_generalised(s.expr, t));
+        return out;
+    }
+    c.bind_pattern(s.pattern, t);
+    c.finish_monomorphic(s.expr, s.pattern);
+    std::function<void(const PatternPtr&)> collect = [&](const PatternPtr& p) {
+        if (p->kind == PatternKind::Var) {
+            auto scheme = std::make_shared<Scheme>();
+            scheme->type = p->type;
+            out.emplace_back(p->name, scheme);
+        }
+        for (const auto& q : p->elems) collect(q);
+    };
+    collect(s.pattern);
+    return out;
+}
+
+}  // namespace shoal
