@@ -1,0 +1,154 @@
+#include "value.h"
+
+#include <cmath>
+#include <limits>
+
+#include "diagnostics.h"
+
+namespace shoal {
+
+namespace {
+
+// Floating -> integer per docs/semantics.md: truncate toward zero, NaN -> 0,
+// out of range saturates. `hi` is 2^(bits-1) as a double (exact), so every
+// double below it truncates into range; the lower bound is checked the same way.
+template <class Int>
+Int saturating_trunc(double d) {
+    constexpr double hi = -static_cast<double>(std::numeric_limits<Int>::min());
+    if (std::isnan(d)) return 0;
+    if (d >= hi) return std::numeric_limits<Int>::max();
+    if (d <= -hi - 1.0) return std::numeric_limits<Int>::min();
+    return static_cast<Int>(d);  // in range: C++ truncates toward zero
+}
+
+}  // namespace
+
+double Scalar::as_double() const {
+    switch (type) {
+        case Prim::Bool: return b ? 1.0 : 0.0;
+        case Prim::Int: return i;
+        case Prim::Long: return static_cast<double>(l);
+        case Prim::Float: return f;
+        case Prim::Double: return d;
+    }
+    return 0.0;
+}
+
+int64_t Scalar::as_long() const {
+    switch (type) {
+        case Prim::Bool: return b ? 1 : 0;
+        case Prim::Int: return i;
+        case Prim::Long: return l;
+        // Saturating rather than a raw cast: a raw cast of NaN or 1e300 is UB.
+        case Prim::Float: return saturating_trunc<int64_t>(f);
+        case Prim::Double: return saturating_trunc<int64_t>(d);
+    }
+    return 0;
+}
+
+Scalar convert_scalar(const Scalar& s, Prim to) {
+    if (s.type == to) return s;
+    switch (to) {
+        case Prim::Bool:
+            return Scalar::of_bool(is_floating(s.type) ? s.as_double() != 0.0 : s.as_long() != 0);
+        case Prim::Int:
+            if (is_floating(s.type)) return Scalar::of_int(saturating_trunc<int32_t>(s.as_double()));
+            // long -> int keeps the low 32 bits (two's complement wrap, as in C).
+            return Scalar::of_int(static_cast<int32_t>(s.as_long()));
+        case Prim::Long:
+            return Scalar::of_long(s.as_long());
+        case Prim::Float:
+            // long -> float rounds directly (not via double, which could round twice).
+            if (s.type == Prim::Long) return Scalar::of_float(static_cast<float>(s.l));
+            return Scalar::of_float(static_cast<float>(s.as_double()));
+        case Prim::Double:
+            return Scalar::of_double(s.as_double());
+    }
+    return s;
+}
+
+int64_t shape_size(const Shape& s) {
+    int64_t n = 1;
+    for (int64_t extent : s) {
+        SHOAL_INTERNAL_ASSERT(extent >= 0, "negative extent in shape " + shape_to_string(s));
+        if (extent != 0 && n > std::numeric_limits<int64_t>::max() / extent)
+            user_error(ErrorKind::Runtime, Loc{}, "array of shape " + shape_to_string(s) + " is too large");
+        n *= extent;
+    }
+    return n;
+}
+
+std::string shape_to_string(const Shape& s) {
+    std::string out = "(";
+    for (size_t k = 0; k < s.size(); ++k) {
+        if (k) out += ", ";
+        out += std::to_string(s[k]);
+    }
+    return out + ")";
+}
+
+Array::Array(Prim e, Shape sh) : elem(e), shape(std::move(sh)) {
+    int64_t n = shape_size(shape);
+    auto width = static_cast<int64_t>(prim_size(elem));
+    if (n > std::numeric_limits<int64_t>::max() / width)
+        user_error(ErrorKind::Runtime, Loc{}, "array of shape " + shape_to_string(shape) + " is too large");
+    bytes.assign(static_cast<size_t>(n * width), 0);
+}
+
+// Elements are copied with memcpy: the byte buffer carries no C++ objects.
+Scalar Array::get(int64_t flat) const {
+    SHOAL_INTERNAL_ASSERT(flat >= 0 && flat < size(), "flat index out of range in Array::get");
+    const uint8_t* p = bytes.data() + flat * static_cast<int64_t>(prim_size(elem));
+    Scalar s;
+    s.type = elem;
+    switch (elem) {
+        case Prim::Bool: s.b = *p != 0; break;
+        case Prim::Int: std::memcpy(&s.i, p, sizeof s.i); break;
+        case Prim::Long: std::memcpy(&s.l, p, sizeof s.l); break;
+        case Prim::Float: std::memcpy(&s.f, p, sizeof s.f); break;
+        case Prim::Double: std::memcpy(&s.d, p, sizeof s.d); break;
+    }
+    return s;
+}
+
+void Array::set(int64_t flat, const Scalar& v) {
+    SHOAL_INTERNAL_ASSERT(flat >= 0 && flat < size(), "flat index out of range in Array::set");
+    SHOAL_INTERNAL_ASSERT(v.type == elem, std::string("Array::set: ") + prim_name(v.type) + " into [" +
+                                              prim_name(elem) + "]");
+    uint8_t* p = bytes.data() + flat * static_cast<int64_t>(prim_size(elem));
+    switch (elem) {
+        case Prim::Bool: *p = v.b ? 1 : 0; break;
+        case Prim::Int: std::memcpy(p, &v.i, sizeof v.i); break;
+        case Prim::Long: std::memcpy(p, &v.l, sizeof v.l); break;
+        case Prim::Float: std::memcpy(p, &v.f, sizeof v.f); break;
+        case Prim::Double: std::memcpy(p, &v.d, sizeof v.d); break;
+    }
+}
+
+bool is_array_like(const Value& v) {
+    if (v.is_array()) return true;
+    if (!v.is_tuple() || v.tuple().empty()) return false;
+    for (const Value& e : v.tuple())
+        if (!is_array_like(e)) return false;
+    Shape first = array_like_shape(v.tuple().front());
+    for (const Value& e : v.tuple())
+        if (array_like_shape(e) != first) return false;
+    return true;
+}
+
+Shape array_like_shape(const Value& v) {
+    if (v.is_array()) return v.array()->shape;
+    SHOAL_INTERNAL_ASSERT(v.is_tuple() && !v.tuple().empty(), "array_like_shape of a non-array value");
+    return array_like_shape(v.tuple().front());
+}
+
+Value array_like_get(const Value& v, int64_t flat) {
+    if (v.is_array()) return Value(v.array()->get(flat));
+    SHOAL_INTERNAL_ASSERT(v.is_tuple(), "array_like_get of a non-array value");
+    std::vector<Value> elems;
+    elems.reserve(v.tuple().size());
+    for (const Value& e : v.tuple()) elems.push_back(array_like_get(e, flat));
+    return Value(std::move(elems));
+}
+
+}  // namespace shoal
