@@ -27,7 +27,8 @@ std::string normalise_exponent(std::string text) {
 // Shortest round-trip text of a float or double (the overload picks the type,
 // so 0.1f prints "0.1", not "0.10000000149011612"). Like Python and numpy,
 // scientific notation is used only for decimal exponents below -4 or from 16
-// on, so 100000.0 reads as such while 3.4028235e38 and 1e-5 stay short.
+// on (from 8 for float, whose digits beyond that are not significant), so
+// 100000.0 reads as such while 3.4028235e38, 1.2345679e8 and 1e-5 stay short.
 template <class F>
 std::string format_floating(F x) {
     if (std::isnan(x)) return "nan";  // the sign of a NaN is not meaningful (x86 0/0 sets it)
@@ -38,7 +39,8 @@ std::string format_floating(F x) {
     std::string sci(buf, sci_end);
     int exponent = std::stoi(sci.substr(sci.find('e') + 1));
     auto end = sci_end;
-    if (exponent >= -4 && exponent < 16) {
+    const int fixed_limit = sizeof(F) == 4 ? 8 : 16;
+    if (exponent >= -4 && exponent < fixed_limit) {
         auto [fixed_end, fixed_ec] = std::to_chars(buf, buf + sizeof buf, x, std::chars_format::fixed);
         SHOAL_INTERNAL_ASSERT(fixed_ec == std::errc(), "to_chars failed");
         end = fixed_end;
