@@ -728,7 +728,14 @@ public:
         }
         if (std::any_of(shapes.begin(), shapes.end(), [](int s) { return s < 0; })) return false;
         Type result = rank ? t_array(rank, c.types[1]) : c.types[1];
-        expect(c.types[0], result, c.loc, "result of `" + display_op(c.what) + "`");
+        Type needed = prune(c.types[0]);
+        try {
+            unify(needed, result);
+        } catch (const Mismatch&) {
+            user_error(ErrorKind::Type, c.loc,
+                       "`" + display_op(c.what) + "` gives " + describe(result) + " here, but " + describe(needed) +
+                           " is needed");
+        }
         return true;
     }
 

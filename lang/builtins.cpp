@@ -1,0 +1,189 @@
+// The documentation table of every builtin, operator and command. It serves
+// :help, Jupyter's inspect and completion, and mirrors docs/language.md
+// (keep the two in step).
+//
+// Signatures use type variables: `a` is any scalar element type unless said
+// otherwise (`a` numeric for arithmetic), `[a]` an array of rank 1 and `arr a`
+// stands for an array of any rank 1..3. Functions that are rank-polymorphic
+// give the rank-1 form first and the rule for higher ranks in parentheses.
+#include "builtins.h"
+
+#include <algorithm>
+
+namespace shoal {
+
+namespace {
+
+std::vector<BuiltinDoc> make_builtin_docs() {
+    return {
+        // ---------------------------------------------------------- construction
+        {"iota", "int -> [int]", "iota n is [0, 1, ..., n-1]; a negative n is an error"},
+        {"fill", "shape -> a -> arr a", "fill n v, fill (r, c) v, fill (p, r, c) v: an array with every element v"},
+        {"generate", "shape -> (int -> ... -> a) -> arr a",
+         "generate n (\\i -> e), generate (r, c) (\\i j -> e): element at each index from a function"},
+        {"random", "shape -> arr float",
+         "random n, random (r, c): uniform floats in [0, 1) (Philox-4x32-10; see :seed)"},
+
+        // ---------------------------------------------------------- shape
+        {"length", "arr a -> int", "the outermost extent (number of elements of a vector, rows of a matrix)"},
+        {"rows", "[[a]] -> int", "the number of rows of a matrix"},
+        {"cols", "[[a]] -> int", "the number of columns of a matrix"},
+        {"shape", "arr a -> shape", "the extents: an int for a vector, (r, c) or (p, r, c) for higher ranks"},
+        {"reshape", "shape -> arr a -> arr a", "the same elements in row-major order with a new shape (sizes must agree)"},
+        {"flatten", "arr a -> [a]", "all elements in row-major order as a vector"},
+        {"transpose", "[[a]] -> [[a]]", "swap rows and columns"},
+
+        // ---------------------------------------------------------- elementwise
+        {"map", "(a -> b) -> [a] -> [b]", "apply a function to every element; a tuple result gives a tuple of arrays"},
+        {"zipWith", "(a -> b -> c) -> [a] -> [b] -> [c]", "combine two arrays of the same shape elementwise"},
+        {"zipWith3", "(a -> b -> c -> d) -> [a] -> [b] -> [c] -> [d]",
+         "combine three arrays of the same shape elementwise"},
+        {"zip", "[a] -> [b] -> [(a, b)]", "pair two arrays of the same shape (an array of pairs is a pair of arrays)"},
+        {"zip3", "[a] -> [b] -> [c] -> [(a, b, c)]", "triple three arrays of the same shape"},
+        {"unzip", "[(a, b)] -> ([a], [b])", "split an array of pairs (the identity: arrays of tuples are tuples of arrays)"},
+
+        // ---------------------------------------------------------- reductions
+        {"reduce", "(a -> a -> a) -> a -> [a] -> a   (innermost dimension: [[a]] -> [a])",
+         "fold with an associative function and its neutral element, left to right"},
+        {"sum", "[a] -> a   (innermost dimension: [[a]] -> [a])", "the sum of the elements; 0 for an empty array"},
+        {"product", "[a] -> a   (innermost dimension: [[a]] -> [a])", "the product of the elements; 1 for an empty array"},
+        {"maximum", "[a] -> a   (innermost dimension: [[a]] -> [a])",
+         "the largest element; -inf (or the type's minimum) for an empty array"},
+        {"minimum", "[a] -> a   (innermost dimension: [[a]] -> [a])",
+         "the smallest element; inf (or the type's maximum) for an empty array"},
+        {"all", "[bool] -> bool   (innermost dimension: [[bool]] -> [bool])", "true if every element is true"},
+        {"any", "[bool] -> bool   (innermost dimension: [[bool]] -> [bool])", "true if some element is true"},
+        {"count", "(a -> bool) -> [a] -> int   (innermost dimension: [[a]] -> [int])",
+         "the number of elements satisfying a predicate"},
+        {"argmax", "[a] -> int   (innermost dimension: [[a]] -> [int])",
+         "the index of the first largest element; an empty array is an error"},
+        {"argmin", "[a] -> int   (innermost dimension: [[a]] -> [int])",
+         "the index of the first smallest element; an empty array is an error"},
+
+        // ---------------------------------------------------------- scans
+        {"scan", "(a -> a -> a) -> a -> [a] -> [a]   (per row for matrices)",
+         "inclusive scan: [f z a0, f (f z a0) a1, ...]"},
+        {"scanExclusive", "(a -> a -> a) -> a -> [a] -> [a]   (per row for matrices)",
+         "exclusive scan: [z, f z a0, ...], same length as the input"},
+        {"segscan", "(a -> a -> a) -> a -> [bool] -> [a] -> [a]",
+         "inclusive scan that restarts from z wherever the flag is true"},
+
+        // ---------------------------------------------------------- permutations
+        {"gather", "[int] -> [a] -> [a]", "result[i] = a[idx[i]]"},
+        {"scatter", "[a] -> [int] -> [a] -> [a]",
+         "a copy of dest with dest[idx[k]] = vals[k]; out-of-range indices ignored, last write wins"},
+        {"permute", "(a -> a -> a) -> [a] -> (int -> int) -> [a] -> [a]",
+         "combine vals[i] into dest[j(i)] with f (histograms); out-of-range targets dropped"},
+        {"reverse", "arr a -> arr a", "reverse along the outermost dimension"},
+
+        // ---------------------------------------------------------- structure
+        {"interleave", "[a] -> [a] -> [a]", "[a0, b0, a1, b1, ...] from two arrays of the same shape"},
+        {"take", "int -> arr a -> arr a", "the first n elements (rows); n is clamped to [0, length a]"},
+        {"drop", "int -> arr a -> arr a", "all but the first n elements (rows); n is clamped to [0, length a]"},
+        {"filter", "(a -> bool) -> [a] -> [a]", "the elements satisfying a predicate, in order"},
+        {"sort", "[a] -> [a]   (per row for matrices)", "ascending, stable; NaNs last"},
+        {"sortByKey", "[k] -> [v] -> ([k], [v])", "sort the keys ascending (stable) and permute the values alike"},
+
+        // ---------------------------------------------------------- iteration
+        {"iterate", "int -> (a -> a) -> a -> a", "apply a function k times (k <= 0: the value itself)"},
+
+        // ---------------------------------------------------------- I/O
+        {"load", "string -> arr a", "read a NumPy .npy file (bool, int32, int64, float32, float64; rank 1-3)"},
+        {"save", "string -> arr a -> ()", "write an array as a NumPy .npy file (C order)"},
+        {"loadCsv", "string -> [[double]]", "read a CSV file of numbers, one row per line"},
+        {"saveCsv", "string -> arr a -> ()", "write a vector (one value per line) or a matrix (one row per line) as CSV"},
+
+        // ---------------------------------------------------------- math
+        {"sqrt", "a -> a   (a floating; elementwise on arrays)", "square root"},
+        {"exp", "a -> a   (a floating; elementwise on arrays)", "e raised to the argument"},
+        {"log", "a -> a   (a floating; elementwise on arrays)", "natural logarithm"},
+        {"sin", "a -> a   (a floating; elementwise on arrays)", "sine (radians)"},
+        {"cos", "a -> a   (a floating; elementwise on arrays)", "cosine (radians)"},
+        {"tan", "a -> a   (a floating; elementwise on arrays)", "tangent (radians)"},
+        {"asin", "a -> a   (a floating; elementwise on arrays)", "arc sine"},
+        {"acos", "a -> a   (a floating; elementwise on arrays)", "arc cosine"},
+        {"atan", "a -> a   (a floating; elementwise on arrays)", "arc tangent"},
+        {"atan2", "a -> a -> a   (a floating; elementwise on arrays)", "atan2 y x: the angle of the point (x, y)"},
+        {"sinh", "a -> a   (a floating; elementwise on arrays)", "hyperbolic sine"},
+        {"cosh", "a -> a   (a floating; elementwise on arrays)", "hyperbolic cosine"},
+        {"tanh", "a -> a   (a floating; elementwise on arrays)", "hyperbolic tangent"},
+        {"erf", "a -> a   (a floating; elementwise on arrays)", "the error function"},
+        {"abs", "a -> a   (a numeric; elementwise on arrays)", "absolute value (abs of the smallest int is itself)"},
+        {"floor", "a -> a   (a floating; elementwise on arrays)", "round down"},
+        {"ceil", "a -> a   (a floating; elementwise on arrays)", "round up"},
+        {"round", "a -> a   (a floating; elementwise on arrays)", "round to nearest, halves away from zero"},
+        {"min", "a -> a -> a   (a numeric; elementwise on arrays)", "the smaller argument (a NaN operand gives the other)"},
+        {"max", "a -> a -> a   (a numeric; elementwise on arrays)", "the larger argument (a NaN operand gives the other)"},
+        {"pow", "a -> a -> a   (a floating; elementwise on arrays)", "pow x y is x raised to y (as x ** y)"},
+
+        // ---------------------------------------------------------- conversions
+        {"int", "a -> int   (a numeric or bool; elementwise on arrays)",
+         "convert to 32-bit int: floats truncate toward zero, NaN gives 0, out of range saturates"},
+        {"long", "a -> long   (a numeric or bool; elementwise on arrays)",
+         "convert to 64-bit int: floats truncate toward zero, NaN gives 0, out of range saturates"},
+        {"float", "a -> float   (a numeric or bool; elementwise on arrays)", "convert to 32-bit float"},
+        {"double", "a -> double   (a numeric or bool; elementwise on arrays)", "convert to 64-bit float"},
+
+        // ---------------------------------------------------------- operators
+        {"|>", "a -> (a -> b) -> b", "pipe: x |> f is f x (lowest precedence, left associative)"},
+        {"||", "bool -> bool -> bool", "logical or"},
+        {"&&", "bool -> bool -> bool", "logical and"},
+        {"==", "a -> a -> bool   (elementwise on arrays)", "equal"},
+        {"!=", "a -> a -> bool   (elementwise on arrays)", "not equal"},
+        {"<", "a -> a -> bool   (a numeric; elementwise on arrays)", "less than"},
+        {"<=", "a -> a -> bool   (a numeric; elementwise on arrays)", "less than or equal"},
+        {">", "a -> a -> bool   (a numeric; elementwise on arrays)", "greater than"},
+        {">=", "a -> a -> bool   (a numeric; elementwise on arrays)", "greater than or equal"},
+        {"++", "arr a -> arr a -> arr a", "concatenate along the outermost dimension (inner extents must agree)"},
+        {"|", "a -> a -> a   (a integral; elementwise on arrays)", "bitwise or"},
+        {"^", "a -> a -> a   (a integral; elementwise on arrays)", "bitwise exclusive or"},
+        {"&", "a -> a -> a   (a integral; elementwise on arrays)", "bitwise and"},
+        {"<<", "a -> a -> a   (a integral; elementwise on arrays)", "shift left"},
+        {">>", "a -> a -> a   (a integral; elementwise on arrays)", "shift right"},
+        {"+", "a -> a -> a   (a numeric; elementwise on arrays)", "addition (integers wrap)"},
+        {"-", "a -> a -> a   (a numeric; elementwise on arrays)", "subtraction; as a prefix, negation"},
+        {"*", "a -> a -> a   (a numeric; elementwise on arrays)", "multiplication"},
+        {"/", "a -> a -> a   (a numeric; elementwise on arrays)",
+         "division; integers truncate toward zero and x / 0 is 0"},
+        {"%", "a -> a -> a   (a numeric; elementwise on arrays)",
+         "remainder with the sign of the dividend (C); x % 0 is 0; fmod on floats"},
+        {"**", "a -> a -> a   (a numeric; elementwise on arrays)",
+         "power: pow on floats, exact repeated multiplication on integers"},
+        {"negate", "a -> a   (a numeric; elementwise on arrays)", "negation, the prefix - as a function"},
+        {"!", "bool -> bool   (elementwise on arrays)", "logical not (prefix)"},
+        {"~", "a -> a   (a integral; elementwise on arrays)", "bitwise not (prefix)"},
+    };
+}
+
+std::vector<CommandDoc> make_command_docs() {
+    return {
+        {"help", ":help [topic]", "list the builtins and commands, or describe one builtin, operator or command"},
+        {"type", ":type e", "show the type of an expression without evaluating it"},
+        {"load", ":load file", "run a script file into this session"},
+        {"reset", ":reset", "forget every binding and restore the default settings (print threshold, seed)"},
+        {"env", ":env", "list the bindings with their types (and shapes of arrays)"},
+        {"seed", ":seed [k]", "set the random seed to k (default 42) and restart the random stream; alone, show it"},
+        {"set", ":set print N | :set check on|off", "print arrays longer than N (at least 7) along an axis summarised (default 20); check: compare optimised results with the reference; alone, show the settings"},
+        {"quit", ":quit", "leave Shoal"},
+    };
+}
+
+}  // namespace
+
+const std::vector<BuiltinDoc>& builtin_docs() {
+    static const std::vector<BuiltinDoc> docs = make_builtin_docs();
+    return docs;
+}
+
+const BuiltinDoc* find_builtin_doc(const std::string& name) {
+    const auto& docs = builtin_docs();
+    auto it = std::find_if(docs.begin(), docs.end(), [&](const BuiltinDoc& d) { return d.name == name; });
+    return it == docs.end() ? nullptr : &*it;
+}
+
+const std::vector<CommandDoc>& command_docs() {
+    static const std::vector<CommandDoc> docs = make_command_docs();
+    return docs;
+}
+
+}  // namespace shoal

@@ -1,0 +1,136 @@
+#!/usr/bin/env python3
+"""Runs every example script and compares its output with the expected output.
+
+Usage: python3 run_examples.py SHOAL_BINARY EXAMPLES_DIR
+
+For each EXAMPLES_DIR/NAME.shoal, runs `SHOAL_BINARY NAME.shoal` (cwd =
+EXAMPLES_DIR, timeout 120 s) and compares standard output with
+EXAMPLES_DIR/expected/NAME.out, computed independently with numpy by
+expected/make_expected.py.
+
+The comparison is line by line and token by token. A number containing '.' or
+an exponent compares with a relative tolerance of 1e-4 (absolute 1e-9 near
+zero); an integer must be equal; every other token (brackets, commas, `...`,
+`true`, `inf`, `nan`) must be identical. A non-zero exit status or any output
+on standard error fails the example.
+
+Prints one line per example and ends with `N passed, N failed`; the exit
+status is 1 if any example failed. Standard library only.
+"""
+import math
+import os
+import re
+import subprocess
+import sys
+
+TIMEOUT = 120
+REL_TOL = 1e-4
+ABS_TOL = 1e-9
+
+NUMBER = r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?"
+TOKEN = re.compile(rf"{NUMBER}|[-+]?inf\b|nan\b|\.\.\.|[A-Za-z_][A-Za-z0-9_']*|\S")
+IS_NUMBER = re.compile(rf"^{NUMBER}$")
+
+
+def tokens(line):
+    return TOKEN.findall(line)
+
+
+def is_float_text(t):
+    return "." in t or "e" in t or "E" in t
+
+
+def same_token(got, want):
+    """None if the tokens agree, else a reason."""
+    if got == want:
+        return None
+    if IS_NUMBER.match(got) and IS_NUMBER.match(want):
+        if is_float_text(want) or is_float_text(got):
+            if not (is_float_text(want) and is_float_text(got)):
+                return f"{got} vs {want}: integer vs floating"
+            g, w = float(got), float(want)
+            if math.isclose(g, w, rel_tol=REL_TOL, abs_tol=ABS_TOL):
+                return None
+            rel = abs(g - w) / max(abs(g), abs(w))
+            return f"{got} vs {want} (relative difference {rel:.2g} > {REL_TOL:g})"
+        if int(got) == int(want):
+            return None
+        return f"{got} vs {want}"
+    return f"{got!r} vs {want!r}"
+
+
+def compare(got_text, want_text):
+    """None if the outputs agree, else a description of the first difference."""
+    got_lines = got_text.splitlines()
+    want_lines = want_text.splitlines()
+    for n, (g, w) in enumerate(zip(got_lines, want_lines), start=1):
+        gt, wt = tokens(g), tokens(w)
+        for gk, wk in zip(gt, wt):
+            why = same_token(gk, wk)
+            if why:
+                return f"line {n}: {why}\n    got:      {g}\n    expected: {w}"
+        if len(gt) != len(wt):
+            return f"line {n}: {'more' if len(gt) > len(wt) else 'fewer'} tokens than expected\n" \
+                   f"    got:      {g}\n    expected: {w}"
+    if len(got_lines) > len(want_lines):
+        return f"line {len(want_lines) + 1}: unexpected extra output: {got_lines[len(want_lines)]}"
+    if len(got_lines) < len(want_lines):
+        return f"line {len(got_lines) + 1}: output ended; expected: {want_lines[len(got_lines)]}"
+    return None
+
+
+def run_example(binary, path, expected_path):
+    """Returns (ok, message)."""
+    if not os.path.exists(expected_path):
+        return False, f"no expected output {expected_path}"
+    with open(expected_path, encoding="utf-8") as f:
+        want = f.read()
+    try:
+        proc = subprocess.run([binary, os.path.basename(path)], cwd=os.path.dirname(path),
+                              stdin=subprocess.DEVNULL, capture_output=True, timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        return False, f"timed out after {TIMEOUT} s"
+    except OSError as e:
+        return False, f"cannot run {binary}: {e}"
+    out = proc.stdout.decode("utf-8", errors="replace")
+    err = proc.stderr.decode("utf-8", errors="replace")
+    problems = []
+    if proc.returncode != 0:
+        problems.append(f"exit status {proc.returncode}")
+    if err.strip():
+        problems.append("standard error:\n    " + "\n    ".join(err.rstrip().splitlines()[:12]))
+    diff = compare(out, want)
+    if diff:
+        problems.append(diff)
+    if problems:
+        return False, "\n  ".join(problems)
+    return True, ""
+
+
+def main(argv):
+    if len(argv) != 3:
+        print("usage: run_examples.py SHOAL_BINARY EXAMPLES_DIR", file=sys.stderr)
+        return 2
+    binary = os.path.abspath(argv[1])
+    examples = os.path.abspath(argv[2])
+    names = sorted(f[:-len(".shoal")] for f in os.listdir(examples) if f.endswith(".shoal"))
+    if not names:
+        print(f"no examples in {examples}", file=sys.stderr)
+        return 2
+    passed = failed = 0
+    for name in names:
+        ok, msg = run_example(binary, os.path.join(examples, name + ".shoal"),
+                              os.path.join(examples, "expected", name + ".out"))
+        if ok:
+            passed += 1
+            print(f"PASS {name}")
+        else:
+            failed += 1
+            print(f"FAIL {name}\n  {msg}")
+        sys.stdout.flush()
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
