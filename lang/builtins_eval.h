@@ -1,0 +1,59 @@
+// Internal to the reference evaluator: callable values and the table of
+// builtin implementations (eval.cpp evaluates the syntax, builtins_eval.cpp
+// implements every builtin function and operator).
+#pragma once
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "eval.h"
+
+namespace shoal::evalimpl {
+
+// Every Function value the evaluator creates: a closure or a (partially
+// applied) builtin.
+class Callable : public Function {
+public:
+    // Applies the function to one or more arguments (more than it takes: the
+    // result is applied to the rest). `loc` is the call site, for errors.
+    virtual Value apply(std::span<const Value> args, EvalContext& ctx, const Loc& loc) const = 0;
+};
+
+const Callable& as_callable(const Value& f);
+Value apply_value(const Value& f, std::span<const Value> args, EvalContext& ctx, const Loc& loc);
+
+// Throws ErrorKind::Interrupted when ctx.cancel has been set.
+void check_cancel(const EvalContext& ctx, const Loc& loc);
+
+struct BuiltinDef;
+
+// What a builtin implementation sees besides its arguments.
+struct BuiltinCall {
+    const BuiltinDef& def;
+    EvalContext& ctx;
+    const Loc& loc;    // the call site
+    const Type& type;  // the builtin's instantiated (concrete) type; null for operator nodes
+    // The type of the builtin's result (its type with `arity` parameters removed).
+    Type result_type() const;
+};
+
+using BuiltinImpl = Value (*)(const BuiltinCall& call, std::span<const Value> args);
+
+struct BuiltinDef {
+    const char* name;
+    int arity;
+    BuiltinImpl impl;
+};
+
+// The builtin named `name` (a function, an operator such as "+", or the
+// unary operators "negate", "!", "~"); null if there is none.
+const BuiltinDef* find_builtin(std::string_view name);
+std::vector<std::string> builtin_names();
+
+// Applies a builtin of instantiated type `type` to `args` (any number:
+// fewer than its arity gives a partial application).
+Value apply_builtin(const BuiltinDef& def, const Type& type, std::span<const Value> args, EvalContext& ctx,
+                    const Loc& loc);
+
+}  // namespace shoal::evalimpl

@@ -1,0 +1,378 @@
+// The reference evaluator: a direct tree walk over type-checked expressions.
+// Locals live in a persistent linked environment (lexical scoping, shadowing
+// by prepending); globals come from EvalContext::globals; any other name is a
+// builtin (builtins_eval.cpp).
+#include "eval.h"
+
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+
+#include "array_ops.h"
+#include "builtins_eval.h"
+
+namespace shoal {
+
+namespace {
+
+using namespace evalimpl;
+
+// ---------------------------------------------------------------- environment
+struct Frame;
+using Env = std::shared_ptr<const Frame>;
+struct Frame {
+    std::string name;
+    Value value;
+    Env next;
+};
+
+const Value* lookup(const Env& env, const std::string& name) {
+    for (const Frame* f = env.get(); f; f = f->next.get())
+        if (f->name == name) return &f->value;
+    return nullptr;
+}
+
+// Visits the (name, value) pairs a pattern binds, left to right.
+template <class F>
+void destructure(const Pattern& p, const Value& v, F&& visit) {
+    switch (p.kind) {
+        case PatternKind::Var: visit(p.name, v); return;
+        case PatternKind::Wildcard: return;
+        case PatternKind::Tuple:
+            SHOAL_INTERNAL_ASSERT(v.is_tuple() && v.tuple().size() == p.elems.size(),
+                                  "tuple pattern does not match its value");
+            for (size_t k = 0; k < p.elems.size(); ++k) destructure(*p.elems[k], v.tuple()[k], visit);
+            return;
+    }
+}
+
+Env extend(const Env& env, const Pattern& p, const Value& v) {
+    Env out = env;
+    destructure(p, v, [&](const std::string& name, const Value& x) {
+        out = std::make_shared<const Frame>(Frame{name, x, out});
+    });
+    return out;
+}
+
+Value eval(const ExprPtr& e, const Env& env, EvalContext& ctx);
+
+// ---------------------------------------------------------------- closures
+// A lambda with its environment; `bound` parameters have been applied.
+class Closure final : public Callable {
+public:
+    Closure(ExprPtr lambda, Env env, size_t bound) : lambda_(std::move(lambda)), env_(std::move(env)), bound_(bound) {}
+
+    Value apply(std::span<const Value> args, EvalContext& ctx, const Loc& loc) const override {
+        const auto& params = lambda_->params;
+        Env env = env_;
+        size_t k = bound_, used = 0;
+        for (; used < args.size() && k < params.size(); ++used, ++k) env = extend(env, *params[k], args[used]);
+        if (k < params.size()) return Value(std::make_shared<const Closure>(lambda_, env, k));
+        Value r = eval(lambda_->kids[0], env, ctx);
+        return used < args.size() ? apply_value(r, args.subspan(used), ctx, loc) : r;
+    }
+
+private:
+    ExprPtr lambda_;
+    Env env_;
+    size_t bound_;
+};
+
+// ---------------------------------------------------------------- literals
+[[noreturn]] void runtime_error(const Loc& loc, std::string message) {
+    user_error(ErrorKind::Runtime, loc, std::move(message));
+}
+
+// An integer literal (negated when written after unary minus) as a scalar
+// of its inferred type; the range is checked against that type.
+Scalar int_literal(const Expr& e, bool negative) {
+    const Prim p = prim_of(e.type);
+    const int64_t v = negative ? -e.int_value : e.int_value;
+    if (p == Prim::Int && (v < INT32_MIN || v > INT32_MAX))
+        runtime_error(e.loc, "integer literal " + std::to_string(v) + " does not fit in int");
+    switch (p) {
+        case Prim::Int: return Scalar::of_int(static_cast<int32_t>(v));
+        case Prim::Long: return Scalar::of_long(v);
+        case Prim::Float: return Scalar::of_float(static_cast<float>(v));
+        case Prim::Double: return Scalar::of_double(static_cast<double>(v));
+        case Prim::Bool: break;
+    }
+    internal_error(__FILE__, __LINE__, "integer literal of type bool");
+}
+
+// A decimal literal: a float is read from the text itself, so that it is
+// rounded once (as the literal written in C would be).
+Scalar float_literal(const Expr& e, bool negative) {
+    double d = e.float_value;
+    float f = static_cast<float>(d);
+    if (!e.text.empty()) f = std::strtof(e.text.c_str(), nullptr);
+    if (prim_of(e.type) == Prim::Float) return Scalar::of_float(negative ? -f : f);
+    return Scalar::of_double(negative ? -d : d);
+}
+
+// ---------------------------------------------------------------- array literals
+// Stacks the elements of an array literal (scalars, or arrays of one shape)
+// into an array one rank higher; tuples are stacked componentwise.
+Value stack(const std::vector<Value>& elems, const Type& type, const Loc& loc) {
+    const Type t = prune(type);
+    if (t->kind == TypeKind::Tuple) {
+        std::vector<Value> out;
+        for (size_t k = 0; k < t->args.size(); ++k) {
+            std::vector<Value> part;
+            part.reserve(elems.size());
+            for (const Value& v : elems) part.push_back(v.tuple()[k]);
+            out.push_back(stack(part, t->args[k], loc));
+        }
+        return Value(std::move(out));
+    }
+    const Prim elem = prim_of(t);
+    if (elems.empty()) return Value(std::make_shared<Array>(elem, Shape(static_cast<size_t>(array_rank(t)), 0)));
+    if (elems[0].is_scalar()) {
+        auto out = std::make_shared<Array>(elem, Shape{static_cast<int64_t>(elems.size())});
+        for (size_t i = 0; i < elems.size(); ++i) out->set(static_cast<int64_t>(i), elems[i].scalar());
+        return Value(std::move(out));
+    }
+    const Shape row = elems[0].array()->shape;
+    Shape shape{static_cast<int64_t>(elems.size())};
+    shape.insert(shape.end(), row.begin(), row.end());
+    auto out = std::make_shared<Array>(elem, shape);
+    for (size_t i = 0; i < elems.size(); ++i) {
+        const Array& a = *elems[i].array();
+        if (a.shape != row) runtime_error(loc, "array literal rows have different lengths");
+        if (!a.bytes.empty()) std::memcpy(out->bytes.data() + i * a.bytes.size(), a.bytes.data(), a.bytes.size());
+    }
+    return Value(std::move(out));
+}
+
+Value eval_array_literal(const Expr& e, const Env& env, EvalContext& ctx) {
+    std::vector<Value> elems;
+    elems.reserve(e.kids.size());
+    for (const ExprPtr& k : e.kids) elems.push_back(eval(k, env, ctx));
+    return stack(elems, e.type, e.loc);
+}
+
+// ---------------------------------------------------------------- indexing
+Loc index_loc(const IndexArg& arg, const Expr& e) { return arg.loc.valid() ? arg.loc : e.loc; }
+
+std::optional<int64_t> optional_int(const ExprPtr& part, const Env& env, EvalContext& ctx) {
+    if (!part) return std::nullopt;
+    return eval(part, env, ctx).scalar().as_long();
+}
+
+// The selection of an Index / With node for an array of the given shape.
+std::vector<ops::AxisSelect> selection(const Expr& e, const Shape& shape, const Env& env, EvalContext& ctx) {
+    SHOAL_INTERNAL_ASSERT(e.indices.size() <= shape.size(), "more indices than the array's rank");
+    std::vector<ops::AxisSelect> sel;
+    for (size_t k = 0; k < e.indices.size(); ++k) {
+        const IndexArg& arg = e.indices[k];
+        const Loc loc = index_loc(arg, e);
+        if (!arg.is_slice) {
+            const int64_t i = eval(arg.index, env, ctx).scalar().as_long();
+            sel.push_back(ops::select_index(i, shape[k], static_cast<int>(k), loc));
+        } else {
+            const auto lo = optional_int(arg.lo, env, ctx), hi = optional_int(arg.hi, env, ctx),
+                       step = optional_int(arg.step, env, ctx);
+            sel.push_back(ops::select_slice(lo, hi, step, shape[k], loc));
+        }
+    }
+    return sel;
+}
+
+// Indexes every component of an array-like alike.
+Value index_value(const Value& a, const std::vector<ops::AxisSelect>& sel) {
+    if (a.is_array()) return ops::index_array(*a.array(), sel);
+    std::vector<Value> out;
+    for (const Value& c : a.tuple()) out.push_back(index_value(c, sel));
+    return Value(std::move(out));
+}
+
+Value update_value(const Value& a, const std::vector<ops::AxisSelect>& sel, const Value& v, const Loc& loc) {
+    if (a.is_array()) return Value(ops::update_array(*a.array(), sel, v, loc));
+    std::vector<Value> out;
+    for (size_t k = 0; k < a.tuple().size(); ++k) out.push_back(update_value(a.tuple()[k], sel, v.tuple()[k], loc));
+    return Value(std::move(out));
+}
+
+Value eval_index(const Expr& e, const Env& env, EvalContext& ctx) {
+    const Value a = eval(e.kids[0], env, ctx);
+    return index_value(a, selection(e, array_like_shape(a), env, ctx));
+}
+
+Value eval_with(const Expr& e, const Env& env, EvalContext& ctx) {
+    const Value a = eval(e.kids[0], env, ctx);
+    const auto sel = selection(e, array_like_shape(a), env, ctx);
+    return update_value(a, sel, eval(e.kids[1], env, ctx), e.loc);
+}
+
+// ---------------------------------------------------------------- loops
+Value eval_loop_for(const Expr& e, const Env& env, EvalContext& ctx) {
+    Value x = eval(e.kids[0], env, ctx);
+    const int64_t n = eval(e.kids[1], env, ctx).scalar().as_long();
+    const Prim counter = prim_of(e.kids[1]->type);
+    for (int64_t i = 0; i < n; ++i) {
+        check_cancel(ctx, e.loc);
+        Env inner = extend(env, *e.pattern, x);
+        const Value index(convert_scalar(Scalar::of_long(i), counter));
+        inner = std::make_shared<const Frame>(Frame{e.counter, index, inner});
+        x = eval(e.kids[2], inner, ctx);
+    }
+    return x;
+}
+
+Value eval_loop_while(const Expr& e, const Env& env, EvalContext& ctx) {
+    Value x = eval(e.kids[0], env, ctx);
+    for (;;) {
+        check_cancel(ctx, e.loc);
+        const Env inner = extend(env, *e.pattern, x);
+        if (!eval(e.kids[1], inner, ctx).scalar().b) return x;
+        x = eval(e.kids[2], inner, ctx);
+    }
+}
+
+// ---------------------------------------------------------------- variables
+void specialise(Expr& e, const std::vector<Type>& instance);
+
+void substitute(Type& t, const std::vector<Type>& instance) {
+    if (t) t = substitute_gen(t, instance);
+}
+
+void specialise(Pattern& p, const std::vector<Type>& instance) {
+    substitute(p.type, instance);
+    substitute(p.annotation, instance);
+    for (const PatternPtr& k : p.elems) specialise(*k, instance);
+}
+
+// Replaces Gen(i) by instance[i] in every type of a cloned definition.
+void specialise(Expr& e, const std::vector<Type>& instance) {
+    substitute(e.type, instance);
+    substitute(e.annotation, instance);
+    for (Type& t : e.instance) substitute(t, instance);
+    for (const PatternPtr& p : e.params) specialise(*p, instance);
+    if (e.pattern) specialise(*e.pattern, instance);
+    for (const ExprPtr& k : e.kids)
+        if (k) specialise(*k, instance);
+    for (IndexArg& arg : e.indices)
+        for (const ExprPtr* part : {&arg.index, &arg.lo, &arg.hi, &arg.step})
+            if (*part) specialise(**part, instance);
+}
+
+// A generalised global used at `var.instance`: specialised once per instance.
+Value global_value(Binding& b, const Expr& var, EvalContext& ctx) {
+    if (var.instance.empty() || !b.generic) return b.value;
+    std::string key;
+    for (const Type& t : var.instance) key += (key.empty() ? "" : ";") + type_to_string(t);
+    if (auto it = b.specialisations.find(key); it != b.specialisations.end()) return it->second;
+    ExprPtr copy = clone_expr(b.generic);
+    specialise(*copy, var.instance);
+    Value v = eval(copy, nullptr, ctx);
+    b.specialisations.emplace(key, v);
+    return v;
+}
+
+Binding* find_global(const std::string& name, EvalContext& ctx) {
+    if (!ctx.globals) return nullptr;
+    auto it = ctx.globals->find(name);
+    return it == ctx.globals->end() ? nullptr : it->second.get();
+}
+
+// The builtin a Var names when no local or global binding shadows it.
+const BuiltinDef* builtin_of(const Expr& e, const Env& env, EvalContext& ctx) {
+    if (e.kind != ExprKind::Var || lookup(env, e.text) || find_global(e.text, ctx)) return nullptr;
+    return find_builtin(e.text);
+}
+
+Value eval_var(const Expr& e, const Env& env, EvalContext& ctx) {
+    if (const Value* v = lookup(env, e.text)) return *v;
+    if (Binding* b = find_global(e.text, ctx)) return global_value(*b, e, ctx);
+    const BuiltinDef* def = find_builtin(e.text);
+    SHOAL_INTERNAL_ASSERT(def != nullptr, "unbound variable " + e.text);
+    return apply_builtin(*def, e.type, {}, ctx, e.loc);
+}
+
+// ---------------------------------------------------------------- application
+// f a b c is App(App(App(f, a), b), c): the spine is evaluated function
+// first, then the arguments left to right, and applied all at once (a
+// builtin head is called directly, without building partial applications).
+Value eval_app(const Expr& e, const Env& env, EvalContext& ctx) {
+    std::vector<const Expr*> apps;  // innermost application first
+    const ExprPtr* head = nullptr;
+    for (const Expr* a = &e; a->kind == ExprKind::App; a = a->kids[0].get()) {
+        apps.insert(apps.begin(), a);
+        head = &a->kids[0];
+    }
+    const BuiltinDef* def = builtin_of(**head, env, ctx);
+    const Value f = def ? Value() : eval(*head, env, ctx);
+    std::vector<Value> args;
+    args.reserve(apps.size());
+    for (const Expr* a : apps) args.push_back(eval(a->kids[1], env, ctx));
+    if (!def) return apply_value(f, args, ctx, e.loc);
+    // Errors point at the application that supplies the builtin's last argument.
+    const size_t last = std::min(apps.size(), static_cast<size_t>(def->arity)) - 1;
+    return apply_builtin(*def, (*head)->type, args, ctx, apps[last]->loc);
+}
+
+Value eval_operator(const std::string& op, std::span<const Value> args, const Expr& e, EvalContext& ctx) {
+    const BuiltinDef* def = find_builtin(op);
+    SHOAL_INTERNAL_ASSERT(def != nullptr, "unknown operator " + op);
+    return apply_builtin(*def, nullptr, args, ctx, e.loc);
+}
+
+Value eval_binary(const Expr& e, const Env& env, EvalContext& ctx) {
+    const Value a = eval(e.kids[0], env, ctx);
+    // && and || short-circuit when their result is a single bool.
+    const bool is_and = e.text == "&&", is_or = e.text == "||";
+    if ((is_and || is_or) && is_prim(e.type) && a.scalar().b == is_or) return a;
+    const Value args[2] = {a, eval(e.kids[1], env, ctx)};
+    return eval_operator(e.text, args, e, ctx);
+}
+
+Value eval_unary(const Expr& e, const Env& env, EvalContext& ctx) {
+    const Expr& operand = *e.kids[0];
+    if (e.text == "negate" && operand.kind == ExprKind::IntLit) return Value(int_literal(operand, true));
+    if (e.text == "negate" && operand.kind == ExprKind::FloatLit) return Value(float_literal(operand, true));
+    const Value arg = eval(e.kids[0], env, ctx);
+    return eval_operator(e.text, std::span<const Value>(&arg, 1), e, ctx);
+}
+
+// ---------------------------------------------------------------- the walk
+Value eval(const ExprPtr& ep, const Env& env, EvalContext& ctx) {
+    const Expr& e = *ep;
+    switch (e.kind) {
+        case ExprKind::IntLit: return Value(int_literal(e, false));
+        case ExprKind::FloatLit: return Value(float_literal(e, false));
+        case ExprKind::BoolLit: return Value(Scalar::of_bool(e.bool_value));
+        case ExprKind::StringLit: return Value::string(e.text);
+        case ExprKind::Var: return eval_var(e, env, ctx);
+        case ExprKind::Lambda: return Value(std::make_shared<const Closure>(ep, env, 0));
+        case ExprKind::App: return eval_app(e, env, ctx);
+        case ExprKind::Let: return eval(e.kids[1], extend(env, *e.pattern, eval(e.kids[0], env, ctx)), ctx);
+        case ExprKind::If: return eval(e.kids[eval(e.kids[0], env, ctx).scalar().b ? 1 : 2], env, ctx);
+        case ExprKind::Tuple: {
+            std::vector<Value> elems;
+            for (const ExprPtr& k : e.kids) elems.push_back(eval(k, env, ctx));
+            return Value(std::move(elems));
+        }
+        case ExprKind::ArrayLit: return eval_array_literal(e, env, ctx);
+        case ExprKind::Binary: return eval_binary(e, env, ctx);
+        case ExprKind::Unary: return eval_unary(e, env, ctx);
+        case ExprKind::Index: return eval_index(e, env, ctx);
+        case ExprKind::With: return eval_with(e, env, ctx);
+        case ExprKind::LoopFor: return eval_loop_for(e, env, ctx);
+        case ExprKind::LoopWhile: return eval_loop_while(e, env, ctx);
+        case ExprKind::Annot: return eval(e.kids[0], env, ctx);
+    }
+    internal_error(__FILE__, __LINE__, "unknown expression kind");
+}
+
+}  // namespace
+
+Value evaluate(const ExprPtr& e, EvalContext& ctx) { return eval(e, nullptr, ctx); }
+
+std::vector<std::pair<std::string, Value>> bind_pattern(const PatternPtr& pattern, const Value& value) {
+    std::vector<std::pair<std::string, Value>> out;
+    destructure(*pattern, value, [&](const std::string& name, const Value& v) { out.emplace_back(name, v); });
+    return out;
+}
+
+}  // namespace shoal
