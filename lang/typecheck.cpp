@@ -901,6 +901,8 @@ public:
         for (auto& t : e->instance) t = zonk(t, gen);
         for (const auto& p : e->params) zonk_pattern(p, gen);
         if (e->pattern) zonk_pattern(e->pattern, gen);
+        if (e->kind == ExprKind::Unary && e->text == "negate" && e->kids[0]->kind == ExprKind::IntLit)
+            negated_literals_.insert(e->kids[0].get());
         for (const auto& k : e->kids) zonk_tree(k, gen);
         for (const auto& ix : e->indices) {
             zonk_tree(ix.index, gen);
@@ -908,18 +910,41 @@ public:
             zonk_tree(ix.hi, gen);
             zonk_tree(ix.step, gen);
         }
-        if (!gen && e->kind == ExprKind::IntLit) check_int_literal(e);
+        if (!gen) {
+            check_array_elements(e);
+            if (e->kind == ExprKind::IntLit) check_int_literal(e, negated_literals_.count(e.get()) > 0);
+        }
+    }
+
+    // Arrays hold scalars (an array of tuples is a tuple of arrays); a
+    // builtin like `fill 2 [1, 2]` would otherwise build an array of arrays.
+    void check_array_elements(const ExprPtr& e) {
+        std::function<void(const Type&)> walk = [&](const Type& t) {
+            Type p = prune(t);
+            if (p->kind == TypeKind::Array) {
+                Type elem = prune(p->args[1]);
+                if (elem->kind == TypeKind::Array || elem->kind == TypeKind::Func || elem->kind == TypeKind::String ||
+                    elem->kind == TypeKind::Unit)
+                    user_error(ErrorKind::Type, e->loc,
+                               "an array cannot hold " + describe(elem) +
+                                   " elements; arrays hold numbers and bools (for more dimensions use [[a]], "
+                                   "[[[a]]])");
+            }
+            for (const auto& a : p->args) walk(a);
+        };
+        walk(e->type);
     }
     void zonk_pattern(const PatternPtr& p, const std::unordered_map<const TypeNode*, int>* gen) {
         if (p->type) p->type = zonk(p->type, gen);
         for (const auto& q : p->elems) zonk_pattern(q, gen);
     }
 
-    static void check_int_literal(const ExprPtr& e) {
+    // `negated`: the literal is the operand of a unary minus, so -2147483648 fits.
+    static void check_int_literal(const ExprPtr& e, bool negated) {
         Type t = prune(e->type);
         if (t->kind != TypeKind::Prim) return;
         bool fits = true;
-        if (t->prim == Prim::Int) fits = e->int_value <= INT32_MAX;
+        if (t->prim == Prim::Int) fits = e->int_value <= static_cast<int64_t>(INT32_MAX) + (negated ? 1 : 0);
         if (!fits)
             user_error(ErrorKind::Type, e->loc, "integer literal " + e->text + " does not fit in int",
                        {"write `(" + e->text + " : long)` for a 64-bit integer"});
@@ -986,6 +1011,7 @@ public:
     std::vector<std::pair<std::string, Type>> locals_;
     std::vector<Constraint> pending_;
     std::map<std::string, Type> annotation_vars_;
+    std::set<const Expr*> negated_literals_;  // checked with their minus sign
 };
 
 // ---------------------------------------------------------------- builtins
