@@ -1,0 +1,769 @@
+// The session: statements in, values and errors out. Every statement is
+// parsed, type checked and evaluated against the committed bindings and only
+// then committed, so a failure anywhere leaves the session as it was.
+#include "session.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <dirent.h>
+#include <fstream>
+#include <new>
+#include <set>
+#include <sstream>
+#include <sys/stat.h>
+
+#include "builtins.h"
+#include "format.h"
+#include "io.h"
+
+#ifndef SHOAL_VERSION
+#define SHOAL_VERSION "unknown"
+#endif
+
+namespace shoal {
+
+namespace {
+
+constexpr int kMinPrintThreshold = 7;  // room for three leading, three trailing and "..."
+constexpr int kMaxLoadDepth = 32;      // :load nesting, so a script loading itself stops
+
+const char* const kKeywords[] = {"let", "in", "if", "then", "else", "loop", "for",
+                                 "while", "do", "with", "true", "false"};
+
+bool is_ident_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
+bool is_ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '\''; }
+
+bool is_identifier(std::string_view s) {
+    if (s.empty() || !is_ident_start(s[0])) return false;
+    return std::all_of(s.begin(), s.end(), is_ident_char);
+}
+
+std::string_view trim(std::string_view s) {
+    const char* ws = " \t\r\n";
+    size_t b = s.find_first_not_of(ws);
+    if (b == std::string_view::npos) return {};
+    size_t e = s.find_last_not_of(ws);
+    return s.substr(b, e - b + 1);
+}
+
+bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
+
+// A location covering [begin, end) of src, clipped to its first line.
+Loc loc_of(const SourcePtr& src, size_t begin, size_t end) {
+    Loc loc;
+    if (!src || begin > src->text.size()) return loc;
+    loc.source = src;
+    src->position(begin, loc.line, loc.col);
+    size_t eol = src->text.find('\n', begin);
+    if (eol == std::string::npos || eol > end) eol = end;
+    loc.length = std::max(1, static_cast<int>(eol - begin));
+    return loc;
+}
+
+// Byte offset of a Loc inside its source.
+size_t offset_of(const Loc& loc) {
+    std::string_view line = loc.source->line(loc.line);
+    return static_cast<size_t>(line.data() - loc.source->text.data()) + static_cast<size_t>(loc.col - 1);
+}
+
+// Lets `let x = load "x.npy"` be typed from the file's header.
+Type type_of_load(const std::string& path, const Loc& loc) {
+    auto ends_with = [&](std::string_view suffix) {
+        return path.size() >= suffix.size() && path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0;
+    };
+    if (ends_with(".npy")) {
+        NpyHeader h = read_npy_header(path, loc);
+        int rank = static_cast<int>(h.shape.size());
+        if (rank < 1 || rank > 3)
+            user_error(ErrorKind::Io, loc,
+                       "'" + path + "' holds an array of rank " + std::to_string(rank) +
+                           "; Shoal arrays have rank 1 to 3");
+        return t_array(rank, t_prim(h.elem));
+    }
+    if (ends_with(".csv")) return t_array(2, t_prim(Prim::Double));
+    return nullptr;
+}
+
+// Builtin groups for the :help overview (names missing from the builtin
+// tables are skipped, so the overview never lists what does not exist).
+const std::pair<const char*, std::vector<const char*>> kHelpGroups[] = {
+    {"construction", {"iota", "fill", "generate", "random"}},
+    {"shape", {"length", "rows", "cols", "shape", "reshape", "flatten", "transpose"}},
+    {"elementwise", {"map", "zipWith", "zipWith3", "zip", "unzip"}},
+    {"math", {"sqrt", "exp", "log", "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh",
+              "tanh", "abs", "floor", "ceil", "round", "min", "max", "pow", "erf"}},
+    {"conversions", {"int", "long", "float", "double"}},
+    {"reductions", {"reduce", "sum", "product", "maximum", "minimum", "all", "any", "count", "argmax", "argmin"}},
+    {"scans", {"scan", "scanExclusive", "segscan"}},
+    {"permutations", {"gather", "scatter", "permute", "reverse"}},
+    {"structure", {"interleave", "take", "drop", "filter", "sort", "sortByKey"}},
+    {"iteration", {"iterate"}},
+    {"I/O", {"load", "save", "loadCsv", "saveCsv"}},
+};
+
+// The commands. Their documentation lives in builtins.h (command_docs); the
+// usage strings here are only a fallback.
+struct CommandInfo {
+    const char* name;
+    const char* usage;
+    const char* summary;
+};
+const CommandInfo kCommands[] = {
+    {"help", ":help [topic]", "this overview, or the documentation of a builtin or command"},
+    {"type", ":type e", "the type of an expression"},
+    {"load", ":load file", "run a script into the session"},
+    {"reset", ":reset", "drop every binding and restore the default settings"},
+    {"env", ":env", "the bindings with their types (and shapes)"},
+    {"seed", ":seed k", "set the random seed and restart the random stream"},
+    {"set", ":set print N | :set check on|off", "change a setting"},
+    {"quit", ":quit", "leave Shoal"},
+};
+
+const CommandDoc* find_command_doc(std::string_view name) {
+    for (const auto& d : command_docs())
+        if (d.name == name) return &d;
+    return nullptr;
+}
+
+std::string command_usage(const CommandInfo& c) {
+    if (const CommandDoc* d = find_command_doc(c.name)) return d->usage;
+    return c.usage;
+}
+
+std::string command_summary(const CommandInfo& c) {
+    if (const CommandDoc* d = find_command_doc(c.name)) return d->summary;
+    return c.summary;
+}
+
+
+// Points every free variable of `e` that names a session binding at that
+// binding's key. The evaluator finds globals by name when it runs, so without
+// this `let sq x = x * x; let quad x = sq (sq x); let sq = ...` would change
+// what quad computes (and could even break its types). Scopes follow eval.cpp.
+void pin_free_variables(Expr& e, std::vector<std::string>& locals,
+                        const std::map<std::string, std::string>& keys, std::set<std::string>& refs) {
+    auto push_pattern = [&](const auto& self, const PatternPtr& p) -> void {
+        if (!p) return;
+        if (p->kind == PatternKind::Var) locals.push_back(p->name);
+        for (const auto& k : p->elems) self(self, k);
+    };
+    auto walk = [&](const ExprPtr& k) {
+        if (k) pin_free_variables(*k, locals, keys, refs);
+    };
+    const size_t outer = locals.size();
+    switch (e.kind) {
+        case ExprKind::Var:
+            if (std::find(locals.begin(), locals.end(), e.text) == locals.end()) {
+                if (auto it = keys.find(e.text); it != keys.end()) {
+                    e.text = it->second;
+                    refs.insert(it->second);
+                }
+            }
+            return;
+        case ExprKind::Lambda:
+            for (const auto& p : e.params) push_pattern(push_pattern, p);
+            walk(e.kids[0]);
+            break;
+        case ExprKind::Let:
+            walk(e.kids[0]);
+            push_pattern(push_pattern, e.pattern);
+            walk(e.kids[1]);
+            break;
+        case ExprKind::LoopFor:
+            walk(e.kids[0]);
+            walk(e.kids[1]);
+            push_pattern(push_pattern, e.pattern);
+            locals.push_back(e.counter);
+            walk(e.kids[2]);
+            break;
+        case ExprKind::LoopWhile:
+            walk(e.kids[0]);
+            push_pattern(push_pattern, e.pattern);
+            walk(e.kids[1]);
+            walk(e.kids[2]);
+            break;
+        default:
+            for (const auto& k : e.kids) walk(k);
+            for (const auto& ix : e.indices) {
+                walk(ix.index);
+                walk(ix.lo);
+                walk(ix.hi);
+                walk(ix.step);
+            }
+            break;
+    }
+    locals.resize(outer);
+}
+
+}  // namespace
+
+// The bindings live in `globals` under a key: the name itself, or name~N once
+// the name has been rebound while an older definition still uses the old one
+// ('~' cannot occur in an identifier). `names` maps what the user sees to the
+// current key.
+struct Session::Impl {
+    Globals globals;                                    // every live binding, by key
+    std::map<std::string, std::string> names;           // user name -> key of its current binding
+    std::map<std::string, std::set<std::string>> refs;  // key -> keys its definition uses
+    std::map<std::string, std::string> definitions;     // user name -> its `let` text, for inspect(detail)
+    uint64_t versions = 0;
+    uint64_t random_stream = 0;
+    int depth = 0;                    // nesting of execute() through :load
+    bool interrupt_reported = false;  // one "interrupted" per Ctrl-C
+
+    const Binding* find(const std::string& name) const {
+        auto it = names.find(name);
+        return it == names.end() ? nullptr : globals.at(it->second).get();
+    }
+
+    TypeEnvironment type_env() const {
+        TypeEnvironment env;
+        for (const auto& [name, key] : names) env.globals[name] = globals.at(key)->scheme;
+        env.load_typer = type_of_load;
+        return env;
+    }
+
+    // Rewrites the statement's free variables to keys; returns the keys used.
+    std::set<std::string> pin(const ExprPtr& e) const {
+        std::set<std::string> used;
+        std::vector<std::string> locals;
+        if (e) pin_free_variables(*e, locals, names, used);
+        return used;
+    }
+
+    void commit(const std::map<std::string, BindingPtr>& fresh, const std::set<std::string>& used,
+                const std::string& text) {
+        for (const auto& [name, b] : fresh) {
+            std::string key = globals.count(name) ? name + "~" + std::to_string(++versions) : name;
+            globals[key] = b;
+            refs[key] = used;
+            names[name] = key;
+            definitions[name] = text;
+        }
+        collect();
+    }
+
+    // Drops the bindings that no current name reaches any more.
+    void collect() {
+        std::set<std::string> live;
+        std::vector<std::string> todo;
+        for (const auto& [_, key] : names) todo.push_back(key);
+        while (!todo.empty()) {
+            std::string k = todo.back();
+            todo.pop_back();
+            if (!live.insert(k).second) continue;
+            for (const auto& r : refs[k]) todo.push_back(r);
+        }
+        for (auto it = globals.begin(); it != globals.end();) {
+            if (live.count(it->first)) {
+                ++it;
+            } else {
+                refs.erase(it->first);
+                it = globals.erase(it);
+            }
+        }
+    }
+
+    void clear() {
+        globals.clear();
+        names.clear();
+        refs.clear();
+        definitions.clear();
+        random_stream = 0;
+    }
+
+    std::string type_line(const std::string& name, const Binding& b) const {
+        std::string s = name + " : " + scheme_to_string(*b.scheme);
+        if (!b.generic && is_array_like(b.value)) s += "  " + shape_to_string(array_like_shape(b.value));
+        return s;
+    }
+};
+
+
+// The :commands, with access to the session's private state.
+struct SessionCommands {
+    Session& s;
+    Session::Impl& I;
+    SessionOutput& out;
+    const Stmt& stmt;
+    const SourcePtr& src;
+
+    [[noreturn]] void usage(const CommandInfo& c) const {
+        user_error(ErrorKind::Usage, stmt.loc, "usage: " + command_usage(c));
+    }
+
+    // One statement: parse, check, evaluate, commit. Reports its own errors.
+    static bool run_statement(Session& s, const SourcePtr& src, StatementSpan span, SessionOutput& out);
+
+    // Returns false when the command ran but something inside failed (:load).
+    bool run() {
+        const CommandInfo* cmd = lookup(stmt.command);
+        std::string_view arg = trim(stmt.argument);
+        std::string name = cmd->name;
+        if (name == "help") return help(arg);
+        if (name == "type") return type(*cmd, arg);
+        if (name == "load") return load(*cmd, arg);
+        if (name == "env") {
+            no_argument(*cmd, arg);
+            return env();
+        }
+        if (name == "reset") {
+            no_argument(*cmd, arg);
+            I.clear();
+            s.settings_ = SessionSettings{};
+            return true;
+        }
+        if (name == "seed") return seed(*cmd, arg);
+        if (name == "set") return set(*cmd, arg);
+        if (name == "quit") {
+            no_argument(*cmd, arg);
+            s.quit_ = true;
+            return true;
+        }
+        internal_error(__FILE__, __LINE__, "command table and dispatch disagree on :" + name);
+    }
+
+    // Exact names, or an unambiguous prefix (`:t`, `:q`), as in GHCi.
+    const CommandInfo* lookup(const std::string& name) const {
+        std::vector<const CommandInfo*> matches;
+        for (const auto& c : kCommands) {
+            if (name == c.name) return &c;
+            if (!name.empty() && starts_with(c.name, name)) matches.push_back(&c);
+        }
+        if (matches.size() == 1) return matches[0];
+        if (matches.empty())
+            user_error(ErrorKind::Usage, stmt.loc, "unknown command ':" + name + "' (try :help)");
+        std::string list;
+        for (const auto* c : matches) list += (list.empty() ? ":" : ", :") + std::string(c->name);
+        user_error(ErrorKind::Usage, stmt.loc, "ambiguous command ':" + name + "': " + list);
+    }
+
+    void no_argument(const CommandInfo& c, std::string_view arg) const {
+        if (!arg.empty()) usage(c);
+    }
+
+    bool help(std::string_view topic) {
+        if (topic.empty()) {
+            out.text(overview());
+            return true;
+        }
+        std::string t(topic);
+        if (t.size() > 1 && t.front() == '(' && t.back() == ')') t = t.substr(1, t.size() - 2);  // (+)
+        if (!t.empty() && t[0] == ':') {
+            t.erase(0, 1);
+            for (const auto& c : kCommands)
+                if (t == c.name) {
+                    out.text(command_usage(c) + "\n  " + command_summary(c));
+                    return true;
+                }
+        }
+        if (const BuiltinDoc* d = find_builtin_doc(t)) {
+            out.text(d->name + " : " + d->signature + "\n  " + d->summary);
+            return true;
+        }
+        for (const auto& c : kCommands)
+            if (t == c.name) {
+                out.text(command_usage(c) + "\n  " + command_summary(c));
+                return true;
+            }
+        const auto& schemes = builtin_schemes();
+        if (auto it = schemes.find(t); it != schemes.end()) {
+            out.text(t + " : " + scheme_to_string(*it->second));
+            return true;
+        }
+        for (const char* k : kKeywords)
+            if (t == k) {
+                out.text("'" + t + "' is a keyword; see docs/language.md");
+                return true;
+            }
+        user_error(ErrorKind::Usage, stmt.argument_loc.valid() ? stmt.argument_loc : stmt.loc,
+                   "no help for '" + std::string(topic) + "'", {"try :help for the list of builtins and commands"});
+    }
+
+    static std::string overview() {
+        std::ostringstream o;
+        o << "Shoal " << SHOAL_VERSION << ", an array language (reference evaluator, CPU).\n"
+          << "A statement is `let x = e`, `let f a b = e`, an expression (its value is printed)\n"
+          << "or a command; indented lines and open brackets continue a statement.\n\n"
+          << "Commands (a unique prefix works: :t, :q):\n";
+        size_t width = 0;
+        for (const auto& c : kCommands) width = std::max(width, command_usage(c).size());
+        for (const auto& c : kCommands) {
+            std::string u = command_usage(c);
+            o << "  " << u << std::string(width - u.size() + 3, ' ') << command_summary(c) << '\n';
+        }
+        o << "\nBuiltins (:help name for one of them):\n";
+        std::set<std::string> listed;
+        const auto& schemes = builtin_schemes();
+        auto exists = [&](const std::string& n) { return find_builtin_doc(n) || schemes.count(n); };
+        // "  group         name name ...", wrapped under the names at 78 columns.
+        auto group_line = [&o](const std::string& group, const std::vector<std::string>& names) {
+            if (names.empty()) return;
+            const size_t indent = 16;
+            std::string line = "  " + group + std::string(indent - 2 - group.size(), ' ');
+            size_t start = line.size();
+            for (const auto& n : names) {
+                if (line.size() > start && line.size() + 1 + n.size() > 78) {
+                    o << line << '\n';
+                    line = std::string(indent, ' ');
+                    start = line.size();
+                }
+                line += (line.size() > start ? " " : "") + n;
+            }
+            o << line << '\n';
+        };
+        for (const auto& [group, names] : kHelpGroups) {
+            std::vector<std::string> present;
+            for (const char* n : names)
+                if (exists(n)) {
+                    present.push_back(n);
+                    listed.insert(n);
+                }
+            group_line(group, present);
+        }
+        std::vector<std::string> rest;
+        for (const auto& d : builtin_docs())
+            if (is_identifier(d.name) && listed.insert(d.name).second) rest.push_back(d.name);
+        for (const auto& [n, _] : schemes)
+            if (is_identifier(n) && listed.insert(n).second) rest.push_back(n);
+        group_line("other", rest);
+        o << "\nOperators: |> || && == != < <= > >= ++ | ^ & << >> + - * / % ** and unary - ! ~;\n"
+          << "(+) etc. are functions. Loops: loop x = x0 for i < k do e, loop x = x0 while c do e.\n"
+          << "The full reference is docs/language.md.";
+        return o.str();
+    }
+
+    bool type(const CommandInfo& c, std::string_view arg) {
+        if (arg.empty() || !stmt.argument_loc.valid()) usage(c);
+        // A bare name prints its scheme as declared: instantiating it would
+        // default its type variables (`Num a => [a] -> a` would read `[int] -> int`).
+        std::string name(arg);
+        if (name.size() > 2 && name.front() == '(' && name.back() == ')') {
+            std::string op(trim(std::string_view(name).substr(1, name.size() - 2)));
+            if (!is_identifier(op)) name = op;
+        }
+        if (const Binding* b = I.find(name)) {
+            out.text(scheme_to_string(*b->scheme));
+            return true;
+        }
+        const auto& schemes = builtin_schemes();
+        if (auto it = schemes.find(name); it != schemes.end()) {
+            out.text(scheme_to_string(*it->second));
+            return true;
+        }
+        size_t begin = offset_of(stmt.argument_loc);
+        size_t end = std::min(begin + stmt.argument.size(), src->text.size());
+        ExprPtr e = parse_expression(src, begin, end);
+        Type t = check_expression(e, I.type_env());
+        out.text(type_to_string(t));
+        return true;
+    }
+
+    bool load(const CommandInfo& c, std::string_view arg) {
+        if (arg.size() >= 2 && arg.front() == '"' && arg.back() == '"') arg = arg.substr(1, arg.size() - 2);
+        if (arg.empty()) usage(c);
+        if (I.depth >= kMaxLoadDepth)
+            user_error(ErrorKind::Usage, stmt.loc,
+                       ":load nested more than " + std::to_string(kMaxLoadDepth) + " deep (does a script load itself?)");
+        std::string path(arg);
+        std::ifstream in(path, std::ios::binary);
+        if (!in) {
+            std::string why = std::strerror(errno);
+            user_error(ErrorKind::Io, stmt.argument_loc.valid() ? stmt.argument_loc : stmt.loc,
+                       "cannot open '" + path + "': " + why);
+        }
+        return s.execute_file(path, out);
+    }
+
+    bool env() {
+        std::string text;
+        for (const auto& [name, key] : I.names)
+            text += (text.empty() ? "" : "\n") + I.type_line(name, *I.globals.at(key));
+        out.text(text.empty() ? "no bindings" : text);
+        return true;
+    }
+
+    static bool parse_u64(std::string_view s, uint64_t& v) {
+        auto r = std::from_chars(s.data(), s.data() + s.size(), v);
+        return r.ec == std::errc() && r.ptr == s.data() + s.size();
+    }
+
+    bool seed(const CommandInfo& c, std::string_view arg) {
+        if (arg.empty()) {
+            out.text("seed " + std::to_string(s.settings_.seed));
+            return true;
+        }
+        uint64_t v = 0;
+        if (!parse_u64(arg, v)) usage(c);
+        s.settings_.seed = v;
+        I.random_stream = 0;
+        return true;
+    }
+
+    bool set(const CommandInfo& c, std::string_view arg) {
+        if (arg.empty()) {
+            out.text("print " + std::to_string(s.settings_.print_threshold) + "\ncheck " +
+                     (s.settings_.check ? "on" : "off") + "\nseed " + std::to_string(s.settings_.seed));
+            return true;
+        }
+        size_t sp = arg.find_first_of(" \t");
+        std::string_view key = arg.substr(0, sp);
+        std::string_view value = sp == std::string_view::npos ? std::string_view{} : trim(arg.substr(sp));
+        if (key == "print") {
+            uint64_t n = 0;
+            if (!parse_u64(value, n) || n < kMinPrintThreshold || n > 1000000)
+                user_error(ErrorKind::Usage, stmt.loc,
+                           "usage: :set print N  (N is the longest axis printed in full, at least " +
+                               std::to_string(kMinPrintThreshold) + ")");
+            s.settings_.print_threshold = static_cast<int>(n);
+            return true;
+        }
+        if (key == "check") {
+            if (value == "on" || value == "off") {
+                s.settings_.check = value == "on";
+                return true;
+            }
+            user_error(ErrorKind::Usage, stmt.loc, "usage: :set check on|off");
+        }
+        usage(c);
+    }
+};
+
+Session::Session() : impl_(std::make_unique<Impl>()) {}
+Session::~Session() = default;
+
+bool Session::execute(std::string_view text, const std::string& name, SessionOutput& out, bool single_statement) {
+    Impl& I = *impl_;
+    if (I.depth == 0) {
+        // Only the outermost call clears a pending Ctrl-C, so one pressed
+        // during a :load stops the whole input.
+        cancel_.store(false);
+        I.interrupt_reported = false;
+    }
+    auto src = std::make_shared<const Source>(name, std::string(text));
+    std::vector<StatementSpan> spans;
+    try {
+        spans = split_statements(*src);
+    } catch (const Error& e) {
+        out.error(e);
+        return false;
+    }
+    if (single_statement && !spans.empty()) spans = {StatementSpan{spans.front().begin, spans.back().end}};
+
+    struct DepthGuard {
+        int& d;
+        explicit DepthGuard(int& depth) : d(depth) { ++d; }
+        ~DepthGuard() { --d; }
+    } guard(I.depth);
+
+    bool ok = true;
+    for (const auto& span : spans) {
+        if (cancel_.load()) {
+            // Ctrl-C between statements (or during parsing/type checking,
+            // which do not poll the flag): stop the rest of the input.
+            if (!I.interrupt_reported) {
+                I.interrupt_reported = true;
+                out.error(Error(ErrorKind::Interrupted, loc_of(src, span.begin, span.end), "interrupted"));
+            }
+            return false;
+        }
+        if (!SessionCommands::run_statement(*this, src, span, out)) ok = false;
+        if (quit_ || I.interrupt_reported) break;
+    }
+    return ok && !I.interrupt_reported;
+}
+
+bool SessionCommands::run_statement(Session& s, const SourcePtr& src, StatementSpan span, SessionOutput& out) {
+    Session::Impl& I = *s.impl_;
+    const SessionSettings& settings = s.settings_;
+    Loc stmt_loc = loc_of(src, span.begin, span.end);
+    try {
+        StmtPtr stmt = parse_statement(src, span);
+        switch (stmt->kind) {
+            case StmtKind::Let: {
+                auto names = check_let(*stmt, I.type_env());
+                const std::set<std::string> used = I.pin(stmt->expr);
+                std::map<std::string, BindingPtr> fresh;
+                uint64_t stream = I.random_stream;
+                bool generic = std::any_of(names.begin(), names.end(),
+                                           [](const auto& p) { return p.second->polymorphic(); });
+                if (generic) {
+                    // A generalised function is specialised per use by the
+                    // evaluator; its definition is all there is to store.
+                    SHOAL_INTERNAL_ASSERT(names.size() == 1 && stmt->pattern->kind == PatternKind::Var,
+                                          "a generalised binding must be a single function");
+                    auto b = std::make_shared<Binding>();
+                    b->scheme = names[0].second;
+                    b->generic = stmt->expr;
+                    fresh[names[0].first] = b;
+                } else {
+                    EvalContext ctx{&I.globals, &s.cancel_, settings.seed, I.random_stream};
+                    Value v = evaluate(stmt->expr, ctx);
+                    stream = ctx.random_stream;
+                    auto values = bind_pattern(stmt->pattern, v);
+                    for (auto& [name, scheme] : names) {
+                        auto it = std::find_if(values.begin(), values.end(),
+                                               [&](const auto& p) { return p.first == name; });
+                        SHOAL_INTERNAL_ASSERT(it != values.end(), "pattern did not bind '" + name + "'");
+                        auto b = std::make_shared<Binding>();
+                        b->scheme = scheme;
+                        b->value = it->second;
+                        fresh[name] = b;
+                    }
+                }
+                // Commit: nothing above touched the session.
+                I.commit(fresh, used, src->text.substr(span.begin, span.end - span.begin));
+                I.random_stream = stream;
+                return true;
+            }
+            case StmtKind::Expr: {
+                Type t = check_expression(stmt->expr, I.type_env());
+                I.pin(stmt->expr);
+                EvalContext ctx{&I.globals, &s.cancel_, settings.seed, I.random_stream};
+                Value v = evaluate(stmt->expr, ctx);
+                I.random_stream = ctx.random_stream;
+                if (!v.is_unit()) out.value(v, t, format_value(v, settings.print_threshold));
+                return true;
+            }
+            case StmtKind::Command:
+                return SessionCommands{s, I, out, *stmt, src}.run();
+        }
+        internal_error(__FILE__, __LINE__, "unknown statement kind");
+    } catch (const Error& e) {
+        if (e.kind == ErrorKind::Interrupted) I.interrupt_reported = true;
+        if (e.loc.valid() || !stmt_loc.valid()) {
+            out.error(e);
+        } else {
+            // Point at the statement at least, so a script says which one failed.
+            out.error(Error(e.kind, stmt_loc, e.message, e.notes));
+        }
+    } catch (const std::bad_alloc&) {
+        out.error(Error(ErrorKind::Runtime, stmt_loc, "out of memory"));
+    } catch (const std::length_error&) {
+        out.error(Error(ErrorKind::Runtime, stmt_loc, "out of memory (an array is too large)"));
+    } catch (const std::exception& e) {
+        out.error(Error(ErrorKind::Internal, stmt_loc,
+                        std::string("internal error: ") + e.what() + " -- this is a bug in Shoal, please report it"));
+    }
+    return false;
+}
+
+bool Session::execute_file(const std::string& path, SessionOutput& out) {
+    std::ifstream in(path, std::ios::binary);
+    struct stat st {};
+    if (in && ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+        out.error(Error(ErrorKind::Io, Loc{}, "cannot open '" + path + "': Is a directory"));
+        return false;
+    }
+    if (!in) {
+        out.error(Error(ErrorKind::Io, Loc{}, "cannot open '" + path + "': " + std::strerror(errno)));
+        return false;
+    }
+    std::ostringstream text;
+    text << in.rdbuf();
+    return execute(text.str(), path, out);
+}
+
+InputStatus Session::check_input(std::string_view text, bool single_statement) const {
+    return shoal::check_input(text, single_statement);
+}
+
+std::vector<std::string> Session::binding_names() const {
+    std::vector<std::string> names;
+    for (const auto& [name, _] : impl_->names) names.push_back(name);
+    return names;
+}
+
+namespace {
+
+// File names for `:load` completion: entries of the directory part of
+// `word` that start with its last component.
+std::vector<std::string> complete_path(const std::string& word) {
+    size_t slash = word.rfind('/');
+    std::string dir = slash == std::string::npos ? "." : word.substr(0, slash + 1);
+    std::string prefix = slash == std::string::npos ? word : word.substr(slash + 1);
+    std::string shown = slash == std::string::npos ? "" : dir;
+    std::vector<std::string> out;
+    DIR* d = ::opendir(dir.c_str());
+    if (!d) return out;
+    while (dirent* e = ::readdir(d)) {
+        std::string n = e->d_name;
+        if (n == "." || n == ".." || !starts_with(n, prefix)) continue;
+        if (prefix.empty() && n[0] == '.') continue;
+        struct stat st {};
+        bool is_dir = ::stat((dir + n).c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+        out.push_back(shown + n + (is_dir ? "/" : ""));
+    }
+    ::closedir(d);
+    return out;
+}
+
+}  // namespace
+
+std::vector<std::string> Session::complete(std::string_view line, size_t cursor, size_t& start) const {
+    cursor = std::min(cursor, line.size());
+    std::vector<std::string> out;
+    std::string_view before = line.substr(0, cursor);
+
+    // `:load path`: complete file names.
+    size_t cmd_at = before.find_first_not_of(" \t");
+    if (cmd_at != std::string_view::npos && before[cmd_at] == ':') {
+        size_t name_end = before.find_first_of(" \t", cmd_at);
+        std::string cmd(before.substr(cmd_at + 1, name_end == std::string_view::npos ? std::string_view::npos
+                                                                                       : name_end - cmd_at - 1));
+        if (name_end != std::string_view::npos && cmd.size() >= 1 && starts_with("load", cmd)) {
+            size_t b = before.find_first_not_of(" \t\"", name_end);
+            if (b == std::string_view::npos) b = cursor;
+            start = b;
+            out = complete_path(std::string(before.substr(b)));
+            std::sort(out.begin(), out.end());
+            return out;
+        }
+    }
+
+    size_t b = cursor;
+    while (b > 0 && is_ident_char(line[b - 1])) --b;
+    start = b;
+    std::string word(line.substr(b, cursor - b));
+    if (!word.empty() && !is_ident_start(word[0])) return out;  // a number
+
+    // `:comm` at the start of a line.
+    if (b > 0 && line[b - 1] == ':' && trim(line.substr(0, b - 1)).empty()) {
+        start = b - 1;
+        for (const auto& c : kCommands)
+            if (starts_with(c.name, word)) out.push_back(":" + std::string(c.name));
+        return out;
+    }
+
+    std::set<std::string> names;
+    auto add = [&](const std::string& n) {
+        if (is_identifier(n) && starts_with(n, word)) names.insert(n);
+    };
+    for (const auto& [n, _] : impl_->names) add(n);
+    for (const auto& [n, _] : builtin_schemes()) add(n);
+    for (const auto& d : builtin_docs()) add(d.name);
+    for (const char* k : kKeywords) add(k);
+    return {names.begin(), names.end()};
+}
+
+std::string Session::inspect(std::string_view name_view, bool detail) const {
+    std::string name(trim(name_view));
+    if (name.size() > 2 && name.front() == '(' && name.back() == ')') name = name.substr(1, name.size() - 2);
+    const Impl& I = *impl_;
+    if (const Binding* b = I.find(name)) {
+        std::string s = I.type_line(name, *b);
+        if (detail) {
+            if (auto d = I.definitions.find(name); d != I.definitions.end()) s += "\n" + d->second;
+        }
+        return s;
+    }
+    if (const BuiltinDoc* d = find_builtin_doc(name)) return d->name + " : " + d->signature + "\n" + d->summary;
+    const auto& schemes = builtin_schemes();
+    if (auto it = schemes.find(name); it != schemes.end()) return name + " : " + scheme_to_string(*it->second);
+    return {};
+}
+
+}  // namespace shoal
