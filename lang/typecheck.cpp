@@ -592,6 +592,36 @@ public:
         }
     }
 
+    // For printing a scheme: settles every constraint the way scheme_to_string
+    // explains; `lifts` says whether an elementwise operand stayed open.
+    void settle_for_display(bool& lifts) {
+        solve();
+        while (!pending_.empty()) {
+            auto it = std::find_if(pending_.begin(), pending_.end(),
+                                   [](const Constraint& k) { return k.kind != Constraint::Kind::Lift; });
+            if (it == pending_.end()) {
+                it = pending_.begin();
+                if (!lift_unknowns_like_arrays(*it)) lifts = true;
+            }
+            Constraint k = *it;
+            pending_.erase(it);
+            try_solve(k, true);
+            solve();
+        }
+    }
+
+    // `x - y` with x : [a] and y unknown reads best as y : [a].
+    // Returns false when no operand is an array (the unknowns become scalars).
+    bool lift_unknowns_like_arrays(const Constraint& c) {
+        Type array;
+        for (size_t i = 2; i < c.types.size(); i += 2)
+            if (operand_shape(c.types[i]) == 1) array = prune(c.types[i]);
+        if (!array) return false;
+        for (size_t i = 2; i < c.types.size(); i += 2)
+            if (operand_shape(c.types[i]) < 0) unify(c.types[i], t_array(array->args[0], c.types[i + 1]));
+        return true;
+    }
+
     // Defaulting: forces the first stuck constraint, then solves again.
     void solve_with_defaults() {
         solve();
@@ -1299,57 +1329,41 @@ std::string class_name(unsigned classes) {
 
 }  // namespace
 
-namespace {
-
-void gen_indices(const Type& t, std::set<int>& out) {
-    Type p = prune(t);
-    if (p->kind == TypeKind::Gen) out.insert(p->id);
-    for (const auto& a : p->args) gen_indices(a, out);
-}
-
-}  // namespace
-
 std::string scheme_to_string(const Scheme& s) {
-    // Show the class contexts and elementwise constraints that concern the
-    // variables of the type (internal ones are noise), with one naming.
-    std::set<int> visible;
-    gen_indices(s.type, visible);
-    std::vector<Type> all{s.type};
-    std::vector<std::pair<size_t, size_t>> lifts;  // first index in `all`, count
-    for (const auto& c : s.constraints) {
-        if (c.kind != Constraint::Kind::Lift) continue;
-        std::set<int> mentioned;
-        for (const auto& t : c.types) gen_indices(t, mentioned);
-        if (std::none_of(mentioned.begin(), mentioned.end(), [&](int i) { return visible.count(i) > 0; })) continue;
-        lifts.emplace_back(all.size(), c.types.size());
-        for (const auto& t : c.types) all.push_back(t);
+    // A scheme's constraints are precise but unreadable, so show the instance
+    // a user would think of: unknown ranks are 1, an operand combined with an
+    // array is an array of the same rank, other elementwise operands are
+    // scalars -- and say when the function also lifts over arrays.
+    static const TypeEnvironment no_globals;
+    Checker c(no_globals);
+    Type t = c.instantiate(s, Loc{}, "", nullptr);
+    bool lifts = false;
+    try {
+        c.settle_for_display(lifts);
+    } catch (const Error&) {
+        // A scheme that only some instances satisfy: fall back to its raw form below.
     }
-    std::set<int> shown;
-    for (const auto& t : all) gen_indices(t, shown);
-    std::vector<std::pair<size_t, std::string>> classes;  // index into `all`, class
-    for (int i : shown) {
-        std::string cls = class_name(s.vars[static_cast<size_t>(i)]->classes & ~ClassNoDefault);
+    std::vector<Type> vars;
+    std::set<const TypeNode*> seen;
+    Checker::free_vars(t, vars, seen);
+    for (const auto& v : vars)
+        if (v->is_rank && !v->bound) v->bound = t_rank(1);  // rank-polymorphic reads as rank 1
+    std::vector<Type> all{t};
+    std::vector<std::string> classes;
+    for (const auto& v : vars) {
+        std::string cls = class_name(v->classes & ~ClassNoDefault);
         if (cls.empty()) continue;
-        all.push_back(t_gen(i));
-        classes.emplace_back(all.size() - 1, cls);
+        all.push_back(v);
+        classes.push_back(cls);
     }
     std::vector<std::string> printed = types_to_strings(all);
-    std::vector<std::string> contexts;
-    for (const auto& [i, cls] : classes) contexts.push_back(cls + " " + printed[i]);
-    for (const auto& [first, count] : lifts) {
-        // types: result, result elem, then operand/elem pairs
-        std::string ops;
-        for (size_t k = 2; k < count; k += 2) ops += (k > 2 ? ", " : "") + printed[first + k];
-        contexts.push_back("elementwise (" + ops + " -> " + printed[first] + ") over " + printed[first + 3]);
-    }
-    std::string prefix;
-    if (contexts.size() == 1) prefix = contexts[0] + " => ";
-    if (contexts.size() > 1) {
-        prefix = "(";
-        for (size_t i = 0; i < contexts.size(); ++i) prefix += (i ? ", " : "") + contexts[i];
-        prefix += ") => ";
-    }
-    return prefix + printed[0];
+    std::string context;
+    for (size_t i = 0; i < classes.size(); ++i)
+        context += (i ? ", " : "") + classes[i] + " " + printed[i + 1];
+    if (classes.size() > 1) context = "(" + context + ")";
+    std::string out = (context.empty() ? "" : context + " => ") + printed[0];
+    if (lifts) out += "  (also elementwise over arrays)";
+    return out;
 }
 
 const std::map<std::string, SchemePtr>& builtin_schemes() {

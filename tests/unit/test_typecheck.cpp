@@ -109,7 +109,8 @@ TEST_CASE("top-level functions are generalised and instantiated per use") {
           "[float] -> [float] -> float");
     CHECK(t.run("let inc = map (\\x -> x + 1)") == "[int] -> [int]");
     CHECK(t.run("let fwd2 x = x[1:] - x[:-1]") == "Num a => [a] -> [a]");
-    CHECK(t.run("let g f xs = map f xs") == "(b -> a) -> [b]^r -> [a]^r");
+    CHECK(t.run("let g f xs = map f xs") == "(b -> a) -> [b] -> [a]");
+    CHECK(t.run("let add2 x y = x + y") == "Num a => a -> a -> a  (also elementwise over arrays)");
 }
 
 TEST_CASE("type errors say what was expected and what was found") {
