@@ -1,0 +1,86 @@
+#include "codegen/kernel_builder.h"
+
+#include "lang/diagnostics.h"
+
+namespace shoal::ir {
+
+KernelBuilder::KernelBuilder(std::string name, int block_size) {
+    kernel_.name = std::move(name);
+    kernel_.block_size = block_size;
+    blocks_.emplace_back();
+    open_.emplace_back();
+}
+
+std::string KernelBuilder::scalar_param(const std::string& name, ScalarType t) {
+    for (const auto& p : kernel_.params)
+        SHOAL_INTERNAL_ASSERT(p.name != name, "duplicate kernel parameter " + name);
+    kernel_.params.push_back(Param{name, ParamKind::Scalar, t, Access::Read});
+    return name;
+}
+
+std::string KernelBuilder::buffer_param(const std::string& name, ScalarType elem, Access access) {
+    for (const auto& p : kernel_.params)
+        SHOAL_INTERNAL_ASSERT(p.name != name, "duplicate kernel parameter " + name);
+    kernel_.params.push_back(Param{name, ParamKind::Buffer, elem, access});
+    return name;
+}
+
+std::string KernelBuilder::shared_array(const std::string& name, ScalarType t, int64_t size) {
+    kernel_.shared.push_back(SharedArray{name, t, size});
+    return name;
+}
+
+int KernelBuilder::add_check(const std::string& message, const Loc& loc) {
+    kernel_.checks.push_back(Check{message, loc});
+    return static_cast<int>(kernel_.checks.size()) - 1;
+}
+
+std::string KernelBuilder::fresh(const std::string& prefix) {
+    int n = counters_[prefix]++;
+    return n == 0 ? prefix : prefix + std::to_string(n);
+}
+
+void KernelBuilder::emit(StmtPtr s) { open_.back().push_back(std::move(s)); }
+
+ExprPtr KernelBuilder::bind(const std::string& prefix, ExprPtr value) {
+    std::string name = fresh(prefix);
+    ScalarType t = value->type;
+    emit(let(name, std::move(value)));
+    return var(name, t);
+}
+
+void KernelBuilder::open() { open_.emplace_back(); }
+
+std::vector<StmtPtr> KernelBuilder::close() {
+    SHOAL_INTERNAL_ASSERT(open_.size() > 1, "KernelBuilder::close without open");
+    auto body = std::move(open_.back());
+    open_.pop_back();
+    return body;
+}
+
+void KernelBuilder::end_phase() {
+    SHOAL_INTERNAL_ASSERT(open_.size() == 1, "end_phase inside an open statement");
+    if (!open_.back().empty()) blocks_.back().push_back(phase(seq(std::move(open_.back()))));
+    open_.back().clear();
+}
+
+void KernelBuilder::block_loop(const std::string& v, ExprPtr lo, ExprPtr hi, ExprPtr step,
+                               const std::function<void()>& body) {
+    end_phase();
+    blocks_.emplace_back();
+    body();
+    end_phase();
+    auto inner = std::move(blocks_.back());
+    blocks_.pop_back();
+    blocks_.back().push_back(block_for(v, std::move(lo), std::move(hi), std::move(step), std::move(inner)));
+}
+
+Kernel KernelBuilder::finish() {
+    end_phase();
+    SHOAL_INTERNAL_ASSERT(blocks_.size() == 1, "KernelBuilder::finish inside a block loop");
+    kernel_.body = blocks_.back();
+    verify(kernel_);
+    return kernel_;
+}
+
+}  // namespace shoal::ir

@@ -1,0 +1,67 @@
+// Building kernels: the interface between fusion (which describes arrays as
+// pull arrays: a shape and a function from an index to the element, emitting
+// IR) and the lowering of each primitive (which decides threads, blocks,
+// phases and shared memory).
+//
+// A PullArray never allocates: reading element i emits the code that
+// computes it, in the kernel being built (Barracuda's guaranteed fusion,
+// Obsidian's pull arrays).
+#pragma once
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "codegen/ir.h"
+
+namespace shoal::ir {
+
+class KernelBuilder {
+public:
+    explicit KernelBuilder(std::string name, int block_size = 256);
+
+    // Declares a parameter (names must be unique; returns the name).
+    std::string scalar_param(const std::string& name, ScalarType t);
+    std::string buffer_param(const std::string& name, ScalarType elem, Access access);
+    std::string shared_array(const std::string& name, ScalarType t, int64_t size);
+    int add_check(const std::string& message, const Loc& loc);
+
+    // A fresh variable name with the given prefix ("i", "acc", "x3", ...).
+    std::string fresh(const std::string& prefix);
+
+    // Statements go to the innermost open statement list.
+    void emit(StmtPtr s);
+    // let name = value; returns Var(name). Use for sharing a value (Barracuda's slet).
+    ExprPtr bind(const std::string& prefix, ExprPtr value);
+
+    // Opens a nested statement list (the body of an If/For/...); close() returns it.
+    void open();
+    std::vector<StmtPtr> close();
+
+    // Ends the current phase (a barrier follows) and starts a new one.
+    void end_phase();
+    // Wraps the phases emitted by `body` in a uniform BlockFor.
+    void block_loop(const std::string& v, ExprPtr lo, ExprPtr hi, ExprPtr step, const std::function<void()>& body);
+
+    const Kernel& kernel() const { return kernel_; }
+    // Finishes the last phase, verifies and returns the kernel.
+    Kernel finish();
+
+private:
+    Kernel kernel_;
+    std::map<std::string, int> counters_;
+    std::vector<std::vector<StmtPtr>> open_;           // statement lists being built
+    std::vector<std::vector<BlockStmtPtr>> blocks_;    // block-level lists being built
+};
+
+// A delayed array: its shape (outermost first, each an I64 expression over
+// kernel parameters) and how to compute the element at a (multi-)index.
+struct PullArray {
+    std::vector<ExprPtr> shape;
+    ScalarType elem = ScalarType::F32;
+    std::function<ExprPtr(KernelBuilder&, const std::vector<ExprPtr>& index)> at;
+
+    int rank() const { return static_cast<int>(shape.size()); }
+};
+
+}  // namespace shoal::ir
