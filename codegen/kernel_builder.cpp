@@ -11,16 +11,25 @@ KernelBuilder::KernelBuilder(std::string name, int block_size) {
     open_.emplace_back();
 }
 
+// Declaring a parameter twice with the same kind and type is allowed: pull
+// arrays declare the inputs they read in whichever kernel reads them.
 std::string KernelBuilder::scalar_param(const std::string& name, ScalarType t) {
     for (const auto& p : kernel_.params)
-        SHOAL_INTERNAL_ASSERT(p.name != name, "duplicate kernel parameter " + name);
+        if (p.name == name) {
+            SHOAL_INTERNAL_ASSERT(p.kind == ParamKind::Scalar && p.type == t, "parameter " + name + " redeclared");
+            return name;
+        }
     kernel_.params.push_back(Param{name, ParamKind::Scalar, t, Access::Read});
     return name;
 }
 
 std::string KernelBuilder::buffer_param(const std::string& name, ScalarType elem, Access access) {
-    for (const auto& p : kernel_.params)
-        SHOAL_INTERNAL_ASSERT(p.name != name, "duplicate kernel parameter " + name);
+    for (auto& p : kernel_.params)
+        if (p.name == name) {
+            SHOAL_INTERNAL_ASSERT(p.kind == ParamKind::Buffer && p.type == elem, "parameter " + name + " redeclared");
+            if (p.access != access) p.access = Access::ReadWrite;
+            return name;
+        }
     kernel_.params.push_back(Param{name, ParamKind::Buffer, elem, access});
     return name;
 }

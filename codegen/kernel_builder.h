@@ -20,7 +20,8 @@ class KernelBuilder {
 public:
     explicit KernelBuilder(std::string name, int block_size = 256);
 
-    // Declares a parameter (names must be unique; returns the name).
+    // Declares a parameter and returns its name; declaring the same name
+    // again with the same kind and type is a no-op (a buffer read and written becomes ReadWrite).
     std::string scalar_param(const std::string& name, ScalarType t);
     std::string buffer_param(const std::string& name, ScalarType elem, Access access);
     std::string shared_array(const std::string& name, ScalarType t, int64_t size);
