@@ -46,6 +46,17 @@ std::string describe(const Type& t) {
     if (p->kind == TypeKind::Var && p->literal)
         return (p->classes & ClassFloating) ? "a decimal literal" : "an integer literal";
     if (p->kind == TypeKind::Var && p->classes) return class_description(p->classes);
+    if (p->kind == TypeKind::Array) {
+        // [a] with a constrained element reads better in words.
+        Type e = prune(p->args[1]);
+        if (e->kind == TypeKind::Var && (e->literal || e->classes)) {
+            std::string one = describe(e);  // "a decimal literal", "a number", ...
+            std::string plural = one.substr(one.find(' ') + 1) + "s";
+            Type r = prune(p->args[0]);
+            std::string dims = r->kind == TypeKind::Rank && r->rank > 1 ? std::to_string(r->rank) + "-d " : "";
+            return (dims.empty() ? "an " : "a ") + dims + "array of " + plural;
+        }
+    }
     return type_to_string(p);
 }
 
@@ -616,6 +627,7 @@ public:
         Type array;
         for (size_t i = 2; i < c.types.size(); i += 2)
             if (operand_shape(c.types[i]) == 1) array = prune(c.types[i]);
+        if (!array && operand_shape(c.types[0]) == 1) array = prune(c.types[0]);
         if (!array) return false;
         for (size_t i = 2; i < c.types.size(); i += 2)
             if (operand_shape(c.types[i]) < 0) unify(c.types[i], t_array(array->args[0], c.types[i + 1]));
@@ -730,6 +742,20 @@ public:
         if (unknown && result_shape == 0) {
             for (size_t i = 0; i < nargs; ++i)
                 if (shapes[i] < 0) shapes[i] = 0, unknown = false;
+        }
+        // An array result with no array operand known: the unknown operand is
+        // an array (the only one, or -- when defaulting -- all of them).
+        if (unknown && result_shape == 1 && std::none_of(shapes.begin(), shapes.end(), [](int s) { return s == 1; })) {
+            size_t n_unknown = static_cast<size_t>(std::count(shapes.begin(), shapes.end(), -1));
+            if (n_unknown == 1 || force) {
+                Type res = prune(c.types[0]);
+                for (size_t i = 0; i < nargs; ++i)
+                    if (shapes[i] < 0) {
+                        unify(c.types[2 + 2 * i], t_array(res->args[0], c.types[3 + 2 * i]));
+                        shapes[i] = 1;
+                    }
+                unknown = false;
+            }
         }
         if (unknown && force)
             for (auto& s : shapes)
@@ -1258,8 +1284,8 @@ std::map<std::string, SchemePtr> make_builtin_schemes() {
     }
     {
         SchemeBuilder b;
-        Type e = b.var();
-        m["scatter"] = b.done(t_func({t_array(1, e), t_array(1, tint()), t_array(1, e)}, t_array(1, e)));
+        Type r = b.rank(), e = b.var();
+        m["scatter"] = b.done(t_func({arr(r, e), t_array(1, tint()), arr(r, e)}, arr(r, e)));
     }
     {
         SchemeBuilder b;
@@ -1371,10 +1397,30 @@ const std::map<std::string, SchemePtr>& builtin_schemes() {
     return schemes;
 }
 
+namespace {
+
+// Strings exist only as file names for the I/O builtins: a statement's value
+// (not a function taking a path) may not be or contain one.
+void reject_string_value(const Type& t, const Loc& loc) {
+    std::function<bool(const Type&)> holds = [&](const Type& x) {
+        Type p = prune(x);
+        if (p->kind == TypeKind::String) return true;
+        if (p->kind == TypeKind::Tuple)
+            return std::any_of(p->args.begin(), p->args.end(), [&](const Type& a) { return holds(a); });
+        return false;
+    };
+    if (holds(t))
+        user_error(ErrorKind::Type, loc, "strings are only file names for load, save, loadCsv and saveCsv",
+                   {"a string cannot be printed or bound to a name"});
+}
+
+}  // namespace
+
 Type check_expression(const ExprPtr& e, const TypeEnvironment& env) {
     Checker c(env);
     c.infer(e);
     c.finish_monomorphic(e, nullptr);
+    reject_string_value(e->type, e->loc);
     return e->type;
 }
 
@@ -1392,6 +1438,7 @@ std::vector<std::pair<std::string, SchemePtr>> check_let(const Stmt& s, const Ty
     }
     c.bind_pattern(s.pattern, t);
     c.finish_monomorphic(s.expr, s.pattern);
+    reject_string_value(s.expr->type, s.expr->loc);
     std::function<void(const PatternPtr&)> collect = [&](const PatternPtr& p) {
         if (p->kind == PatternKind::Var) {
             auto scheme = std::make_shared<Scheme>();

@@ -243,7 +243,8 @@ struct TypePrinter {
             case TypeKind::Array: {
                 Type r = prune(p->args[0]);
                 std::string elem = print(p->args[1]);
-                if (r->kind != TypeKind::Rank) return "[" + elem + "]^" + name_of(r.get(), true);
+                // An array of unknown rank prints as rank 1, the rank it defaults to.
+                if (r->kind != TypeKind::Rank) return "[" + elem + "]";
                 std::string s = elem;
                 for (int i = 0; i < r->rank; ++i) s = "[" + s + "]";
                 return s;
