@@ -27,10 +27,14 @@ struct ScalarArg {
     };
 };
 
-// Memory of a Buffer parameter: host memory the caller owns.
+// Memory of a Buffer parameter: host memory the caller owns, aligned for
+// its element type (atomics need natural alignment).
 struct BufferArg {
     void* data = nullptr;
-    int64_t elements = 0;  // for bounds checking in check mode
+    // Always checked, in and out of check mode: an out-of-bounds access is a
+    // compiler bug and throws Error(Internal) instead of corrupting memory
+    // (one compare per lane, or per block on the coalesced path).
+    int64_t elements = 0;
 };
 
 struct LaunchArgs {
@@ -40,34 +44,49 @@ struct LaunchArgs {
 };
 
 // Per-kernel counters: the memory-traffic model while we have no GPU.
+// run_kernel adds to them (one Counters can sum several launches). Global
+// addresses are taken relative to the buffer's start, as if every buffer
+// were 256-byte aligned like a device allocation, so the figures do not
+// depend on host alignment.
 struct Counters {
     int64_t launches = 0;
-    int64_t global_bytes_loaded = 0;
-    int64_t global_bytes_stored = 0;
-    int64_t global_sectors = 0;      // distinct 32-byte sectors touched per warp access, summed
+    int64_t global_bytes_loaded = 0;    // element size x active lanes of every global load
+    int64_t global_bytes_stored = 0;    // the same for stores (atomics count only in `atomics`)
+    int64_t global_sectors = 0;         // distinct 32-byte sectors touched per warp load/store, summed
     int64_t shared_bank_conflicts = 0;  // extra serialised shared-memory wavefronts per warp access
-    int64_t atomics = 0;
-    int64_t barriers = 0;            // per block
+                                        // (32 banks of 4 bytes; 8-byte accesses per half-warp)
+    int64_t atomics = 0;                // atomic operations (one per active lane), global and shared
+    int64_t barriers = 0;               // barriers executed, summed over blocks
 };
 
 struct ExecOptions {
-    // Checking mode (`:set check on`, always on in tests): out-of-bounds
-    // global/shared accesses, shared-memory races between two barriers
-    // (two lanes, one writing, same address, same phase), barrier/shuffle
-    // divergence. A violation throws Error(Internal) naming the kernel,
-    // the phase and the access.
+    // Checking mode (`:set check on`, always on in tests): shared-memory
+    // races between two barriers (two threads, one writing, same address,
+    // same phase; atomics race only with plain accesses), shuffles under
+    // divergent control (a warp with some but not all threads active), block
+    // loop bounds that differ between threads (barrier divergence).
+    // Out-of-bounds accesses are checked in both modes. A violation throws
+    // Error(Internal) naming the kernel, the phase, the memory or variable,
+    // the thread and the index.
     bool check = false;
     int threads = 0;  // worker threads for blocks; 0 = all cores
 };
 
-// The first failed Error statement of a launch (code < 0: none).
+// The first failed Error statement of a launch (code < 0: none). "First" is
+// the lowest (block, thread), and that thread's first in program order, so
+// the result does not depend on scheduling or the number of workers.
 struct KernelError {
     int code = -1;
     int64_t index = 0;
     int64_t extent = 0;
 };
 
-// Runs one launch. Thread safe: different launches may run concurrently.
+// Runs one launch: compiles k for these arguments (names resolved, no string
+// lookups while running), then runs the grid's blocks on a process-wide
+// thread pool, the calling thread included. Throws Error(Internal) for a
+// kernel it cannot run (missing arguments, unknown names, block size outside
+// 1..1024) and for check violations. Thread safe: different launches may run
+// concurrently.
 KernelError run_kernel(const ir::Kernel& k, const LaunchArgs& args, const ExecOptions& options, Counters& counters);
 
 }  // namespace shoal::cpu

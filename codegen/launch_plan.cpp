@@ -1,0 +1,447 @@
+#include "codegen/launch_plan.h"
+
+#include <cmath>
+#include <limits>
+#include <set>
+#include <sstream>
+
+#include "lang/diagnostics.h"
+
+namespace shoal::ir {
+
+const PlanScalar* LaunchPlan::find_scalar(const std::string& n) const {
+    for (const auto& s : scalars)
+        if (s.name == n) return &s;
+    return nullptr;
+}
+
+const PlanBuffer* LaunchPlan::find_buffer(const std::string& n) const {
+    for (const auto& b : buffers)
+        if (b.name == n) return &b;
+    return nullptr;
+}
+
+// ---------------------------------------------------------------- PlanBuilder
+PlanBuilder::PlanBuilder(std::string name) { plan_.name = std::move(name); }
+
+std::string PlanBuilder::input_scalar(const std::string& name, ScalarType t) {
+    if (const PlanScalar* s = plan_.find_scalar(name)) {
+        SHOAL_INTERNAL_ASSERT(s->type == t, "plan scalar " + name + " redeclared with another type");
+        return name;
+    }
+    SHOAL_INTERNAL_ASSERT(!plan_.find_buffer(name), "plan scalar " + name + " clashes with a buffer");
+    plan_.scalars.push_back(PlanScalar{name, t, ScalarSource::Input, nullptr});
+    return name;
+}
+
+std::string PlanBuilder::derived(const std::string& name, ExprPtr value) {
+    SHOAL_INTERNAL_ASSERT(!plan_.find_scalar(name) && !plan_.find_buffer(name), "plan name " + name + " reused");
+    register_host_params(value);
+    ScalarType t = value->type;
+    plan_.scalars.push_back(PlanScalar{name, t, ScalarSource::Derived, std::move(value)});
+    return name;
+}
+
+std::string PlanBuilder::add_buffer(const std::string& name, ScalarType elem, BufferRole role, ExprPtr count) {
+    for (auto& b : plan_.buffers)
+        if (b.name == name) {
+            SHOAL_INTERNAL_ASSERT(b.elem == elem, "plan buffer " + name + " redeclared with another type");
+            // An input registered by a kernel before its size was known gets it now.
+            if (!b.count) b.count = count;
+            return name;
+        }
+    SHOAL_INTERNAL_ASSERT(!plan_.find_scalar(name), "plan buffer " + name + " clashes with a scalar");
+    if (count) register_host_params(count);
+    plan_.buffers.push_back(PlanBuffer{name, elem, role, std::move(count)});
+    return name;
+}
+
+std::string PlanBuilder::input_buffer(const std::string& name, ScalarType elem, ExprPtr count) {
+    return add_buffer(name, elem, BufferRole::Input, std::move(count));
+}
+std::string PlanBuilder::output_buffer(const std::string& name, ScalarType elem, ExprPtr count) {
+    return add_buffer(name, elem, BufferRole::Output, std::move(count));
+}
+std::string PlanBuilder::temp_buffer(const std::string& name, ScalarType elem, ExprPtr count) {
+    return add_buffer(name, elem, BufferRole::Temp, std::move(count));
+}
+
+void PlanBuilder::set_role(const std::string& buffer, BufferRole role) {
+    for (auto& b : plan_.buffers)
+        if (b.name == buffer) {
+            b.role = role;
+            return;
+        }
+    internal_error(__FILE__, __LINE__, "set_role: no buffer " + buffer);
+}
+
+std::string PlanBuilder::fresh(const std::string& prefix) {
+    for (;;) {
+        int n = counters_[prefix]++;
+        std::string name = n == 0 ? prefix : prefix + std::to_string(n);
+        if (!plan_.find_scalar(name) && !plan_.find_buffer(name)) return name;
+    }
+}
+
+void PlanBuilder::register_host_params(const ExprPtr& e) {
+    if (e->kind == ExprKind::Param && !plan_.find_scalar(e->name)) input_scalar(e->name, e->type);
+    for (const auto& a : e->args) register_host_params(a);
+}
+
+void PlanBuilder::register_params(const Kernel& k) {
+    for (const auto& p : k.params) {
+        if (p.kind == ParamKind::Scalar) input_scalar(p.name, p.type);
+        else add_buffer(p.name, p.type, BufferRole::Input, nullptr);
+    }
+}
+
+int PlanBuilder::add_kernel(Kernel k) {
+    register_params(k);
+    plan_.kernels.push_back(std::move(k));
+    return static_cast<int>(plan_.kernels.size()) - 1;
+}
+
+void PlanBuilder::launch(int kernel, ExprPtr grid, std::string comment) {
+    register_host_params(grid);
+    PlanStep s;
+    s.kind = StepKind::Launch;
+    s.kernel = kernel;
+    s.grid = std::move(grid);
+    s.comment = std::move(comment);
+    plan_.steps.push_back(std::move(s));
+}
+
+std::string PlanBuilder::read_back(const std::string& scalar, const std::string& buffer, ExprPtr index,
+                                   std::string comment) {
+    const PlanBuffer* b = plan_.find_buffer(buffer);
+    SHOAL_INTERNAL_ASSERT(b, "read_back from unknown buffer " + buffer);
+    SHOAL_INTERNAL_ASSERT(!plan_.find_scalar(scalar), "read_back redefines " + scalar);
+    register_host_params(index);
+    plan_.scalars.push_back(PlanScalar{scalar, b->elem, ScalarSource::ReadBack, nullptr});
+    PlanStep s;
+    s.kind = StepKind::ReadBack;
+    s.scalar = scalar;
+    s.buffer = buffer;
+    s.index = std::move(index);
+    s.comment = std::move(comment);
+    plan_.steps.push_back(std::move(s));
+    return scalar;
+}
+
+LaunchPlan PlanBuilder::finish() { return plan_; }
+
+// ---------------------------------------------------------------- host expressions
+ExprPtr i64(int64_t v) { return const_int(v, ScalarType::I64); }
+
+ExprPtr ceil_div(ExprPtr a, ExprPtr b) {
+    auto one = const_int(1, a->type);
+    return binary(BinaryOp::Div, binary(BinaryOp::Sub, binary(BinaryOp::Add, a, b), one), b);
+}
+
+ExprPtr min_expr(ExprPtr a, ExprPtr b) { return call("min", {a, b}, a->type); }
+ExprPtr max_expr(ExprPtr a, ExprPtr b) { return call("max", {a, b}, a->type); }
+
+ExprPtr product(const std::vector<ExprPtr>& xs) {
+    if (xs.empty()) return i64(1);
+    ExprPtr p = xs[0];
+    for (size_t k = 1; k < xs.size(); ++k) p = binary(BinaryOp::Mul, p, xs[k]);
+    return p;
+}
+
+namespace {
+
+// Wraps an integer result to the width and signedness of t.
+int64_t wrap_int(ScalarType t, uint64_t v) {
+    switch (t) {
+        case ScalarType::Bool: return v != 0;
+        case ScalarType::I32: return static_cast<int32_t>(static_cast<uint32_t>(v));
+        case ScalarType::U32: return static_cast<uint32_t>(v);
+        default: return static_cast<int64_t>(v);
+    }
+}
+
+HostValue make_int(ScalarType t, uint64_t v) { return HostValue{t, wrap_int(t, v), 0}; }
+HostValue make_float(ScalarType t, double v) {
+    return HostValue{t, 0, t == ScalarType::F32 ? static_cast<double>(static_cast<float>(v)) : v};
+}
+
+double as_double(const HostValue& v) {
+    if (is_float(v.type)) return v.f;
+    if (v.type == ScalarType::U64) return static_cast<double>(static_cast<uint64_t>(v.i));
+    return static_cast<double>(v.i);
+}
+
+// Shoal's conversion: float -> integer truncates, NaN -> 0, saturates.
+HostValue convert(ScalarType to, const HostValue& v) {
+    if (is_float(to)) return make_float(to, as_double(v));
+    if (to == ScalarType::Bool) return HostValue{to, is_float(v.type) ? v.f != 0 : v.i != 0, 0};
+    if (!is_float(v.type)) return make_int(to, static_cast<uint64_t>(v.i));
+    double d = v.f;
+    if (std::isnan(d)) return HostValue{to, 0, 0};
+    double lo = 0, hi = 0;
+    switch (to) {
+        case ScalarType::I32: lo = -2147483648.0; hi = 2147483647.0; break;
+        case ScalarType::U32: lo = 0; hi = 4294967295.0; break;
+        case ScalarType::U64: lo = 0; hi = 18446744073709551615.0; break;
+        default: lo = -9223372036854775808.0; hi = 9223372036854775807.0; break;
+    }
+    if (d <= lo) return make_int(to, to == ScalarType::U64 ? 0 : static_cast<uint64_t>(static_cast<int64_t>(lo)));
+    if (d >= hi) {
+        if (to == ScalarType::U64) return make_int(to, std::numeric_limits<uint64_t>::max());
+        if (to == ScalarType::I64) return make_int(to, static_cast<uint64_t>(std::numeric_limits<int64_t>::max()));
+        return make_int(to, static_cast<uint64_t>(static_cast<int64_t>(hi)));
+    }
+    if (to == ScalarType::U64) return make_int(to, static_cast<uint64_t>(d));
+    return make_int(to, static_cast<uint64_t>(static_cast<int64_t>(d)));
+}
+
+bool compare(BinaryOp op, const HostValue& a, const HostValue& b) {
+    auto cmp = [&](auto x, auto y) {
+        switch (op) {
+            case BinaryOp::Eq: return x == y;
+            case BinaryOp::Ne: return x != y;
+            case BinaryOp::Lt: return x < y;
+            case BinaryOp::Le: return x <= y;
+            case BinaryOp::Gt: return x > y;
+            default: return x >= y;
+        }
+    };
+    if (is_float(a.type)) return cmp(a.f, b.f);
+    if (is_unsigned_int(a.type)) return cmp(static_cast<uint64_t>(a.i), static_cast<uint64_t>(b.i));
+    return cmp(a.i, b.i);
+}
+
+HostValue float_binary(BinaryOp op, ScalarType t, double x, double y) {
+    switch (op) {
+        case BinaryOp::Add: return make_float(t, x + y);
+        case BinaryOp::Sub: return make_float(t, x - y);
+        case BinaryOp::Mul: return make_float(t, x * y);
+        case BinaryOp::Div: return make_float(t, x / y);
+        case BinaryOp::Mod: return make_float(t, std::fmod(x, y));
+        case BinaryOp::Min: return make_float(t, std::fmin(x, y));
+        case BinaryOp::Max: return make_float(t, std::fmax(x, y));
+        default: internal_error(__FILE__, __LINE__, "host expression: bitwise operator on floats");
+    }
+}
+
+HostValue int_binary(BinaryOp op, ScalarType t, int64_t x, int64_t y) {
+    const bool u = is_unsigned_int(t);
+    const auto ux = static_cast<uint64_t>(x), uy = static_cast<uint64_t>(y);
+    const int bits = static_cast<int>(scalar_size(t)) * 8;
+    switch (op) {
+        case BinaryOp::Add: return make_int(t, ux + uy);
+        case BinaryOp::Sub: return make_int(t, ux - uy);
+        case BinaryOp::Mul: return make_int(t, ux * uy);
+        case BinaryOp::Div:
+            if (y == 0) return make_int(t, 0);
+            if (u) return make_int(t, ux / uy);
+            if (y == -1) return make_int(t, 0 - ux);  // minInt / -1 wraps
+            return make_int(t, static_cast<uint64_t>(x / y));
+        case BinaryOp::Mod:
+            if (y == 0 || (!u && y == -1)) return make_int(t, 0);
+            return make_int(t, u ? ux % uy : static_cast<uint64_t>(x % y));
+        case BinaryOp::Min: return make_int(t, u ? std::min(ux, uy) : static_cast<uint64_t>(std::min(x, y)));
+        case BinaryOp::Max: return make_int(t, u ? std::max(ux, uy) : static_cast<uint64_t>(std::max(x, y)));
+        case BinaryOp::And: return make_int(t, ux & uy);
+        case BinaryOp::Or: return make_int(t, ux | uy);
+        case BinaryOp::Xor: return make_int(t, ux ^ uy);
+        case BinaryOp::Shl: return make_int(t, ux << (uy % bits));
+        case BinaryOp::Shr:
+            if (u) return make_int(t, (bits == 32 ? static_cast<uint32_t>(ux) : ux) >> (uy % bits));
+            return make_int(t, static_cast<uint64_t>(x >> (uy % bits)));
+        default: internal_error(__FILE__, __LINE__, "host expression: unexpected operator");
+    }
+}
+
+bool is_comparison(BinaryOp op) { return op >= BinaryOp::Eq; }
+
+}  // namespace
+
+HostValue eval_host(const ExprPtr& e, const std::function<HostValue(const std::string&)>& lookup) {
+    auto arg = [&](size_t k) { return eval_host(e->args[k], lookup); };
+    switch (e->kind) {
+        case ExprKind::Const:
+            return is_float(e->type) ? make_float(e->type, e->f) : make_int(e->type, static_cast<uint64_t>(e->i));
+        case ExprKind::Param: return convert(e->type, lookup(e->name));
+        case ExprKind::Unary: {
+            HostValue a = arg(0);
+            if (e->unary_op == UnaryOp::Neg)
+                return is_float(a.type) ? make_float(a.type, -a.f) : make_int(a.type, 0 - static_cast<uint64_t>(a.i));
+            if (e->unary_op == UnaryOp::Not) return HostValue{ScalarType::Bool, a.i == 0, 0};
+            return make_int(a.type, ~static_cast<uint64_t>(a.i));
+        }
+        case ExprKind::Binary: {
+            HostValue a = arg(0), b = arg(1);
+            if (is_comparison(e->binary_op)) return HostValue{ScalarType::Bool, compare(e->binary_op, a, b), 0};
+            if (is_float(a.type)) return float_binary(e->binary_op, a.type, a.f, b.f);
+            return int_binary(e->binary_op, a.type, a.i, b.i);
+        }
+        case ExprKind::Select: return arg(0).i ? arg(1) : arg(2);
+        case ExprKind::Cast: return convert(e->type, arg(0));
+        case ExprKind::Call: {
+            SHOAL_INTERNAL_ASSERT((e->name == "min" || e->name == "max") && e->args.size() == 2,
+                                  "host expression: call of " + e->name);
+            HostValue a = arg(0), b = arg(1);
+            BinaryOp op = e->name == "min" ? BinaryOp::Min : BinaryOp::Max;
+            return is_float(a.type) ? float_binary(op, a.type, a.f, b.f) : int_binary(op, a.type, a.i, b.i);
+        }
+        default: internal_error(__FILE__, __LINE__, "host expression: device-only node " + host_expr_string(e));
+    }
+}
+
+int64_t eval_host_int(const ExprPtr& e, const std::function<HostValue(const std::string&)>& lookup) {
+    HostValue v = eval_host(e, lookup);
+    return is_float(v.type) ? static_cast<int64_t>(v.f) : v.i;
+}
+
+// ---------------------------------------------------------------- printing
+namespace {
+
+const char* binary_symbol(BinaryOp op) {
+    switch (op) {
+        case BinaryOp::Add: return "+";
+        case BinaryOp::Sub: return "-";
+        case BinaryOp::Mul: return "*";
+        case BinaryOp::Div: return "/";
+        case BinaryOp::Mod: return "%";
+        case BinaryOp::Min: return "min";
+        case BinaryOp::Max: return "max";
+        case BinaryOp::And: return "&";
+        case BinaryOp::Or: return "|";
+        case BinaryOp::Xor: return "^";
+        case BinaryOp::Shl: return "<<";
+        case BinaryOp::Shr: return ">>";
+        case BinaryOp::Eq: return "==";
+        case BinaryOp::Ne: return "!=";
+        case BinaryOp::Lt: return "<";
+        case BinaryOp::Le: return "<=";
+        case BinaryOp::Gt: return ">";
+        case BinaryOp::Ge: return ">=";
+    }
+    return "?";
+}
+
+// Simplifies "(n + 2048 - 1) / 2048" to "(n + 2047) / 2048" for readability.
+std::string binary_string(const ExprPtr& e) {
+    const ExprPtr& a = e->args[0];
+    const ExprPtr& b = e->args[1];
+    if (e->binary_op == BinaryOp::Min || e->binary_op == BinaryOp::Max)
+        return std::string(binary_symbol(e->binary_op)) + "(" + host_expr_string(a) + ", " + host_expr_string(b) + ")";
+    if (e->binary_op == BinaryOp::Sub && a->kind == ExprKind::Binary && a->binary_op == BinaryOp::Add &&
+        a->args[1]->kind == ExprKind::Const && b->kind == ExprKind::Const && !is_float(b->type))
+        return "(" + host_expr_string(a->args[0]) + " + " + std::to_string(a->args[1]->i - b->i) + ")";
+    return "(" + host_expr_string(a) + " " + binary_symbol(e->binary_op) + " " + host_expr_string(b) + ")";
+}
+
+std::string strip_parens(std::string s) {
+    if (s.size() >= 2 && s.front() == '(' && s.back() == ')') {
+        int depth = 0;
+        for (size_t k = 0; k < s.size(); ++k) {
+            depth += s[k] == '(' ? 1 : s[k] == ')' ? -1 : 0;
+            if (depth == 0 && k + 1 < s.size()) return s;  // "(a) + (b)"
+        }
+        return s.substr(1, s.size() - 2);
+    }
+    return s;
+}
+
+}  // namespace
+
+std::string host_expr_string(const ExprPtr& e) {
+    switch (e->kind) {
+        case ExprKind::Const: {
+            if (e->type == ScalarType::Bool) return e->i ? "true" : "false";
+            if (!is_float(e->type)) return std::to_string(e->i);
+            std::ostringstream os;
+            os << e->f;
+            return os.str();
+        }
+        case ExprKind::Param:
+        case ExprKind::Var: return e->name;
+        case ExprKind::Unary:
+            return std::string(e->unary_op == UnaryOp::Neg ? "-" : e->unary_op == UnaryOp::Not ? "!" : "~") +
+                   host_expr_string(e->args[0]);
+        case ExprKind::Binary: return binary_string(e);
+        case ExprKind::Select:
+            return "(" + host_expr_string(e->args[0]) + " ? " + host_expr_string(e->args[1]) + " : " +
+                   host_expr_string(e->args[2]) + ")";
+        case ExprKind::Cast: return std::string("(") + cuda_scalar_name(e->type) + ")" + host_expr_string(e->args[0]);
+        case ExprKind::Call: {
+            std::string s = e->name + "(";
+            for (size_t k = 0; k < e->args.size(); ++k)
+                s += (k ? ", " : "") + strip_parens(host_expr_string(e->args[k]));
+            return s + ")";
+        }
+        default: return "<device " + std::to_string(static_cast<int>(e->kind)) + ">";
+    }
+}
+
+namespace {
+
+const char* role_name(BufferRole r) {
+    switch (r) {
+        case BufferRole::Input: return "input";
+        case BufferRole::Output: return "output";
+        case BufferRole::Temp: return "temp";
+    }
+    return "?";
+}
+
+std::string buffers_with_access(const Kernel& k, bool written) {
+    std::string s;
+    for (const auto& p : k.params) {
+        if (p.kind != ParamKind::Buffer) continue;
+        bool w = p.access != Access::Read, r = p.access != Access::Write;
+        if (written ? w : r) s += (s.empty() ? "" : ", ") + p.name;
+    }
+    return s.empty() ? "-" : s;
+}
+
+int64_t shared_bytes(const Kernel& k) {
+    int64_t bytes = 0;
+    for (const auto& a : k.shared) bytes += a.size * static_cast<int64_t>(scalar_size(a.type));
+    return bytes;
+}
+
+void print_launch(std::ostringstream& os, const LaunchPlan& plan, const PlanStep& s, int number) {
+    const Kernel& k = plan.kernels[static_cast<size_t>(s.kernel)];
+    os << "  " << number << ". launch " << k.name << "<<<" << strip_parens(host_expr_string(s.grid)) << ", "
+       << k.block_size << ">>>";
+    if (!s.comment.empty()) os << "   // " << s.comment;
+    os << "\n       shared " << shared_bytes(k) << " B";
+    for (const auto& a : k.shared) os << (&a == &k.shared.front() ? " (" : ", ") << a.name << "[" << a.size << "]";
+    if (!k.shared.empty()) os << ")";
+    os << "; reads " << buffers_with_access(k, false) << "; writes " << buffers_with_access(k, true) << "\n";
+}
+
+}  // namespace
+
+std::string to_string(const LaunchPlan& plan) {
+    std::ostringstream os;
+    os << "launch plan " << plan.name << "\n";
+    for (const auto& s : plan.scalars) {
+        os << "  scalar " << cuda_scalar_name(s.type) << " " << s.name;
+        if (s.source == ScalarSource::Derived) os << " = " << strip_parens(host_expr_string(s.value));
+        else if (s.source == ScalarSource::ReadBack) os << "   (read back)";
+        else os << "   (input)";
+        os << "\n";
+    }
+    for (const auto& b : plan.buffers) {
+        os << "  " << role_name(b.role) << " " << cuda_scalar_name(b.elem) << " " << b.name << "["
+           << (b.count ? strip_parens(host_expr_string(b.count)) : "?") << "]\n";
+    }
+    int number = 1;
+    for (const auto& s : plan.steps) {
+        if (s.kind == StepKind::Launch) {
+            print_launch(os, plan, s, number++);
+        } else {
+            os << "  " << number++ << ". read back " << s.scalar << " = " << s.buffer << "["
+               << strip_parens(host_expr_string(s.index)) << "]";
+            if (!s.comment.empty()) os << "   // " << s.comment;
+            os << "\n";
+        }
+    }
+    return os.str();
+}
+
+}  // namespace shoal::ir

@@ -1,0 +1,156 @@
+// A launch plan: what a forced array expression becomes. It is the kernels
+// plus the host-side sequence that runs them: typed plan scalars (extents,
+// lifted constants, derived sizes, counts read back from the device), typed
+// buffers (inputs, outputs, temporaries) with their element counts, and the
+// steps in order (kernel launches with their grid, and read-backs).
+//
+// Everything is explicit and typed so that the plan can be printed three
+// ways: as the `:cuda` launch-plan view (to_string), run by the CPU
+// executor (runtime/cpu/run_plan.h) or a CUDA runtime, and later emitted as
+// host C++ (`:emit`): every host expression maps one to one onto C++.
+//
+// Binding is BY NAME: a kernel's Scalar params are plan scalars and its
+// Buffer params are plan buffers of the same name and element type.
+//
+// Host expressions reuse ir::Expr restricted to Const, Param (a plan
+// scalar), Unary(Neg), Binary (arithmetic and comparisons), Select, Cast and
+// Call(min, max); eval_host evaluates them (integer division by zero gives 0,
+// as in kernels).
+//
+// Zero-sized launches: a launch whose grid evaluates to <= 0 is skipped (a
+// CUDA launch with an empty grid is an error), so every lowering makes sure
+// that the launches writing results for empty inputs (a reduction's neutral
+// element) have a grid of at least 1.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "codegen/ir.h"
+
+namespace shoal::ir {
+
+enum class ScalarSource : uint8_t {
+    Input,     // bound by the caller (an extent, a lifted constant)
+    Derived,   // computed on the host from earlier scalars: `value`
+    ReadBack,  // set by a ReadBack step from device memory
+};
+
+struct PlanScalar {
+    std::string name;
+    ScalarType type = ScalarType::I64;
+    ScalarSource source = ScalarSource::Input;
+    ExprPtr value;  // Derived
+};
+
+enum class BufferRole : uint8_t {
+    Input,   // memory the caller provides
+    Output,  // allocated by the runner, handed back to the caller
+    Temp,    // allocated by the runner for the plan's lifetime
+};
+
+struct PlanBuffer {
+    std::string name;
+    ScalarType elem = ScalarType::F32;
+    BufferRole role = BufferRole::Temp;
+    // Element count as a host expression over plan scalars; it may use a
+    // ReadBack scalar, then the buffer is allocated when first used. Null for
+    // an Input whose size the caller supplies.
+    ExprPtr count;
+};
+
+enum class StepKind : uint8_t {
+    Launch,    // run kernels[kernel] on `grid` blocks of kernel.block_size threads
+    ReadBack,  // scalar := buffer[index] (copies one element to the host; synchronises)
+};
+
+struct PlanStep {
+    StepKind kind = StepKind::Launch;
+    int kernel = -1;            // Launch
+    ExprPtr grid;               // Launch: number of blocks (host expression)
+    std::string scalar;         // ReadBack: the plan scalar it defines
+    std::string buffer;         // ReadBack
+    ExprPtr index;              // ReadBack: host expression
+    std::string comment;        // why this step exists ("pass 2: combine the block partials")
+};
+
+struct LaunchPlan {
+    std::string name;
+    std::vector<Kernel> kernels;
+    std::vector<PlanScalar> scalars;
+    std::vector<PlanBuffer> buffers;
+    std::vector<PlanStep> steps;
+
+    const PlanScalar* find_scalar(const std::string& name) const;
+    const PlanBuffer* find_buffer(const std::string& name) const;
+};
+
+// Building a plan. Kernels added with add_kernel have their parameters
+// registered: a Scalar param not yet in the plan becomes an Input scalar, a
+// Buffer param not yet in the plan an Input buffer (what fused producers
+// read). Names are unique per plan; declaring an existing name again with
+// the same type is a no-op, so lowerings compose.
+class PlanBuilder {
+public:
+    explicit PlanBuilder(std::string name);
+
+    std::string input_scalar(const std::string& name, ScalarType t);
+    // A host-computed scalar; its Params must already be plan scalars.
+    std::string derived(const std::string& name, ExprPtr value);
+    std::string input_buffer(const std::string& name, ScalarType elem, ExprPtr count = nullptr);
+    std::string output_buffer(const std::string& name, ScalarType elem, ExprPtr count);
+    std::string temp_buffer(const std::string& name, ScalarType elem, ExprPtr count);
+    void set_role(const std::string& buffer, BufferRole role);
+
+    // A name not used yet in this plan (for temporaries and derived scalars).
+    std::string fresh(const std::string& prefix);
+
+    int add_kernel(Kernel k);
+    void launch(int kernel, ExprPtr grid, std::string comment = "");
+    // Defines the ReadBack scalar `scalar` (type: the buffer's element type).
+    std::string read_back(const std::string& scalar, const std::string& buffer, ExprPtr index,
+                          std::string comment = "");
+
+    const LaunchPlan& plan() const { return plan_; }
+    LaunchPlan finish();
+
+private:
+    void register_params(const Kernel& k);
+    void register_host_params(const ExprPtr& e);
+    std::string add_buffer(const std::string& name, ScalarType elem, BufferRole role, ExprPtr count);
+
+    LaunchPlan plan_;
+    std::map<std::string, int> counters_;
+};
+
+// ---------------------------------------------------------------- host expressions
+// Builders for host formulas (they also work inside kernels).
+ExprPtr ceil_div(ExprPtr a, ExprPtr b);       // (a + b - 1) / b for a >= 0, b > 0
+ExprPtr min_expr(ExprPtr a, ExprPtr b);
+ExprPtr max_expr(ExprPtr a, ExprPtr b);
+ExprPtr i64(int64_t v);                       // an I64 constant
+ExprPtr product(const std::vector<ExprPtr>& xs);  // I64 product, 1 for none
+
+// A host value: integers (and bools) in i, floats in f.
+struct HostValue {
+    ScalarType type = ScalarType::I64;
+    int64_t i = 0;
+    double f = 0;
+};
+
+// Evaluates a host expression; `lookup` gives a plan scalar's value.
+// Throws Error(Internal) for a node not allowed in host expressions.
+HostValue eval_host(const ExprPtr& e, const std::function<HostValue(const std::string&)>& lookup);
+int64_t eval_host_int(const ExprPtr& e, const std::function<HostValue(const std::string&)>& lookup);
+
+// A host expression in C syntax: "min((n + 2047) / 2048, 1024)".
+std::string host_expr_string(const ExprPtr& e);
+
+// The `:cuda` launch-plan view: scalars, buffers, then each step in order
+// with its kernel's grid and block formulas, shared memory and buffers read
+// and written.
+std::string to_string(const LaunchPlan& plan);
+
+}  // namespace shoal::ir

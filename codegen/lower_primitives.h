@@ -1,0 +1,151 @@
+// Lowering array primitives to kernels: every function here appends kernels,
+// buffers and steps to a PlanBuilder. Inputs are PullArrays (delayed
+// producers: fusion hands a lowering the code computing each element, so a
+// fused producer costs no temporary), combining functions are C++ callables
+// emitting IR. Outputs are plan buffers named by the caller and declared
+// Output (set_role turns one into a Temp when another lowering consumes it).
+//
+// The algorithms (sizes are LoweringOptions, never constants in the code):
+//   map          grid-stride loop, ~items_per_thread elements per thread, I64 indices;
+//                a tuple-valued map is one kernel with several outputs
+//   reduce       rank 1: cascading (sequential per thread) + shared-memory tree
+//                per block, then one block combines the block partials (2 kernels);
+//                rank 2: one block per row (BlockFor over rows), 1 kernel
+//   scan         three phases: per-chunk totals, scan of the totals (1 block),
+//                per-chunk scan seeded with its carry; tiles staged through
+//                shared memory for coalescing, per-thread sequential scan,
+//                Hillis-Steele across the block; order preserving (associative
+//                operators need not commute); rank 2 and segscan through the
+//                flag-value operator transformation (Accelerate)
+//   permute      atomics for known operators on supported types, CAS loop otherwise
+//   scatter      deterministic last-write-wins: atomicMax of the source position
+//                per target, then a second pass where only the winner writes
+//   ++/interleave push arrays: each thread writes both parts (Obsidian concP/unpairP)
+//   transpose    32x32 shared tiles padded to 33 columns (no bank conflicts)
+//   filter       flags -> exclusive scan -> scatter, the count read back to the host
+#pragma once
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "codegen/kernel_builder.h"
+#include "codegen/launch_plan.h"
+
+namespace shoal::ir {
+
+struct LoweringOptions {
+    int block_size = 256;              // threads per block (a power of two, >= 32)
+    int items_per_thread = 4;          // map: the grid gives each thread about this many elements
+    int reduce_items_per_thread = 16;  // reduce: elements each thread accumulates sequentially (cascading)
+    int scan_items_per_thread = 8;     // scan: elements per thread per shared-memory tile
+    int64_t max_blocks = 1024;         // grid cap; grid-stride loops and chunks cover the rest
+    int transpose_tile = 32;           // transpose: tile edge (elements)
+    int transpose_rows = 8;            // transpose: block = tile x rows threads, each thread tile/rows elements
+};
+
+// ---------------------------------------------------------------- operators
+// Associative operators with a known identity; they commute, so a reduction
+// may visit elements in any order, and map onto CUDA atomics.
+enum class AssocOp : uint8_t { Add, Mul, Min, Max, And, Or };
+
+using CombineFn = std::function<ExprPtr(KernelBuilder&, ExprPtr, ExprPtr)>;
+using TupleCombineFn =
+    std::function<std::vector<ExprPtr>(KernelBuilder&, const std::vector<ExprPtr>&, const std::vector<ExprPtr>&)>;
+
+// An associative operator over tuples of scalars with its neutral element.
+// `fn(a, b)` must treat a as the earlier operand: non-commutative operators
+// are combined strictly in order (scan, and reductions unless commutative).
+struct Combine {
+    std::vector<ScalarType> types;
+    std::vector<ExprPtr> neutral;
+    TupleCombineFn fn;
+    bool commutative = false;       // lets reductions use the faster unordered cascading
+    std::optional<AssocOp> known;   // one component: enables atomics in permute
+};
+
+Combine combine_of(ScalarType t, ExprPtr neutral, CombineFn fn, bool commutative = false);
+Combine known_combine(AssocOp op, ScalarType t);
+ExprPtr neutral_of(AssocOp op, ScalarType t);  // 0, 1, +inf/max, -inf/min, all ones, 0
+ExprPtr apply_op(AssocOp op, ExprPtr a, ExprPtr b);
+// The flag-value transformation: (fa, a) + (fb, b) = (fa || fb, fb ? b : a + b).
+// A scan with it restarts at every flagged element.
+Combine segmented(const Combine& c);
+
+// ---------------------------------------------------------------- arrays
+// Several same-shape arrays computed together (a map returning a tuple): one
+// `at` returns every component, so shared subexpressions are computed once.
+struct PullTuple {
+    std::vector<ExprPtr> shape;
+    std::vector<ScalarType> elems;
+    std::function<std::vector<ExprPtr>(KernelBuilder&, const std::vector<ExprPtr>& index)> at;
+
+    int rank() const { return static_cast<int>(shape.size()); }
+};
+
+PullTuple tuple_of(const PullArray& a);
+PullTuple tuple_of(const std::vector<PullArray>& arrays);  // equal shapes (checked by the caller)
+
+// A row-major buffer parameter read as a pull array; extents are I64 scalar params.
+PullArray buffer_array(const std::string& buffer, ScalarType elem, const std::vector<std::string>& extents);
+
+// Index maps (pull arrays: fused, never materialised). Along axis 0.
+// gather: element k is a[idx[k]]; an index outside [0, n) is a runtime error at loc.
+PullArray gather_array(const PullArray& idx, const PullArray& a, const Loc& loc);
+PullArray reverse_array(const PullArray& a);
+// Rows [start, start + count) of a; start and count are I64 expressions already clamped.
+PullArray slice_rows(const PullArray& a, ExprPtr start, ExprPtr count);
+PullArray take_array(const PullArray& a, ExprPtr n);  // clamps n to [0, rows]
+PullArray drop_array(const PullArray& a, ExprPtr n);  // clamps n to [0, rows]
+
+// The number of elements (I64 product of the extents).
+ExprPtr element_count(const std::vector<ExprPtr>& shape);
+// Declares in kb every Param of e (kernel code may use host formulas).
+ExprPtr use_params(KernelBuilder& kb, const ExprPtr& e);
+
+// ---------------------------------------------------------------- lowerings
+// map: outs[k][i] = src.at(i)[k]; one kernel.
+void lower_map(PlanBuilder& pb, const std::string& name, const PullTuple& src, const std::vector<std::string>& outs,
+               const LoweringOptions& opt = {});
+
+// reduce along the innermost axis: rank 1 -> out[1], rank 2 -> out[rows].
+// One output buffer per Combine component.
+void lower_reduce(PlanBuilder& pb, const std::string& name, const PullTuple& src, const Combine& op,
+                  const std::vector<std::string>& outs, const LoweringOptions& opt = {});
+void lower_reduce(PlanBuilder& pb, const std::string& name, const PullArray& src, const Combine& op,
+                  const std::string& out, const LoweringOptions& opt = {});
+
+// scan / scanExclusive along the innermost axis (rank 1 or 2, each row independently).
+enum class ScanKind : uint8_t { Inclusive, Exclusive };
+void lower_scan(PlanBuilder& pb, const std::string& name, const PullArray& src, const Combine& op, ScanKind kind,
+                const std::string& out, const LoweringOptions& opt = {});
+// segscan: restarts from the neutral element where flags[i] (Bool, same shape) is true.
+void lower_segscan(PlanBuilder& pb, const std::string& name, const PullArray& flags, const PullArray& src,
+                   const Combine& op, const std::string& out, const LoweringOptions& opt = {});
+
+// permute op dest target vals: out = dest; for each i: j = target[i]; if 0 <= j < size(dest):
+// out[j] = op(out[j], vals[i]). target: I64 pull array shaped like vals; element indices into dest.
+void lower_permute(PlanBuilder& pb, const std::string& name, const PullArray& dest, const PullArray& target,
+                   const PullArray& vals, const Combine& op, const std::string& out, const LoweringOptions& opt = {});
+// scatter dest idx vals: out = dest; rows: out[idx[k]] = vals[k] for idx[k] in range, the largest k wins.
+// dest is rank 1 or 2 (then vals is (length idx) x cols).
+void lower_scatter(PlanBuilder& pb, const std::string& name, const PullArray& dest, const PullArray& idx,
+                   const PullArray& vals, const std::string& out, const LoweringOptions& opt = {});
+
+// a ++ b (rows of a then rows of b; equal inner extents) and interleave a b
+// (rows a0 b0 a1 b1 ...; equal shapes), as push arrays: no source-selecting conditional.
+void lower_concat(PlanBuilder& pb, const std::string& name, const PullArray& a, const PullArray& b,
+                  const std::string& out, const LoweringOptions& opt = {});
+void lower_interleave(PlanBuilder& pb, const std::string& name, const PullArray& a, const PullArray& b,
+                      const std::string& out, const LoweringOptions& opt = {});
+
+// transpose of a rank-2 array through shared-memory tiles.
+void lower_transpose(PlanBuilder& pb, const std::string& name, const PullArray& a, const std::string& out,
+                     const LoweringOptions& opt = {});
+
+// filter: keeps the rows i of every vals[k] (rank 1) where keep[i]; the count
+// is read back into the plan scalar `count` and sizes the outputs.
+void lower_filter(PlanBuilder& pb, const std::string& name, const PullArray& keep, const std::vector<PullArray>& vals,
+                  const std::vector<std::string>& outs, const std::string& count, const LoweringOptions& opt = {});
+
+}  // namespace shoal::ir

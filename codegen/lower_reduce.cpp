@@ -1,0 +1,159 @@
+// Reductions along the innermost axis.
+//
+// Commutative operators (the known ones: + * min max and or, or a Combine
+// marked commutative) use algorithm cascading: each thread folds many
+// elements sequentially in a coalesced grid-stride loop, then the block
+// combines its threads' values in a shared-memory tree. Rank 1 needs a
+// second single-block kernel over the block partials; rank 2 gives every
+// row to one block (a uniform BlockFor over rows), one kernel.
+//
+// Other operators are only associative, so elements are combined strictly
+// in order: the ordered tile fold of lower_scan.cpp over contiguous chunks.
+//
+// Exactness: integer and min/max results equal the left fold (the operators
+// are associative and commutative); float sums are reassociated, within the
+// usual tolerance (pairwise-like error, better than a sequential fold).
+// Empty input: no element is folded, so the result is the neutral element
+// (the final kernel always runs on one block).
+#include "codegen/lower_common.h"
+#include "lang/diagnostics.h"
+
+namespace shoal::ir {
+
+using namespace lowering;
+
+namespace {
+
+using ElementFn = std::function<std::vector<ExprPtr>(KernelBuilder&, ExprPtr g)>;
+
+// Each thread folds elements start, start + step, ... < end; the block tree
+// combines the threads; thread 0 stores the result at outs[k][at].
+void emit_cascade(KernelBuilder& kb, const Combine& op, const ElementFn& element, ExprPtr start, ExprPtr end,
+                  ExprPtr step, const std::vector<std::string>& tree, const std::vector<std::string>& outs, ExprPtr at) {
+    std::vector<ExprPtr> acc = declare_vars(kb, "acc", op.neutral);
+    thread_loop(kb, "gid", start, end, step, [&](ExprPtr i) {
+        assign_all(kb, acc, combine(kb, op, acc, element(kb, i)));
+    });
+    block_tree_reduce(kb, op, tree, acc, /*ordered=*/false);
+    emit_if(kb, binary(BinaryOp::Eq, thread_idx(), const_int(0, ScalarType::I32)), [&] {
+        store_all(kb, outs, at, load_all(tree, op.types, const_int(0, ScalarType::I32), MemSpace::Shared),
+                  MemSpace::Global);
+    });
+}
+
+void declare_outputs(KernelBuilder& kb, const std::vector<std::string>& outs, const std::vector<ScalarType>& types) {
+    for (size_t k = 0; k < outs.size(); ++k) kb.buffer_param(outs[k], types[k], Access::Write);
+}
+
+ElementFn buffer_elements(const std::vector<std::string>& bufs, const std::vector<ScalarType>& types) {
+    return [bufs, types](KernelBuilder& kb, ExprPtr g) {
+        for (size_t k = 0; k < bufs.size(); ++k) kb.buffer_param(bufs[k], types[k], Access::Read);
+        return load_all(bufs, types, g, MemSpace::Global);
+    };
+}
+
+std::vector<std::string> temps(PlanBuilder& pb, const std::string& prefix, const std::vector<ScalarType>& types,
+                               ExprPtr count) {
+    std::vector<std::string> out;
+    for (auto t : types) out.push_back(pb.temp_buffer(pb.fresh(prefix), t, count));
+    return out;
+}
+
+// Rank 1, commutative: block partials by cascading, then one block folds them.
+void reduce_vector_cascade(PlanBuilder& pb, const std::string& name, const PullTuple& src, const Combine& op,
+                           const std::vector<std::string>& outs, const LoweringOptions& opt) {
+    const ExprPtr n = element_count(src.shape);
+    const int64_t per_block = int64_t{opt.block_size} * opt.reduce_items_per_thread;
+    const ExprPtr blocks = param(pb.derived(pb.fresh(name + "_blocks"), capped_grid(n, per_block, opt.max_blocks)),
+                                 ScalarType::I64);
+    auto partials = temps(pb, name + "_block_partials", op.types, blocks);
+    {
+        KernelBuilder kb(name + "_partials", opt.block_size);
+        declare_outputs(kb, partials, op.types);
+        auto tree = shared_arrays(kb, "tree", op.types, opt.block_size);
+        ElementFn element = [&src](KernelBuilder& b, ExprPtr g) { return flat_at(b, src, g); };
+        emit_cascade(kb, op, element, global_thread(), use_params(kb, n), grid_threads(), tree, partials, block_idx());
+        add_launch(pb, kb, blocks, "reduce pass 1: each block folds a grid-stride share (cascading), then a tree");
+    }
+    {
+        KernelBuilder kb(name, opt.block_size);
+        declare_outputs(kb, outs, op.types);
+        auto tree = shared_arrays(kb, "tree", op.types, opt.block_size);
+        emit_cascade(kb, op, buffer_elements(partials, op.types), tid64(), use_params(kb, blocks),
+                     cast(ScalarType::I64, block_dim()), tree, outs, i64(0));
+        add_launch(pb, kb, i64(1), "reduce pass 2: one block folds the block partials");
+    }
+}
+
+// Rank 1, only associative: ordered chunk totals, then one block folds them in order.
+void reduce_vector_ordered(PlanBuilder& pb, const std::string& name, const PullTuple& src, const Combine& op,
+                           const std::vector<std::string>& outs, const LoweringOptions& opt) {
+    const ExprPtr n = element_count(src.shape);
+    const int64_t tile = int64_t{opt.block_size} * opt.scan_items_per_thread;
+    const ExprPtr tiles = param(pb.derived(pb.fresh(name + "_tiles"), ceil_div(n, i64(tile))), ScalarType::I64);
+    const std::string blocks_name = pb.derived(pb.fresh(name + "_blocks"), min_expr(tiles, i64(opt.max_blocks)));
+    const ExprPtr blocks = param(blocks_name, ScalarType::I64);
+    const std::string chunk =
+        pb.derived(pb.fresh(name + "_chunk"), binary(BinaryOp::Mul, ceil_div(tiles, blocks), i64(tile)));
+    auto partials = temps(pb, name + "_block_partials", op.types, blocks);
+    ElementFn element = [src](KernelBuilder& b, ExprPtr g) { return flat_at(b, src, g); };
+    lower_ordered_totals(pb, name + "_partials", op, element, n, chunk, blocks, partials, opt,
+                         "reduce pass 1: each block folds its chunk in order");
+    // One block whose chunk (= the number of partials) covers them all.
+    lower_ordered_totals(pb, name, op, buffer_elements(partials, op.types), blocks, blocks_name, i64(1), outs, opt,
+                         "reduce pass 2: one block folds the partials in order");
+}
+
+// Rank 2: one block per row.
+void reduce_rows(PlanBuilder& pb, const std::string& name, const PullTuple& src, const Combine& op,
+                 const std::vector<std::string>& outs, const LoweringOptions& opt) {
+    const ExprPtr rows = src.shape[0], cols = src.shape[1];
+    KernelBuilder kb(name, opt.block_size);
+    declare_outputs(kb, outs, op.types);
+    ElementFn element = [&src](KernelBuilder& b, ExprPtr g) { return flat_at(b, src, g); };
+    const std::string row_name = kb.fresh("row");
+    const ExprPtr row = var(row_name, ScalarType::I64);
+    std::vector<std::string> tree;
+    std::optional<TileScan> ts;
+    if (op.commutative) {
+        tree = shared_arrays(kb, "tree", op.types, opt.block_size);
+    } else {
+        ts = TileScan{op, opt.scan_items_per_thread, element, nullptr, ScanKind::Inclusive, {}, {}, {}};
+        ts->prepare(kb);
+    }
+    kb.block_loop(row_name, block_idx(), use_params(kb, rows), grid_dim(), [&] {
+        ExprPtr lo = binary(BinaryOp::Mul, row, use_params(kb, cols));
+        ExprPtr hi = binary(BinaryOp::Add, lo, cols);
+        if (op.commutative) {
+            emit_cascade(kb, op, element, binary(BinaryOp::Add, lo, tid64()), hi, cast(ScalarType::I64, block_dim()),
+                         tree, outs, row);
+            return;
+        }
+        std::vector<ExprPtr> carry = declare_vars(kb, "carry", op.neutral);
+        ts->emit(kb, lo, hi, carry);
+        emit_if(kb, binary(BinaryOp::Eq, thread_idx(), const_int(0, ScalarType::I32)),
+                [&] { store_all(kb, outs, row, carry, MemSpace::Global); });
+    });
+    add_launch(pb, kb, min_expr(rows, i64(opt.max_blocks)), "reduce: one block per row");
+}
+
+}  // namespace
+
+void lower_reduce(PlanBuilder& pb, const std::string& name, const PullTuple& src, const Combine& op,
+                  const std::vector<std::string>& outs, const LoweringOptions& opt) {
+    SHOAL_INTERNAL_ASSERT(src.rank() == 1 || src.rank() == 2, "reduce: rank 1 or 2");
+    SHOAL_INTERNAL_ASSERT(src.elems == op.types && outs.size() == op.types.size(),
+                          "reduce: element types must match the operator");
+    const ExprPtr count = src.rank() == 1 ? i64(1) : src.shape[0];
+    for (size_t k = 0; k < outs.size(); ++k) pb.output_buffer(outs[k], op.types[k], count);
+    if (src.rank() == 2) reduce_rows(pb, name, src, op, outs, opt);
+    else if (op.commutative) reduce_vector_cascade(pb, name, src, op, outs, opt);
+    else reduce_vector_ordered(pb, name, src, op, outs, opt);
+}
+
+void lower_reduce(PlanBuilder& pb, const std::string& name, const PullArray& src, const Combine& op,
+                  const std::string& out, const LoweringOptions& opt) {
+    lower_reduce(pb, name, tuple_of(src), op, std::vector<std::string>{out}, opt);
+}
+
+}  // namespace shoal::ir

@@ -1,0 +1,158 @@
+#include "runtime/cpu/run_plan.h"
+
+#include <cstring>
+#include <functional>
+
+namespace shoal::cpu {
+
+namespace {
+
+void add_counters(Counters& into, const Counters& c) {
+    into.launches += c.launches;
+    into.global_bytes_loaded += c.global_bytes_loaded;
+    into.global_bytes_stored += c.global_bytes_stored;
+    into.global_sectors += c.global_sectors;
+    into.shared_bank_conflicts += c.shared_bank_conflicts;
+    into.atomics += c.atomics;
+    into.barriers += c.barriers;
+}
+
+void replace_all(std::string& s, const std::string& what, const std::string& with) {
+    for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + with.size()))
+        s.replace(at, what.size(), with);
+}
+
+// The state of one plan execution: scalar values (derived ones computed on
+// first use) and the memory of every buffer.
+class PlanRun {
+public:
+    PlanRun(const ir::LaunchPlan& plan, const PlanArgs& args, const ExecOptions& options)
+        : plan_(plan), args_(args), options_(options) {
+        result_.kernel_counters.resize(plan.kernels.size());
+        for (const auto& [name, v] : args.scalars) result_.scalars[name] = v;
+    }
+
+    PlanResult run() {
+        for (const auto& s : plan_.steps) {
+            if (s.kind == ir::StepKind::Launch) launch(s);
+            else read_back(s);
+        }
+        for (const auto& b : plan_.buffers)
+            if (b.role == ir::BufferRole::Output) {
+                ensure_allocated(b);  // an output no launch touched (an empty result)
+                result_.outputs[b.name] = std::move(owned_[b.name]);
+            }
+        return std::move(result_);
+    }
+
+private:
+    ir::HostValue scalar(const std::string& name) {
+        if (auto it = result_.scalars.find(name); it != result_.scalars.end()) return it->second;
+        const ir::PlanScalar* s = plan_.find_scalar(name);
+        SHOAL_INTERNAL_ASSERT(s, "run_plan: unknown scalar " + name);
+        SHOAL_INTERNAL_ASSERT(s->source == ir::ScalarSource::Derived,
+                              "run_plan: scalar " + name + " used before it has a value");
+        ir::HostValue v = ir::eval_host(s->value, lookup_);
+        result_.scalars[name] = v;
+        return v;
+    }
+
+    void ensure_allocated(const ir::PlanBuffer& b) {
+        if (b.role == ir::BufferRole::Input || owned_.count(b.name)) return;
+        HostBuffer hb;
+        hb.elem = b.elem;
+        hb.count = std::max<int64_t>(0, ir::eval_host_int(b.count, lookup_));
+        hb.bytes.resize(static_cast<size_t>(hb.count) * ir::scalar_size(b.elem));
+        if (options_.check) std::memset(hb.bytes.data(), 0xff, hb.bytes.size());
+        owned_[b.name] = std::move(hb);
+    }
+
+    BufferArg buffer(const std::string& name) {
+        const ir::PlanBuffer* b = plan_.find_buffer(name);
+        SHOAL_INTERNAL_ASSERT(b, "run_plan: unknown buffer " + name);
+        if (b->role == ir::BufferRole::Input) {
+            auto it = args_.buffers.find(name);
+            SHOAL_INTERNAL_ASSERT(it != args_.buffers.end(), "run_plan: input buffer " + name + " not bound");
+            return it->second;
+        }
+        ensure_allocated(*b);
+        HostBuffer& hb = owned_[name];
+        return BufferArg{hb.bytes.data(), hb.count};
+    }
+
+    static ScalarArg to_arg(ir::ScalarType t, const ir::HostValue& v) {
+        ScalarArg a;
+        a.type = t;
+        if (ir::is_float(t)) a.f = ir::is_float(v.type) ? v.f : static_cast<double>(v.i);
+        else a.i = ir::is_float(v.type) ? static_cast<int64_t>(v.f) : v.i;
+        return a;
+    }
+
+    void launch(const ir::PlanStep& s) {
+        const ir::Kernel& k = plan_.kernels[static_cast<size_t>(s.kernel)];
+        LaunchArgs la;
+        la.grid = ir::eval_host_int(s.grid, lookup_);
+        if (la.grid <= 0) return;  // an empty launch: nothing to do (see launch_plan.h)
+        for (const auto& p : k.params) {
+            if (p.kind == ir::ParamKind::Scalar) la.scalars[p.name] = to_arg(p.type, scalar(p.name));
+            else la.buffers[p.name] = buffer(p.name);
+        }
+        Counters c;
+        KernelError err = run_kernel(k, la, options_, c);
+        add_counters(result_.kernel_counters[static_cast<size_t>(s.kernel)], c);
+        add_counters(result_.total, c);
+        if (err.code >= 0) raise(k, err);
+    }
+
+    [[noreturn]] static void raise(const ir::Kernel& k, const KernelError& err) {
+        SHOAL_INTERNAL_ASSERT(err.code < static_cast<int>(k.checks.size()),
+                              "kernel " + k.name + " reported unknown check " + std::to_string(err.code));
+        const ir::Check& c = k.checks[static_cast<size_t>(err.code)];
+        user_error(ErrorKind::Runtime, c.loc, format_check(c.message, err.index, err.extent));
+    }
+
+    void read_back(const ir::PlanStep& s) {
+        BufferArg b = buffer(s.buffer);
+        const ir::PlanBuffer* pb = plan_.find_buffer(s.buffer);
+        int64_t index = ir::eval_host_int(s.index, lookup_);
+        SHOAL_INTERNAL_ASSERT(index >= 0 && index < b.elements,
+                              "run_plan: read back " + s.buffer + "[" + std::to_string(index) + "] out of range");
+        ir::HostValue v;
+        v.type = pb->elem;
+        const auto* base = static_cast<const std::byte*>(b.data) + index * static_cast<int64_t>(ir::scalar_size(pb->elem));
+        switch (pb->elem) {
+            case ir::ScalarType::Bool: v.i = *reinterpret_cast<const bool*>(base); break;
+            case ir::ScalarType::I32: v.i = *reinterpret_cast<const int32_t*>(base); break;
+            case ir::ScalarType::U32: v.i = *reinterpret_cast<const uint32_t*>(base); break;
+            case ir::ScalarType::I64:
+            case ir::ScalarType::U64: v.i = *reinterpret_cast<const int64_t*>(base); break;
+            case ir::ScalarType::F32: v.f = *reinterpret_cast<const float*>(base); break;
+            case ir::ScalarType::F64: v.f = *reinterpret_cast<const double*>(base); break;
+        }
+        result_.scalars[s.scalar] = v;
+    }
+
+    const ir::LaunchPlan& plan_;
+    const PlanArgs& args_;
+    const ExecOptions& options_;
+    PlanResult result_;
+    std::map<std::string, HostBuffer> owned_;
+    std::function<ir::HostValue(const std::string&)> lookup_ = [this](const std::string& n) { return scalar(n); };
+};
+
+}  // namespace
+
+std::string format_check(const std::string& message, int64_t index, int64_t extent) {
+    std::string s = message;
+    if (s.find("{index}") == std::string::npos && s.find("{extent}") == std::string::npos)
+        return s + " (index " + std::to_string(index) + ", extent " + std::to_string(extent) + ")";
+    replace_all(s, "{index}", std::to_string(index));
+    replace_all(s, "{extent}", std::to_string(extent));
+    return s;
+}
+
+PlanResult run_plan(const ir::LaunchPlan& plan, const PlanArgs& args, const ExecOptions& options) {
+    return PlanRun(plan, args, options).run();
+}
+
+}  // namespace shoal::cpu

@@ -1,0 +1,53 @@
+// Running a LaunchPlan on the CPU executor: binds the caller's scalars and
+// buffers by name, evaluates derived scalars and grid formulas, allocates
+// temporaries and outputs when they are first used (so a size read back from
+// the device can size a later buffer), runs the steps in order and turns the
+// first failed kernel check into the shoal::Error the reference evaluator
+// gives.
+#pragma once
+#include <cstddef>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "codegen/launch_plan.h"
+#include "runtime/cpu/executor.h"
+
+namespace shoal::cpu {
+
+// Host memory owned by the runner (outputs, temporaries).
+struct HostBuffer {
+    ir::ScalarType elem = ir::ScalarType::F32;
+    int64_t count = 0;
+    std::vector<std::byte> bytes;
+
+    template <class T> const T* data() const { return reinterpret_cast<const T*>(bytes.data()); }
+    template <class T> T* data() { return reinterpret_cast<T*>(bytes.data()); }
+};
+
+struct PlanArgs {
+    std::map<std::string, ir::HostValue> scalars;  // every Input scalar
+    std::map<std::string, BufferArg> buffers;      // every Input buffer (caller memory, not written)
+};
+
+struct PlanResult {
+    std::map<std::string, HostBuffer> outputs;        // every Output buffer
+    std::map<std::string, ir::HostValue> scalars;     // every scalar that got a value (inputs, derived, read back)
+    std::vector<Counters> kernel_counters;            // per plan kernel (index as in plan.kernels)
+    Counters total;                                   // summed over all launches
+};
+
+// Throws shoal::Error(Runtime) at the check's location when a kernel records
+// a failed check. A Check message may contain "{index}" and "{extent}",
+// replaced by the recorded values; a message without them gets
+// " (index I, extent E)" appended.
+//
+// Outputs and temporaries are NOT zeroed, as on a GPU: in check mode they
+// are filled with 0xff bytes (NaN for floats, -1 for integers) so that a
+// lowering that reads memory it never wrote shows up in tests.
+PlanResult run_plan(const ir::LaunchPlan& plan, const PlanArgs& args, const ExecOptions& options);
+
+// The text of a failed check, as run_plan formats it.
+std::string format_check(const std::string& message, int64_t index, int64_t extent);
+
+}  // namespace shoal::cpu

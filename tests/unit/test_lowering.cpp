@@ -1,0 +1,650 @@
+// Lowerings of array primitives to launch plans, run on the CPU executor in
+// checking mode and compared with straightforward C++ references; plus the
+// structural facts the design promises (kernel counts, memory traffic, no
+// source-selecting conditionals in push arrays).
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <random>
+
+#include "codegen/ir_visitor.h"
+#include "codegen/lower_primitives.h"
+#include "runtime/cpu/run_plan.h"
+#include "codegen/cuda_printer.h"
+#include "runtime/cuda/nvrtc.h"
+
+#include <set>
+
+using namespace shoal;
+using namespace shoal::ir;
+using shoal::cpu::HostBuffer;
+using shoal::cpu::PlanArgs;
+using shoal::cpu::PlanResult;
+
+namespace {
+
+// Sizes around the block (256) and tile (256 * 8) boundaries, and large ones.
+const std::vector<int64_t> kSizes = {0, 1, 2, 31, 255, 256, 257, 2047, 2048, 2049, 4097, 100003, 1000000};
+
+template <class T> ScalarType type_of();
+template <> ScalarType type_of<int32_t>() { return ScalarType::I32; }
+template <> ScalarType type_of<int64_t>() { return ScalarType::I64; }
+template <> ScalarType type_of<float>() { return ScalarType::F32; }
+template <> ScalarType type_of<double>() { return ScalarType::F64; }
+
+template <class T> std::vector<T> random_vector(int64_t n, uint32_t seed, T lo, T hi) {
+    std::mt19937 rng(seed);
+    std::vector<T> v(static_cast<size_t>(n));
+    for (auto& x : v) {
+        if constexpr (std::is_floating_point_v<T>) x = std::uniform_real_distribution<T>(lo, hi)(rng);
+        else x = std::uniform_int_distribution<T>(lo, hi)(rng);
+    }
+    return v;
+}
+
+std::vector<char> random_flags(int64_t n, uint32_t seed, double p) {
+    std::mt19937 rng(seed);
+    std::vector<char> v(static_cast<size_t>(n));
+    for (auto& x : v) x = std::bernoulli_distribution(p)(rng);
+    return v;
+}
+
+// Binds caller data to a plan by name.
+struct Args {
+    PlanArgs a;
+    template <class T> Args& buffer(const std::string& name, std::vector<T>& data) {
+        a.buffers[name] = cpu::BufferArg{data.data(), static_cast<int64_t>(data.size())};
+        return *this;
+    }
+    Args& flags(const std::string& name, std::vector<char>& data) {
+        a.buffers[name] = cpu::BufferArg{data.data(), static_cast<int64_t>(data.size())};
+        return *this;
+    }
+    Args& scalar(const std::string& name, int64_t v) {
+        a.scalars[name] = HostValue{ScalarType::I64, v, 0};
+        return *this;
+    }
+};
+
+// Every kernel a test runs is also compiled with NVRTC for sm_80 and sm_90
+// (zero warnings), once per distinct source.
+void compile_with_nvrtc(const LaunchPlan& plan) {
+#ifdef SHOAL_HAVE_NVRTC
+    static std::set<std::string> compiled;
+    const std::string source = print_cuda(plan.kernels);
+    if (!compiled.insert(source).second) return;
+    for (const char* arch : {"sm_80", "sm_90"}) {
+        cuda::NvrtcResult r = cuda::compile_cuda(source, arch);
+        INFO("NVRTC ", arch, ":\n", r.log, "\n", cuda::number_lines(source));
+        CHECK(r.ok);
+        CHECK(r.log.find("warning") == std::string::npos);
+    }
+#else
+    (void)plan;
+#endif
+}
+
+PlanResult run(const LaunchPlan& plan, const Args& args) {
+    compile_with_nvrtc(plan);
+    cpu::ExecOptions opt;
+    opt.check = true;
+    return cpu::run_plan(plan, args.a, opt);
+}
+
+template <class T> std::vector<T> output(const PlanResult& r, const std::string& name) {
+    const HostBuffer& b = r.outputs.at(name);
+    return std::vector<T>(b.data<T>(), b.data<T>() + b.count);
+}
+
+template <class T> void check_close(const std::vector<T>& got, const std::vector<T>& want, double rel = 0) {
+    REQUIRE(got.size() == want.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+        if (got[i] == want[i]) continue;  // also infinities
+        if constexpr (std::is_floating_point_v<T>) {
+            double tol = rel * std::max(1.0, std::fabs(static_cast<double>(want[i])));
+            if (!(std::fabs(static_cast<double>(got[i]) - static_cast<double>(want[i])) <= tol)) {
+                INFO("element " << i << ": got " << got[i] << ", want " << want[i]);
+                REQUIRE(false);
+            }
+        } else if (got[i] != want[i]) {
+            INFO("element " << i << ": got " << got[i] << ", want " << want[i]);
+            REQUIRE(false);
+        }
+    }
+}
+
+PullArray vec(const std::string& buffer, ScalarType t, const std::string& n = "n") {
+    return buffer_array(buffer, t, {n});
+}
+
+// zipWith-style producer: f(x[i], y[i]) fused as a pull array.
+PullArray zip_with(const PullArray& x, const PullArray& y, std::function<ExprPtr(ExprPtr, ExprPtr)> f) {
+    PullArray r;
+    r.shape = x.shape;
+    r.elem = x.elem;
+    r.at = [x, y, f](KernelBuilder& kb, const std::vector<ExprPtr>& i) { return f(x.at(kb, i), y.at(kb, i)); };
+    return r;
+}
+
+PullArray map_array(const PullArray& x, ScalarType t, std::function<ExprPtr(KernelBuilder&, ExprPtr)> f) {
+    PullArray r;
+    r.shape = x.shape;
+    r.elem = t;
+    r.at = [x, f](KernelBuilder& kb, const std::vector<ExprPtr>& i) { return f(kb, x.at(kb, i)); };
+    return r;
+}
+
+// "The first non-zero": associative, NOT commutative, neutral 0.
+Combine first_nonzero(ScalarType t) {
+    return combine_of(t, const_int(0, t), [t](KernelBuilder&, ExprPtr a, ExprPtr b) {
+        return select(binary(BinaryOp::Ne, a, const_int(0, t)), a, b);
+    });
+}
+
+int64_t count_kernels(const LaunchPlan& p) { return static_cast<int64_t>(p.kernels.size()); }
+
+}  // namespace
+
+// ---------------------------------------------------------------- host expressions
+TEST_CASE("launch plan: host expressions evaluate and print") {
+    auto n = param("n", ScalarType::I64);
+    auto grid = min_expr(ceil_div(n, i64(1024)), i64(1024));
+    auto lookup = [](const std::string&) { return HostValue{ScalarType::I64, 5000, 0}; };
+    CHECK(eval_host_int(grid, lookup) == 5);
+    CHECK(host_expr_string(grid) == "min((n + 1023) / 1024, 1024)");
+    CHECK(eval_host_int(binary(BinaryOp::Div, n, i64(0)), lookup) == 0);
+}
+
+// ---------------------------------------------------------------- map
+TEST_CASE("map: a tuple-valued map is one kernel with two outputs") {
+    for (int64_t n : kSizes) {
+        CAPTURE(n);
+        auto x = random_vector<float>(n, 1, -10, 10);
+        auto y = random_vector<float>(n, 2, -10, 10);
+        PlanBuilder pb("sum_diff");
+        PullArray px = vec("x", ScalarType::F32), py = vec("y", ScalarType::F32);
+        // One `at` for both components: x[i] and y[i] are loaded once (let-bound).
+        PullTuple t;
+        t.shape = px.shape;
+        t.elems = {ScalarType::F32, ScalarType::F32};
+        t.at = [px, py](KernelBuilder& kb, const std::vector<ExprPtr>& i) {
+            ExprPtr a = kb.bind("xv", px.at(kb, i)), b = kb.bind("yv", py.at(kb, i));
+            return std::vector<ExprPtr>{binary(BinaryOp::Add, a, b), binary(BinaryOp::Sub, a, b)};
+        };
+        lower_map(pb, "sum_diff", t, {"s", "d"});
+        LaunchPlan plan = pb.finish();
+        CHECK(count_kernels(plan) == 1);
+        auto r = run(plan, Args().buffer("x", x).buffer("y", y).scalar("n", n));
+        std::vector<float> s(x.size()), d(x.size());
+        for (size_t i = 0; i < x.size(); ++i) s[i] = x[i] + y[i], d[i] = x[i] - y[i];
+        check_close(output<float>(r, "s"), s);
+        check_close(output<float>(r, "d"), d);
+        if (n > 0) {
+            CHECK(r.total.global_bytes_loaded == 8 * n);   // x and y once each
+            CHECK(r.total.global_bytes_stored == 8 * n);
+        }
+    }
+}
+
+TEST_CASE("map: rank 2 indices") {
+    const int64_t rows = 37, cols = 301;
+    PlanBuilder pb("coords");
+    PullArray g;
+    g.shape = {param("rows", ScalarType::I64), param("cols", ScalarType::I64)};
+    g.elem = ScalarType::I64;
+    g.at = [](KernelBuilder&, const std::vector<ExprPtr>& i) {
+        return binary(BinaryOp::Add, binary(BinaryOp::Mul, i[0], i64(1000)), i[1]);
+    };
+    lower_map(pb, "coords", tuple_of(g), {"out"});
+    auto r = run(pb.finish(), Args().scalar("rows", rows).scalar("cols", cols));
+    std::vector<int64_t> want;
+    for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < cols; ++j) want.push_back(i * 1000 + j);
+    check_close(output<int64_t>(r, "out"), want);
+}
+
+// ---------------------------------------------------------------- reduce
+template <class T> void test_reduce_vector(AssocOp op, T lo, T hi, double rel) {
+    for (int64_t n : kSizes) {
+        CAPTURE(n);
+        auto x = random_vector<T>(n, 7 + static_cast<uint32_t>(n), lo, hi);
+        PlanBuilder pb("r");
+        lower_reduce(pb, "r", vec("x", type_of<T>()), known_combine(op, type_of<T>()), "out");
+        LaunchPlan plan = pb.finish();
+        CHECK(count_kernels(plan) == 2);
+        auto r = run(plan, Args().buffer("x", x).scalar("n", n));
+        T want;
+        switch (op) {
+            case AssocOp::Add: want = std::accumulate(x.begin(), x.end(), T(0)); break;
+            case AssocOp::Min:
+                want = std::is_floating_point_v<T> ? std::numeric_limits<T>::infinity() : std::numeric_limits<T>::max();
+                for (T v : x) want = std::min(want, v);
+                break;
+            default:
+                want = std::is_floating_point_v<T> ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
+                for (T v : x) want = std::max(want, v);
+                break;
+        }
+        check_close(output<T>(r, "out"), std::vector<T>{want}, rel);
+    }
+}
+
+TEST_CASE("reduce: sum, min, max of vectors (exact for integers, tolerance for floats)") {
+    test_reduce_vector<int32_t>(AssocOp::Add, -1000000, 1000000, 0);  // wraps like the left fold
+    test_reduce_vector<int64_t>(AssocOp::Max, -1000000000000, 1000000000000, 0);
+    test_reduce_vector<int32_t>(AssocOp::Min, -5, 1000, 0);
+    test_reduce_vector<float>(AssocOp::Max, -1, 1, 0);
+    test_reduce_vector<double>(AssocOp::Add, -1, 1, 1e-9);
+    test_reduce_vector<float>(AssocOp::Add, 0, 1, 1e-4);
+}
+
+TEST_CASE("reduce: rank 2 gives one value per row, empty rows give the neutral element") {
+    for (auto [rows, cols] : std::vector<std::pair<int64_t, int64_t>>{{0, 5}, {3, 0}, {1, 1}, {7, 255}, {5, 2049}, {300, 33}}) {
+        CAPTURE(rows);
+        CAPTURE(cols);
+        auto x = random_vector<int32_t>(rows * cols, 3, -100, 100);
+        for (bool ordered : {false, true}) {
+            PlanBuilder pb("rows");
+            Combine op = ordered ? first_nonzero(ScalarType::I32) : known_combine(AssocOp::Add, ScalarType::I32);
+            lower_reduce(pb, "rows", buffer_array("x", ScalarType::I32, {"rows", "cols"}), op, "out");
+            LaunchPlan plan = pb.finish();
+            CHECK(count_kernels(plan) == 1);
+            auto r = run(plan, Args().buffer("x", x).scalar("rows", rows).scalar("cols", cols));
+            std::vector<int32_t> want(static_cast<size_t>(rows), 0);
+            for (int64_t i = 0; i < rows; ++i)
+                for (int64_t j = 0; j < cols; ++j) {
+                    int32_t v = x[static_cast<size_t>(i * cols + j)];
+                    auto& w = want[static_cast<size_t>(i)];
+                    w = ordered ? (w != 0 ? w : v) : w + v;
+                }
+            check_close(output<int32_t>(r, "out"), want);
+        }
+    }
+}
+
+TEST_CASE("reduce: a non-commutative operator is folded in order") {
+    for (int64_t n : kSizes) {
+        CAPTURE(n);
+        auto x = random_vector<int32_t>(n, 11, -3, 3);
+        for (auto& v : x) v = v > 1 ? v : 0;  // mostly zeros: the first non-zero is far in
+        PlanBuilder pb("first");
+        lower_reduce(pb, "first", vec("x", ScalarType::I32), first_nonzero(ScalarType::I32), "out");
+        auto r = run(pb.finish(), Args().buffer("x", x).scalar("n", n));
+        int32_t want = 0;
+        for (int32_t v : x)
+            if (want == 0) want = v;
+        check_close(output<int32_t>(r, "out"), {want});
+    }
+}
+
+TEST_CASE("reduce: tuples (argmax as (value, index) pairs) in one pass") {
+    for (int64_t n : {int64_t{1}, int64_t{300}, int64_t{5000}, int64_t{100000}}) {
+        CAPTURE(n);
+        auto x = random_vector<int32_t>(n, 5, -1000, 1000);
+        Combine argmax;
+        argmax.types = {ScalarType::I32, ScalarType::I64};
+        argmax.neutral = {const_int(INT32_MIN, ScalarType::I32), i64(-1)};
+        argmax.commutative = true;  // ties go to the smaller index, whatever the order
+        argmax.fn = [](KernelBuilder&, const std::vector<ExprPtr>& a, const std::vector<ExprPtr>& b) {
+            ExprPtr take_b = binary(BinaryOp::Or, binary(BinaryOp::Gt, b[0], a[0]),
+                                    binary(BinaryOp::And, binary(BinaryOp::Eq, b[0], a[0]),
+                                           binary(BinaryOp::And, binary(BinaryOp::Ge, b[1], i64(0)),
+                                                  binary(BinaryOp::Or, binary(BinaryOp::Lt, b[1], a[1]),
+                                                         binary(BinaryOp::Lt, a[1], i64(0))))));
+            return std::vector<ExprPtr>{select(take_b, b[0], a[0]), select(take_b, b[1], a[1])};
+        };
+        PullTuple src;
+        src.shape = {param("n", ScalarType::I64)};
+        src.elems = argmax.types;
+        PullArray px = vec("x", ScalarType::I32);
+        src.at = [px](KernelBuilder& kb, const std::vector<ExprPtr>& i) {
+            return std::vector<ExprPtr>{px.at(kb, i), i[0]};
+        };
+        PlanBuilder pb("argmax");
+        lower_reduce(pb, "argmax", src, argmax, {"v", "k"});
+        auto r = run(pb.finish(), Args().buffer("x", x).scalar("n", n));
+        auto it = std::max_element(x.begin(), x.end());
+        check_close(output<int32_t>(r, "v"), {*it});
+        check_close(output<int64_t>(r, "k"), {static_cast<int64_t>(it - x.begin())});
+    }
+}
+
+TEST_CASE("fusion: RMSE-like sum (map (d*d) (x - y)) is one reduce plan loading ~8n bytes") {
+    const int64_t n = 1 << 20;
+    auto x = random_vector<float>(n, 1, 0, 1);
+    auto y = random_vector<float>(n, 2, 0, 1);
+    PullArray d = zip_with(vec("x", ScalarType::F32), vec("y", ScalarType::F32),
+                           [](ExprPtr a, ExprPtr b) { return binary(BinaryOp::Sub, a, b); });
+    PullArray sq = map_array(d, ScalarType::F32, [](KernelBuilder& kb, ExprPtr v) {
+        ExprPtr s = kb.bind("d", v);  // shared: computed once
+        return binary(BinaryOp::Mul, s, s);
+    });
+    PlanBuilder pb("rmse");
+    lower_reduce(pb, "rmse", sq, known_combine(AssocOp::Add, ScalarType::F32), "out");
+    LaunchPlan plan = pb.finish();
+    CHECK(count_kernels(plan) == 2);
+    auto r = run(plan, Args().buffer("x", x).buffer("y", y).scalar("n", n));
+    double want = 0;
+    for (int64_t i = 0; i < n; ++i) want += double(x[i] - y[i]) * double(x[i] - y[i]);
+    CHECK(output<float>(r, "out")[0] == doctest::Approx(want).epsilon(1e-4));
+    // 8n for x and y, plus 4 bytes per block partial.
+    CHECK(r.total.global_bytes_loaded >= 8 * n);
+    CHECK(r.total.global_bytes_loaded <= 8 * n + 4 * 1024);
+    // The `:cuda` launch-plan view names the grid formulas.
+    const std::string view = to_string(plan);
+    CHECK(view.find("scalar long long rmse_blocks = min((n + 4095) / 4096, 1024)") != std::string::npos);
+    CHECK(view.find("launch rmse<<<1, 256>>>") != std::string::npos);
+}
+
+// ---------------------------------------------------------------- scan
+template <class T> std::vector<T> ref_scan(const std::vector<T>& x, int64_t cols, bool exclusive,
+                                           const std::vector<char>* flags, const std::function<T(T, T)>& f, T z) {
+    std::vector<T> out(x.size());
+    T acc = z;
+    for (size_t i = 0; i < x.size(); ++i) {
+        if (cols > 0 && i % static_cast<size_t>(cols) == 0) acc = z;
+        if (flags && (*flags)[i]) acc = z;
+        if (exclusive) {
+            out[i] = acc;
+            acc = f(acc, x[i]);
+        } else {
+            acc = f(acc, x[i]);
+            out[i] = acc;
+        }
+    }
+    return out;
+}
+
+TEST_CASE("scan: inclusive and exclusive sums of vectors (three kernels, exact for integers)") {
+    for (int64_t n : kSizes) {
+        CAPTURE(n);
+        auto x = random_vector<int32_t>(n, 21, -1000, 1000);
+        for (ScanKind kind : {ScanKind::Inclusive, ScanKind::Exclusive}) {
+            PlanBuilder pb("scan");
+            lower_scan(pb, "scan", vec("x", ScalarType::I32), known_combine(AssocOp::Add, ScalarType::I32), kind, "out");
+            LaunchPlan plan = pb.finish();
+            CHECK(count_kernels(plan) == 3);
+            auto r = run(plan, Args().buffer("x", x).scalar("n", n));
+            check_close(output<int32_t>(r, "out"),
+                        ref_scan<int32_t>(x, 0, kind == ScanKind::Exclusive, nullptr, std::plus<int32_t>(), 0));
+        }
+    }
+}
+
+TEST_CASE("scan: float sums within tolerance; a non-commutative operator in order") {
+    for (int64_t n : {int64_t{1000}, int64_t{70001}}) {
+        auto x = random_vector<double>(n, 4, 0, 1);
+        PlanBuilder pb("fscan");
+        lower_scan(pb, "fscan", vec("x", ScalarType::F64), known_combine(AssocOp::Add, ScalarType::F64),
+                   ScanKind::Inclusive, "out");
+        auto r = run(pb.finish(), Args().buffer("x", x).scalar("n", n));
+        check_close(output<double>(r, "out"), ref_scan<double>(x, 0, false, nullptr, std::plus<double>(), 0), 1e-10);
+
+        auto y = random_vector<int32_t>(n, 9, -2, 2);
+        for (auto& v : y) v = v == 2 ? v : 0;
+        PlanBuilder pb2("first");
+        lower_scan(pb2, "first", vec("y", ScalarType::I32), first_nonzero(ScalarType::I32), ScanKind::Exclusive, "out");
+        auto r2 = run(pb2.finish(), Args().buffer("y", y).scalar("n", n));
+        auto f = [](int32_t a, int32_t b) { return a != 0 ? a : b; };
+        check_close(output<int32_t>(r2, "out"), ref_scan<int32_t>(y, 0, true, nullptr, f, 0));
+    }
+}
+
+TEST_CASE("scan: rank 2 scans each row (inclusive and exclusive)") {
+    for (auto [rows, cols] : std::vector<std::pair<int64_t, int64_t>>{{0, 4}, {4, 0}, {1, 1}, {3, 2049}, {513, 7}, {40, 300}}) {
+        CAPTURE(rows);
+        CAPTURE(cols);
+        auto x = random_vector<int64_t>(rows * cols, 8, -50, 50);
+        for (ScanKind kind : {ScanKind::Inclusive, ScanKind::Exclusive}) {
+            PlanBuilder pb("rscan");
+            lower_scan(pb, "rscan", buffer_array("x", ScalarType::I64, {"rows", "cols"}),
+                       known_combine(AssocOp::Max, ScalarType::I64), kind, "out");
+            auto r = run(pb.finish(), Args().buffer("x", x).scalar("rows", rows).scalar("cols", cols));
+            auto mx = [](int64_t a, int64_t b) { return std::max(a, b); };
+            check_close(output<int64_t>(r, "out"),
+                        ref_scan<int64_t>(x, cols, kind == ScanKind::Exclusive, nullptr, mx, INT64_MIN));
+        }
+    }
+}
+
+TEST_CASE("segscan: restarts at flags (flag-value operator transformation)") {
+    for (int64_t n : kSizes) {
+        CAPTURE(n);
+        auto x = random_vector<int32_t>(n, 31, -100, 100);
+        auto flags = random_flags(n, 32, n > 100000 ? 0.00001 : 0.01);
+        PlanBuilder pb("seg");
+        lower_segscan(pb, "seg", vec("flags", ScalarType::Bool), vec("x", ScalarType::I32),
+                      known_combine(AssocOp::Add, ScalarType::I32), "out");
+        auto r = run(pb.finish(), Args().buffer("x", x).flags("flags", flags).scalar("n", n));
+        check_close(output<int32_t>(r, "out"), ref_scan<int32_t>(x, 0, false, &flags, std::plus<int32_t>(), 0));
+    }
+}
+
+// ---------------------------------------------------------------- permute, scatter, gather
+TEST_CASE("permute: histograms with native atomics and compare-and-swap loops") {
+    for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{257}, int64_t{5000}, int64_t{200000}}) {
+        CAPTURE(n);
+        const int64_t m = 97;
+        auto target = random_vector<int32_t>(n, 41, -5, 101);  // some out of range: dropped
+        {
+            auto dest = random_vector<int32_t>(m, 42, 0, 10);
+            auto vals = random_vector<int32_t>(n, 43, -100, 100);
+            PlanBuilder pb("hist");
+            lower_permute(pb, "hist", vec("dest", ScalarType::I32, "m"), vec("target", ScalarType::I32),
+                          vec("vals", ScalarType::I32), known_combine(AssocOp::Add, ScalarType::I32), "out");
+            auto r = run(pb.finish(),
+                         Args().buffer("dest", dest).buffer("target", target).buffer("vals", vals).scalar("n", n).scalar("m", m));
+            auto want = dest;
+            for (int64_t i = 0; i < n; ++i)
+                if (target[i] >= 0 && target[i] < m) want[target[i]] += vals[i];
+            check_close(output<int32_t>(r, "out"), want);
+        }
+        {  // Mul has no CUDA atomic: CAS loop (exact on wrapping integers)
+            auto dest = random_vector<int64_t>(m, 44, 1, 3);
+            auto vals = random_vector<int64_t>(n, 45, -3, 3);
+            PlanBuilder pb("prod");
+            lower_permute(pb, "prod", vec("dest", ScalarType::I64, "m"), vec("target", ScalarType::I32),
+                          vec("vals", ScalarType::I64), known_combine(AssocOp::Mul, ScalarType::I64), "out");
+            auto r = run(pb.finish(),
+                         Args().buffer("dest", dest).buffer("target", target).buffer("vals", vals).scalar("n", n).scalar("m", m));
+            auto want = dest;
+            for (int64_t i = 0; i < n; ++i)
+                if (target[i] >= 0 && target[i] < m)
+                    want[target[i]] = static_cast<int64_t>(static_cast<uint64_t>(want[target[i]]) * static_cast<uint64_t>(vals[i]));
+            check_close(output<int64_t>(r, "out"), want);
+        }
+        {  // float max: CAS loop
+            auto dest = random_vector<float>(m, 46, -1, 0);
+            auto vals = random_vector<float>(n, 47, -1, 1);
+            PlanBuilder pb("pmax");
+            lower_permute(pb, "pmax", vec("dest", ScalarType::F32, "m"), vec("target", ScalarType::I32),
+                          vec("vals", ScalarType::F32), known_combine(AssocOp::Max, ScalarType::F32), "out");
+            auto r = run(pb.finish(),
+                         Args().buffer("dest", dest).buffer("target", target).buffer("vals", vals).scalar("n", n).scalar("m", m));
+            auto want = dest;
+            for (int64_t i = 0; i < n; ++i)
+                if (target[i] >= 0 && target[i] < m) want[target[i]] = std::max(want[target[i]], vals[i]);
+            check_close(output<float>(r, "out"), want);
+        }
+    }
+}
+
+TEST_CASE("scatter: the last write wins, out-of-range indices are ignored, rows of a matrix") {
+    for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{300}, int64_t{100000}}) {
+        CAPTURE(n);
+        const int64_t m = 53;
+        auto idx = random_vector<int32_t>(n, 51, -3, 60);  // many duplicates
+        auto dest = random_vector<double>(m, 52, -1, 1);
+        auto vals = random_vector<double>(n, 53, -1, 1);
+        PlanBuilder pb("sc");
+        lower_scatter(pb, "sc", vec("dest", ScalarType::F64, "m"), vec("idx", ScalarType::I32),
+                      vec("vals", ScalarType::F64), "out");
+        auto r = run(pb.finish(), Args().buffer("dest", dest).buffer("idx", idx).buffer("vals", vals).scalar("n", n).scalar("m", m));
+        auto want = dest;
+        for (int64_t k = 0; k < n; ++k)
+            if (idx[k] >= 0 && idx[k] < m) want[idx[k]] = vals[k];
+        check_close(output<double>(r, "out"), want);
+
+        const int64_t cols = 5;
+        auto mdest = random_vector<int32_t>(m * cols, 54, -9, 9);
+        auto mvals = random_vector<int32_t>(n * cols, 55, -9, 9);
+        PlanBuilder pb2("scm");
+        lower_scatter(pb2, "scm", buffer_array("dest", ScalarType::I32, {"m", "cols"}), vec("idx", ScalarType::I32),
+                      buffer_array("vals", ScalarType::I32, {"n", "cols"}), "out");
+        auto r2 = run(pb2.finish(), Args().buffer("dest", mdest).buffer("idx", idx).buffer("vals", mvals)
+                                        .scalar("n", n).scalar("m", m).scalar("cols", cols));
+        auto mwant = mdest;
+        for (int64_t k = 0; k < n; ++k)
+            if (idx[k] >= 0 && idx[k] < m)
+                for (int64_t c = 0; c < cols; ++c) mwant[idx[k] * cols + c] = mvals[k * cols + c];
+        check_close(output<int32_t>(r2, "out"), mwant);
+    }
+}
+
+TEST_CASE("gather, reverse, take, drop: fused index maps; gather bounds errors") {
+    const int64_t n = 1000, k = 3000;
+    auto a = random_vector<float>(n, 61, -1, 1);
+    auto idx = random_vector<int32_t>(k, 62, 0, static_cast<int32_t>(n - 1));
+    Loc loc;
+    PullArray g = gather_array(vec("idx", ScalarType::I32, "k"), vec("a", ScalarType::F32), loc);
+    PlanBuilder pb("g");
+    lower_map(pb, "g", tuple_of({g, take_array(reverse_array(g), i64(10)), drop_array(g, i64(-4))}), {"o1", "o2", "o3"});
+    LaunchPlan plan = pb.finish();
+    // take 10 has 10 elements, but lower_map needs equal shapes: check o1 and the shapes only.
+    auto r = run(plan, Args().buffer("a", a).buffer("idx", idx).scalar("n", n).scalar("k", k));
+    std::vector<float> want;
+    for (int32_t j : idx) want.push_back(a[static_cast<size_t>(j)]);
+    check_close(output<float>(r, "o1"), want);
+
+    PlanBuilder pr("rev");
+    lower_map(pr, "rev", tuple_of(take_array(reverse_array(vec("a", ScalarType::F32)), i64(10))), {"o"});
+    auto rr = run(pr.finish(), Args().buffer("a", a).scalar("n", n));
+    check_close(output<float>(rr, "o"), std::vector<float>(a.rbegin(), a.rbegin() + 10));
+
+    PlanBuilder pd("drop");
+    lower_map(pd, "drop", tuple_of(drop_array(vec("a", ScalarType::F32), i64(990))), {"o"});
+    auto rd = run(pd.finish(), Args().buffer("a", a).scalar("n", n));
+    check_close(output<float>(rd, "o"), std::vector<float>(a.end() - 10, a.end()));
+
+    idx[1234] = static_cast<int32_t>(n);  // out of bounds
+    PlanBuilder pe("ge");
+    lower_map(pe, "ge", tuple_of(g), {"o"});
+    try {
+        run(pe.finish(), Args().buffer("a", a).buffer("idx", idx).scalar("n", n).scalar("k", k));
+        FAIL("expected an index error");
+    } catch (const Error& e) {
+        CHECK(e.kind == ErrorKind::Runtime);
+        CHECK(e.message == "index 1000 is out of bounds for axis 0 with extent 1000");
+    }
+}
+
+// ---------------------------------------------------------------- push arrays
+namespace {
+
+// Counts Select expressions and If statements: a push array has neither
+// (its loops' bounds are the only tests).
+struct SelectCounter : IRVisitor {
+    int selects = 0, ifs = 0;
+    void visit(const ExprPtr& e) override {
+        selects += e->kind == ExprKind::Select;
+        IRVisitor::visit(e);
+    }
+    void visit(const StmtPtr& s) override {
+        ifs += s->kind == StmtKind::If;
+        IRVisitor::visit(s);
+    }
+    using IRVisitor::visit;
+};
+
+}  // namespace
+
+TEST_CASE("++ and interleave are push arrays without a source-selecting conditional") {
+    for (auto [na, nb] : std::vector<std::pair<int64_t, int64_t>>{{0, 0}, {0, 3}, {5, 0}, {1, 1}, {300, 1000}, {100000, 7}}) {
+        CAPTURE(na);
+        CAPTURE(nb);
+        auto a = random_vector<int32_t>(na, 71, -9, 9);
+        auto b = random_vector<int32_t>(nb, 72, -9, 9);
+        PlanBuilder pb("cat");
+        lower_concat(pb, "cat", vec("a", ScalarType::I32, "na"), vec("b", ScalarType::I32, "nb"), "out");
+        LaunchPlan plan = pb.finish();
+        REQUIRE(plan.kernels.size() == 1);
+        SelectCounter sc;
+        sc.visit_kernel(plan.kernels[0]);
+        CHECK(sc.selects == 0);
+        CHECK(sc.ifs == 0);
+        auto r = run(plan, Args().buffer("a", a).buffer("b", b).scalar("na", na).scalar("nb", nb));
+        auto want = a;
+        want.insert(want.end(), b.begin(), b.end());
+        check_close(output<int32_t>(r, "out"), want);
+
+        // interleave of two rows x cols matrices (rows alternate)
+        const int64_t cols = 3;
+        auto ma = random_vector<int32_t>(na * cols, 73, -9, 9);
+        auto mb = random_vector<int32_t>(na * cols, 74, -9, 9);
+        PlanBuilder pi("ilv");
+        lower_interleave(pi, "ilv", buffer_array("a", ScalarType::I32, {"na", "cols"}),
+                         buffer_array("b", ScalarType::I32, {"na", "cols"}), "out");
+        LaunchPlan iplan = pi.finish();
+        SelectCounter si;
+        si.visit_kernel(iplan.kernels[0]);
+        CHECK(si.selects == 0);
+        CHECK(si.ifs == 0);
+        auto ri = run(iplan, Args().buffer("a", ma).buffer("b", mb).scalar("na", na).scalar("cols", cols));
+        std::vector<int32_t> iwant;
+        for (int64_t i = 0; i < na; ++i) {
+            iwant.insert(iwant.end(), ma.begin() + i * cols, ma.begin() + (i + 1) * cols);
+            iwant.insert(iwant.end(), mb.begin() + i * cols, mb.begin() + (i + 1) * cols);
+        }
+        check_close(output<int32_t>(ri, "out"), iwant);
+    }
+}
+
+// ---------------------------------------------------------------- transpose
+TEST_CASE("transpose through shared tiles: correct at ragged edges, coalesced") {
+    for (auto [rows, cols] : std::vector<std::pair<int64_t, int64_t>>{{0, 3}, {1, 1}, {33, 31}, {100, 257}, {1024, 1024}}) {
+        CAPTURE(rows);
+        CAPTURE(cols);
+        auto a = random_vector<float>(rows * cols, 81, -1, 1);
+        PlanBuilder pb("tr");
+        lower_transpose(pb, "tr", buffer_array("a", ScalarType::F32, {"rows", "cols"}), "out");
+        LaunchPlan plan = pb.finish();
+        auto r = run(plan, Args().buffer("a", a).scalar("rows", rows).scalar("cols", cols));
+        std::vector<float> want(a.size());
+        for (int64_t i = 0; i < rows; ++i)
+            for (int64_t j = 0; j < cols; ++j) want[j * rows + i] = a[i * cols + j];
+        check_close(output<float>(r, "out"), want);
+        if (rows == 1024) {
+            // Every warp access touches 4 sectors (32 lanes x 4 bytes): n/8 for the
+            // loads plus n/8 for the stores. A naive transpose stores 32 per warp.
+            const int64_t n = rows * cols;
+            CHECK(r.total.global_sectors == n / 4);
+            CHECK(r.total.shared_bank_conflicts == 0);
+        }
+    }
+}
+
+// ---------------------------------------------------------------- filter
+TEST_CASE("filter: flags, scan, scatter; the count read back sizes the outputs") {
+    for (int64_t n : kSizes) {
+        CAPTURE(n);
+        auto x = random_vector<int32_t>(n, 91, -100, 100);
+        auto y = random_vector<double>(n, 92, -1, 1);
+        PullArray px = vec("x", ScalarType::I32);
+        PullArray keep = map_array(px, ScalarType::Bool, [](KernelBuilder&, ExprPtr v) {
+            return binary(BinaryOp::Gt, v, const_int(10, ScalarType::I32));
+        });
+        PlanBuilder pb("flt");
+        lower_filter(pb, "flt", keep, {px, vec("y", ScalarType::F64)}, {"ox", "oy"}, "kept");
+        auto r = run(pb.finish(), Args().buffer("x", x).buffer("y", y).scalar("n", n));
+        std::vector<int32_t> wx;
+        std::vector<double> wy;
+        for (int64_t i = 0; i < n; ++i)
+            if (x[i] > 10) wx.push_back(x[i]), wy.push_back(y[i]);
+        CHECK(r.scalars.at("kept").i == static_cast<int64_t>(wx.size()));
+        check_close(output<int32_t>(r, "ox"), wx);
+        check_close(output<double>(r, "oy"), wy);
+    }
+}
