@@ -218,9 +218,14 @@ BlockStmtPtr block_for(const std::string& v, ExprPtr lo, ExprPtr hi, ExprPtr ste
 // names declared before use and not redeclared in one scope; operand types
 // agree; loads/stores name a declared buffer or shared array of the right
 // element type; stores only to Write/ReadWrite buffers; BlockFor ranges are
-// uniform (no ThreadIdx, thread locals or loads); Shuffle never under
-// thread-divergent control (If/While/For with a non-uniform condition or range);
-// Error codes index `checks`.
+// uniform (no ThreadIdx, thread locals or loads); Shuffle only under
+// warp-uniform control (every lane of a warp takes the same path, e.g.
+// `if (threadIdx / 32 == 0)`); Error codes index `checks`. Also: names are C
+// identifiers that are not CUDA keywords or math functions and do not start
+// with `shoal_`; no shadowing; one type per name; loop variables and params
+// are never assigned; Write buffers are never loaded (use ReadWrite); no
+// atomics on bool; block size 1..1024 (a multiple of 32 with shuffles);
+// at most 48 KiB of shared memory.
 void verify(const Kernel& k);
 
 // A readable text form for `:ir` and SHOAL_DUMP_IR.

@@ -45,8 +45,19 @@ int KernelBuilder::add_check(const std::string& message, const Loc& loc) {
 }
 
 std::string KernelBuilder::fresh(const std::string& prefix) {
-    int n = counters_[prefix]++;
-    return n == 0 ? prefix : prefix + std::to_string(n);
+    // Skip names already taken by parameters or shared arrays (declared lazily by pull arrays).
+    auto taken = [&](const std::string& name) {
+        for (const auto& p : kernel_.params)
+            if (p.name == name) return true;
+        for (const auto& a : kernel_.shared)
+            if (a.name == name) return true;
+        return false;
+    };
+    for (;;) {
+        int n = counters_[prefix]++;
+        std::string name = n == 0 ? prefix : prefix + std::to_string(n);
+        if (!taken(name)) return name;
+    }
 }
 
 void KernelBuilder::emit(StmtPtr s) { open_.back().push_back(std::move(s)); }

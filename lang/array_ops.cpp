@@ -231,9 +231,11 @@ AxisSelect select_slice(std::optional<int64_t> lo, std::optional<int64_t> hi, st
     };
     const int64_t start = adjust(lo, st > 0 ? lower : upper);
     const int64_t stop = adjust(hi, st > 0 ? upper : lower);
+    // |step| in unsigned arithmetic: -INT64_MIN does not fit in int64_t.
+    const uint64_t magnitude = st > 0 ? static_cast<uint64_t>(st) : uint64_t{0} - static_cast<uint64_t>(st);
     int64_t count = 0;
-    if (st > 0 && stop > start) count = (stop - start - 1) / st + 1;
-    if (st < 0 && start > stop) count = (start - stop - 1) / (-st) + 1;
+    if (st > 0 && stop > start) count = static_cast<int64_t>(static_cast<uint64_t>(stop - start - 1) / magnitude + 1);
+    if (st < 0 && start > stop) count = static_cast<int64_t>(static_cast<uint64_t>(start - stop - 1) / magnitude + 1);
     return AxisSelect{false, start, st, count};
 }
 

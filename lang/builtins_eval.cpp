@@ -570,7 +570,16 @@ Value apply_builtin(const BuiltinDef& def, const Type& type, std::span<const Val
                     const Loc& loc) {
     const auto arity = static_cast<size_t>(def.arity);
     if (args.size() < arity) return Value(std::make_shared<const PartialBuiltin>(def, type, args));
-    Value r = def.impl(BuiltinCall{def, ctx, loc, type}, args.first(arity));
+    Value r;
+    try {
+        r = def.impl(BuiltinCall{def, ctx, loc, type}, args.first(arity));
+    } catch (const Error& e) {
+        // An error raised without a location (an array too large to create)
+        // points at the call that raised it.
+        if (e.loc.valid() || !loc.valid()) throw;
+        const bool named = e.kind == ErrorKind::Runtime && def.name[0] >= 'a' && def.name[0] <= 'z';
+        throw Error(e.kind, loc, named ? std::string(def.name) + ": " + e.message : e.message, e.notes);
+    }
     return args.size() > arity ? apply_value(r, args.subspan(arity), ctx, loc) : r;
 }
 

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -56,11 +57,21 @@ std::string read_up_to(std::FILE* f, size_t n, const std::string& path, const Lo
     return buf;
 }
 
+// The whole of a text file. A NUL byte (a binary file, /dev/zero) or more
+// text than the array size limit allows (an endless pipe) is an error, found
+// before the rest is read.
 std::string read_all(std::FILE* f, const std::string& path, const Loc& loc) {
     std::string text;
+    const int64_t limit = max_array_bytes();
     for (;;) {
         std::string chunk = read_up_to(f, 1 << 16, path, loc);
         if (chunk.empty()) return text;
+        if (size_t nul = chunk.find('\0'); nul != std::string::npos)
+            io_error(loc, quoted(path) + " is not a text file (it holds a NUL byte at offset " +
+                              std::to_string(text.size() + nul) + ")");
+        if (static_cast<int64_t>(text.size() + chunk.size()) > limit)
+            io_error(loc, quoted(path) + " is too large: more than " + std::to_string(limit) +
+                              " bytes (the array size limit; set SHOAL_MAX_ARRAY_BYTES to change it)");
         text += chunk;
     }
 }
@@ -76,9 +87,30 @@ int64_t remaining_bytes(std::FILE* f, const std::string& path, const Loc& loc) {
 // Writes `pieces` to a temporary file next to `path`, then renames it over
 // `path`: a reader never sees a half-written file, and a failed save leaves
 // the old file intact.
+// An existing device, FIFO or socket (/dev/stdout) is written in place:
+// renaming a file over it would replace it. A symbolic link is followed.
 void write_atomically(const std::string& path, const std::vector<std::string_view>& pieces, const Loc& loc) {
+    struct stat st;
+    if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+        if (S_ISDIR(st.st_mode)) io_error(loc, "cannot write " + quoted(path) + ": " + std::strerror(EISDIR));
+        std::FILE* f = std::fopen(path.c_str(), "wb");
+        if (!f) io_error(loc, "cannot write " + quoted(path) + ": " + std::strerror(errno));
+        int err = 0;
+        for (std::string_view p : pieces)
+            if (!err && !p.empty() && std::fwrite(p.data(), 1, p.size(), f) != p.size()) err = errno;
+        if (std::fclose(f) != 0 && !err) err = errno;
+        if (err) io_error(loc, "cannot write " + quoted(path) + ": " + std::strerror(err));
+        return;
+    }
+    std::string target = path;
+    if (::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
+        if (char* real = ::realpath(path.c_str(), nullptr)) {
+            target = real;
+            std::free(real);
+        }
+    }
     static std::atomic<unsigned> counter{0};
-    std::string tmp = path + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
+    std::string tmp = target + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
     auto fail = [&](int err) {
         std::remove(tmp.c_str());
         io_error(loc, "cannot write " + quoted(path) + ": " + std::strerror(err));
@@ -90,7 +122,7 @@ void write_atomically(const std::string& path, const std::vector<std::string_vie
         if (!err && !p.empty() && std::fwrite(p.data(), 1, p.size(), f) != p.size()) err = errno;
     if (std::fclose(f) != 0 && !err) err = errno;  // fclose flushes: a full disk shows here
     if (err) fail(err);
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) fail(errno);
+    if (std::rename(tmp.c_str(), target.c_str()) != 0) fail(errno);
 }
 
 // ---------------------------------------------------------------- .npy header

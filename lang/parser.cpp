@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <array>
+#include <unordered_map>
 
 #include "lexer.h"
 
@@ -199,6 +200,16 @@ private:
         ~DepthGuard() { --parser.depth_; }
     };
 
+    // Bounds the depth of the tree itself: chains built by loops (`a + b + ...`,
+    // `f x y ...`, `a[i][j]...`, `with`) do not recurse in the parser but do in
+    // every later pass (type checking, evaluation, destruction).
+    static constexpr int kMaxTreeDepth = 1000;
+    int tree_depth(const ExprPtr& e);
+    ExprPtr bounded(ExprPtr e, const Token& at);
+    // Depths of the nodes measured so far (each node is measured once); the
+    // map holds a reference so that no address is reused while it is alive.
+    std::unordered_map<const Expr*, std::pair<ExprPtr, int>> depths_;
+
     const SourcePtr& src_;
     std::vector<Token> tokens_;
     size_t pos_ = 0;
@@ -213,6 +224,26 @@ std::string Parser::describe(const Token& t) const {
     std::string spelled = src_->text.substr(t.offset, std::min<size_t>(t.length, 30));
     if (t.length > 30) spelled += "...";
     return "'" + spelled + "'";
+}
+
+// A lambda counts one level per parameter: its type nests that deep.
+int Parser::tree_depth(const ExprPtr& e) {
+    if (!e) return 0;
+    if (auto it = depths_.find(e.get()); it != depths_.end()) return it->second.second;
+    int d = 0;
+    for (const ExprPtr& k : e->kids) d = std::max(d, tree_depth(k));
+    for (const IndexArg& a : e->indices)
+        for (const ExprPtr* k : {&a.index, &a.lo, &a.hi, &a.step}) d = std::max(d, tree_depth(*k));
+    d += 1 + static_cast<int>(std::min<size_t>(e->params.size(), kMaxTreeDepth));
+    depths_.emplace(e.get(), std::make_pair(e, d));
+    return d;
+}
+
+ExprPtr Parser::bounded(ExprPtr e, const Token& at) {
+    if (tree_depth(e) > kMaxTreeDepth)
+        fail_at(at, "expression nested too deeply (more than " + std::to_string(kMaxTreeDepth) + " levels)",
+                {"split it into several `let` bindings"});
+    return e;
 }
 
 void Parser::fail_at(const Token& t, std::string message, std::vector<std::string> notes) const {
@@ -257,7 +288,8 @@ ExprPtr Parser::parse_binary(int min_level, bool allow_left_section) {
     while (true) {
         if (tok().is_keyword("with")) {
             if (LevelWith < min_level) break;
-            lhs = parse_with(lhs);
+            const Token with_tok = tok();
+            lhs = bounded(parse_with(lhs), with_tok);
             continue;
         }
         const BinaryOp* op = binary_op(tok());
@@ -270,9 +302,15 @@ ExprPtr Parser::parse_binary(int min_level, bool allow_left_section) {
             fail_expected("an expression after '" + std::string(op->text) + "'");
         }
         Token op_tok = advance();
-        ExprPtr rhs = parse_binary(op->right_assoc ? op->level : op->level + 1, false);
+        ExprPtr rhs;
+        if (op->right_assoc) {
+            DepthGuard guard(*this);  // `a ** b ** ...` and `a ++ b ++ ...` recurse here
+            rhs = parse_binary(op->level, false);
+        } else {
+            rhs = parse_binary(op->level + 1, false);
+        }
         if (op->level == LevelCompare) reject_chained_comparison();
-        lhs = make_binary(op->text, lhs, rhs, loc_of(op_tok));
+        lhs = bounded(make_binary(op->text, lhs, rhs, loc_of(op_tok)), op_tok);
     }
     return lhs;
 }
@@ -333,10 +371,11 @@ ExprPtr Parser::parse_application() {
     size_t begin = t.offset;
     ExprPtr fn = parse_postfix();
     while (starts_argument(tok())) {
+        const Token arg_tok = tok();
         ExprPtr arg = parse_postfix();
         auto app = make_expr(ExprKind::App, span_from(begin));
         app->kids = {std::move(fn), std::move(arg)};
-        fn = std::move(app);
+        fn = bounded(std::move(app), arg_tok);
     }
     return fn;
 }
@@ -359,7 +398,10 @@ ExprPtr Parser::parse_postfix() {
     size_t begin = tok().offset;
     ExprPtr e = parse_atom();
     // Only a glued '[' indexes: `f a [1, 2]` passes an array literal.
-    while (tok().is_symbol("[") && !tok().space_before) e = parse_index(e, begin);
+    while (tok().is_symbol("[") && !tok().space_before) {
+        const Token open = tok();
+        e = bounded(parse_index(e, begin), open);
+    }
     return e;
 }
 
@@ -551,7 +593,7 @@ ExprPtr Parser::parse_lambda() {
     advance();
     e->kids = {parse_expr()};
     e->loc = span_from(backslash.offset);
-    return e;
+    return bounded(std::move(e), backslash);
 }
 
 ExprPtr Parser::parse_if() {
@@ -600,7 +642,7 @@ Parser::Binding Parser::parse_function_binding() {
     if (accept_symbol(":")) lambda->annotation = parse_type();
     expect_symbol("=", "in the definition of '" + name.text + "'");
     lambda->kids = {parse_expr()};
-    b.value = std::move(lambda);
+    b.value = bounded(std::move(lambda), name);
     return b;
 }
 
@@ -677,6 +719,7 @@ PatternPtr Parser::parse_annotated_pattern() {
 
 // t -> t -> t (right associative)
 Type Parser::parse_type() {
+    DepthGuard guard(*this);  // `a -> b -> ...` recurses here
     Type t = parse_type_atom();
     if (accept_symbol("->")) return t_func(t, parse_type());
     return t;
@@ -746,7 +789,7 @@ StmtPtr Parser::statement(size_t span_end) {
     stmt->loc = source_loc(src_, first.offset, span_end);
     if (!first.is_keyword("let")) {
         stmt->kind = StmtKind::Expr;
-        stmt->expr = parse_expr();
+        stmt->expr = bounded(parse_expr(), first);
         expect_end();
         return stmt;
     }
@@ -764,12 +807,14 @@ StmtPtr Parser::statement(size_t span_end) {
         stmt->pattern = std::move(b.pattern);
         stmt->expr = std::move(b.value);
     }
+    bounded(stmt->expr, first);
     expect_end();
     return stmt;
 }
 
 ExprPtr Parser::whole_expression() {
-    ExprPtr e = parse_expr();
+    const Token first = tok();
+    ExprPtr e = bounded(parse_expr(), first);
     expect_end();
     return e;
 }

@@ -468,14 +468,7 @@ struct SessionCommands {
         if (I.depth >= kMaxLoadDepth)
             user_error(ErrorKind::Usage, stmt.loc,
                        ":load nested more than " + std::to_string(kMaxLoadDepth) + " deep (does a script load itself?)");
-        std::string path(arg);
-        std::ifstream in(path, std::ios::binary);
-        if (!in) {
-            std::string why = std::strerror(errno);
-            user_error(ErrorKind::Io, stmt.argument_loc.valid() ? stmt.argument_loc : stmt.loc,
-                       "cannot open '" + path + "': " + why);
-        }
-        return s.execute_file(path, out);
+        return s.load_file(std::string(arg), stmt.argument_loc.valid() ? stmt.argument_loc : stmt.loc, out);
     }
 
     bool env() {
@@ -647,24 +640,59 @@ bool SessionCommands::run_statement(Session& s, const SourcePtr& src, StatementS
     } catch (const std::exception& e) {
         out.error(Error(ErrorKind::Internal, stmt_loc,
                         std::string("internal error: ") + e.what() + " -- this is a bug in Shoal, please report it"));
+    } catch (...) {
+        // Nothing may escape a statement: the session must survive any bug.
+        out.error(Error(ErrorKind::Internal, stmt_loc,
+                        "internal error: an unexpected exception -- this is a bug in Shoal, please report it"));
     }
     return false;
 }
 
-bool Session::execute_file(const std::string& path, SessionOutput& out) {
-    std::ifstream in(path, std::ios::binary);
+namespace {
+
+constexpr size_t kMaxScriptBytes = size_t{256} << 20;
+
+// The text of a script, or an Io error at `loc`: a directory, a binary file
+// (a NUL byte: :load of a .npy, /dev/zero) or an absurdly large one.
+std::string read_script(const std::string& path, const Loc& loc) {
     struct stat st {};
-    if (in && ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
-        out.error(Error(ErrorKind::Io, Loc{}, "cannot open '" + path + "': Is a directory"));
+    if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+        user_error(ErrorKind::Io, loc, "cannot open '" + path + "': Is a directory");
+    std::ifstream in(path, std::ios::binary);
+    if (!in) user_error(ErrorKind::Io, loc, "cannot open '" + path + "': " + std::strerror(errno));
+    std::string text;
+    char buf[1 << 16];
+    while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+        const std::string_view chunk(buf, static_cast<size_t>(in.gcount()));
+        if (size_t nul = chunk.find('\0'); nul != std::string_view::npos)
+            user_error(ErrorKind::Io, loc,
+                       "'" + path + "' is not a Shoal script: it holds a NUL byte at offset " +
+                           std::to_string(text.size() + nul) + " (a binary file?)");
+        if (text.size() + chunk.size() > kMaxScriptBytes)
+            user_error(ErrorKind::Io, loc,
+                       "'" + path + "' is too large for a script (more than " + std::to_string(kMaxScriptBytes >> 20) +
+                           " MiB)");
+        text.append(chunk);
+    }
+    if (in.bad()) user_error(ErrorKind::Io, loc, "cannot read '" + path + "': " + std::strerror(errno));
+    return text;
+}
+
+}  // namespace
+
+bool Session::execute_file(const std::string& path, SessionOutput& out) {
+    std::string text;
+    try {
+        text = read_script(path, Loc{});
+    } catch (const Error& e) {
+        out.error(e);
         return false;
     }
-    if (!in) {
-        out.error(Error(ErrorKind::Io, Loc{}, "cannot open '" + path + "': " + std::strerror(errno)));
-        return false;
-    }
-    std::ostringstream text;
-    text << in.rdbuf();
-    return execute(text.str(), path, out);
+    return execute(text, path, out);
+}
+
+bool Session::load_file(const std::string& path, const Loc& loc, SessionOutput& out) {
+    return execute(read_script(path, loc), path, out);
 }
 
 InputStatus Session::check_input(std::string_view text, bool single_statement) const {

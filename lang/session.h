@@ -75,6 +75,9 @@ public:
     std::vector<std::string> binding_names() const;
 
 private:
+    // :load: like execute_file, but a file that cannot be read is an error at `loc`.
+    bool load_file(const std::string& path, const Loc& loc, SessionOutput& out);
+
     struct Impl;
     std::unique_ptr<Impl> impl_;
     std::atomic<bool> cancel_{false};

@@ -1,7 +1,13 @@
 #include "value.h"
 
+#include <atomic>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <limits>
+
+#include <unistd.h>
 
 #include "diagnostics.h"
 
@@ -87,12 +93,92 @@ std::string shape_to_string(const Shape& s) {
     return out + ")";
 }
 
+namespace {
+
+constexpr int64_t kDefaultMaxArrayBytes = int64_t{4} << 30;  // 4 GiB
+std::atomic<int64_t> g_max_array_bytes{0};                   // 0: not decided yet
+
+int64_t default_max_array_bytes() {
+    if (const char* env = std::getenv("SHOAL_MAX_ARRAY_BYTES")) {
+        char* end = nullptr;
+        long long v = std::strtoll(env, &end, 10);
+        if (end != env && *end == '\0' && v > 0) return v;
+    }
+    return kDefaultMaxArrayBytes;
+}
+
+// Memory the system can still give us (Linux MemAvailable), or -1 if unknown.
+int64_t available_memory_bytes() {
+    if (std::FILE* f = std::fopen("/proc/meminfo", "r")) {
+        char line[256];
+        long long kb = -1;
+        while (std::fgets(line, sizeof line, f))
+            if (std::sscanf(line, "MemAvailable: %lld kB", &kb) == 1) break;
+        std::fclose(f);
+        if (kb >= 0) return static_cast<int64_t>(kb) * 1024;
+    }
+    long pages = ::sysconf(_SC_AVPHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+    if (pages > 0 && page > 0) return static_cast<int64_t>(pages) * page;
+    return -1;
+}
+
+std::string human_bytes(int64_t b) {
+    const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    double v = static_cast<double>(b);
+    int u = 0;
+    while (v >= 1024.0 && u < 6) {
+        v /= 1024.0;
+        ++u;
+    }
+    char buf[64];
+    if (u == 0) std::snprintf(buf, sizeof buf, "%lld bytes", static_cast<long long>(b));
+    else std::snprintf(buf, sizeof buf, "%.1f %s", v, units[u]);
+    return buf;
+}
+
+[[noreturn]] void too_large(const Shape& shape, const std::string& why) {
+    user_error(ErrorKind::Runtime, Loc{}, "array of shape " + shape_to_string(shape) + " is too large: " + why);
+}
+
+}  // namespace
+
+int64_t max_array_bytes() {
+    int64_t v = g_max_array_bytes.load(std::memory_order_relaxed);
+    if (v == 0) {
+        v = default_max_array_bytes();
+        g_max_array_bytes.store(v, std::memory_order_relaxed);
+    }
+    return v;
+}
+
+void set_max_array_bytes(int64_t bytes) {
+    g_max_array_bytes.store(bytes > 0 ? bytes : default_max_array_bytes(), std::memory_order_relaxed);
+}
+
+void check_array_size(Prim elem, const Shape& shape) {
+    for (int64_t extent : shape)
+        if (extent > std::numeric_limits<int32_t>::max())
+            too_large(shape, "an extent is larger than " + std::to_string(std::numeric_limits<int32_t>::max()));
+    const int64_t n = shape_size(shape);
+    const auto width = static_cast<int64_t>(prim_size(elem));
+    if (n > std::numeric_limits<int64_t>::max() / width) too_large(shape, "its size overflows");
+    const int64_t bytes = n * width;
+    const int64_t limit = max_array_bytes();
+    if (bytes > limit)
+        too_large(shape, "it needs " + human_bytes(bytes) + ", more than the limit of " + human_bytes(limit) +
+                             " (set SHOAL_MAX_ARRAY_BYTES to change it)");
+    // Only large arrays ask the system how much memory is left.
+    if (bytes >= (int64_t{256} << 20)) {
+        const int64_t avail = available_memory_bytes();
+        if (avail >= 0 && bytes > avail / 10 * 9)
+            too_large(shape, "it needs " + human_bytes(bytes) + " but only " + human_bytes(avail) +
+                                 " of memory is available");
+    }
+}
+
 Array::Array(Prim e, Shape sh) : elem(e), shape(std::move(sh)) {
-    int64_t n = shape_size(shape);
-    auto width = static_cast<int64_t>(prim_size(elem));
-    if (n > std::numeric_limits<int64_t>::max() / width)
-        user_error(ErrorKind::Runtime, Loc{}, "array of shape " + shape_to_string(shape) + " is too large");
-    bytes.assign(static_cast<size_t>(n * width), 0);
+    check_array_size(elem, shape);
+    bytes.assign(static_cast<size_t>(shape_size(shape) * static_cast<int64_t>(prim_size(elem))), 0);
 }
 
 // Elements are copied with memcpy: the byte buffer carries no C++ objects.

@@ -44,7 +44,20 @@ struct Scalar {
 Scalar convert_scalar(const Scalar& s, Prim to);
 
 using Shape = std::vector<int64_t>;
+// Number of elements; "array of shape ... is too large" if it overflows int64.
 int64_t shape_size(const Shape& s);
+
+// The largest array, in bytes, that may be created (default 4 GiB, or the
+// environment variable SHOAL_MAX_ARRAY_BYTES read at the first allocation).
+// Creating a larger one, one with an extent beyond the int range, or one that
+// does not fit in the memory the system has available is a runtime error
+// ("iota: array of shape (2000000000) is too large: it needs 7.5 GiB, more than
+// the limit of 4.0 GiB ..."),
+// raised before anything is allocated.
+int64_t max_array_bytes();
+void set_max_array_bytes(int64_t bytes);  // <= 0 restores the default
+// Throws that error if an array of `elem` and `shape` may not be created.
+void check_array_size(Prim elem, const Shape& shape);
 std::string shape_to_string(const Shape& s);  // "(3)", "(2, 3)"
 
 struct Array {
