@@ -188,6 +188,7 @@ int64_t outer_extent(const Value& array_like) { return array_like_shape(array_li
 ArrayPtr reshape_array(const Array& a, const Shape& to, const Loc& loc) {
     if (shape_size(to) != a.size())
         runtime_error(loc, "reshape: cannot reshape " + shape_to_string(a.shape) + " into " + shape_to_string(to));
+    check_array_size(a.elem, to);  // (0) into (2147483647, 0): no more elements, but rows
     auto out = std::make_shared<Array>(a);
     out->shape = to;
     return out;

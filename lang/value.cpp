@@ -167,6 +167,15 @@ void check_array_size(Prim elem, const Shape& shape) {
     if (bytes > limit)
         too_large(shape, "it needs " + human_bytes(bytes) + ", more than the limit of " + human_bytes(limit) +
                              " (set SHOAL_MAX_ARRAY_BYTES to change it)");
+    // Row operations (reverse, take, filter, gather, ...) keep one 64-bit
+    // index per outermost row: count them too, or an array with no elements
+    // but 2^31 rows, such as fill (2147483647, 0) 1, would be free to create
+    // and then exhaust the memory.
+    const int64_t row_bytes = shape.empty() ? 0 : shape[0] * int64_t{8};
+    if (row_bytes > limit)
+        too_large(shape, "its " + std::to_string(shape[0]) + " rows need " + human_bytes(row_bytes) +
+                             " of row indices, more than the limit of " + human_bytes(limit) +
+                             " (set SHOAL_MAX_ARRAY_BYTES to change it)");
     // Only large arrays ask the system how much memory is left.
     if (bytes >= (int64_t{256} << 20)) {
         const int64_t avail = available_memory_bytes();
