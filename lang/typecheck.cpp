@@ -60,6 +60,15 @@ std::string describe(const Type& t) {
     return type_to_string(p);
 }
 
+std::string source_text(const Loc& loc);
+
+// `int n`, or `int (a + b)` when the converted text is not a single word.
+std::string conversion_text(const char* fn, const Loc& loc) {
+    std::string text = source_text(loc);
+    bool word = !text.empty() && text.find_first_of(" +-*/%()<>=!&|^~:,") == std::string::npos;
+    return std::string(fn) + " " + (word ? text : "(" + text + ")");
+}
+
 std::string source_text(const Loc& loc) {
     if (!loc.valid()) return "";
     std::string_view line = loc.source->line(loc.line);
@@ -67,12 +76,20 @@ std::string source_text(const Loc& loc) {
     return std::string(line.substr(loc.col - 1, loc.length));
 }
 
-bool occurs(const TypeNode* v, const Type& t) {
+// Types are DAGs (instantiation shares subterms): visit each node once, or
+// `f f f ... f` would take exponential time.
+bool occurs_in(const TypeNode* v, const Type& t, std::set<const TypeNode*>& seen) {
     Type p = prune(t);
     if (p.get() == v) return true;
+    if (!seen.insert(p.get()).second) return false;
     for (const auto& a : p->args)
-        if (occurs(v, a)) return true;
+        if (occurs_in(v, a, seen)) return true;
     return false;
+}
+
+bool occurs(const TypeNode* v, const Type& t) {
+    std::set<const TypeNode*> seen;
+    return occurs_in(v, t, seen);
 }
 
 class Checker {
@@ -130,7 +147,8 @@ public:
     void unify_array_tuple(const Type& arr, const Type& tup) {
         Type elem = prune(arr->args[1]);
         if (elem->kind == TypeKind::Tuple) return unify(expand(arr), tup);
-        if (elem->kind != TypeKind::Var || elem->scalar_only || elem->classes) throw Mismatch{};
+        if (elem->kind != TypeKind::Var || elem->scalar_only || elem->classes || tup->args.empty()) throw Mismatch{};
+        if (occurs(elem.get(), tup)) throw Mismatch{"the type would be infinite"};
         std::vector<Type> parts;
         for (size_t i = 0; i < tup->args.size(); ++i) parts.push_back(fresh());
         bind(elem, t_tuple(parts));
@@ -231,6 +249,10 @@ public:
             case PatternKind::Var: push_local(p->name, t); break;
             case PatternKind::Wildcard: break;
             case PatternKind::Tuple: {
+                if (p->elems.empty()) {
+                    expect(t, t_unit(), p->loc, "pattern ()");
+                    break;
+                }
                 std::vector<Type> parts;
                 for (size_t i = 0; i < p->elems.size(); ++i) parts.push_back(fresh());
                 Type actual = prune(t);
@@ -301,6 +323,7 @@ public:
                 return a;
             }
             case ExprKind::Tuple: {
+                if (e->kids.empty()) return t_unit();  // `()`
                 std::vector<Type> parts;
                 for (const auto& k : e->kids) parts.push_back(infer(k));
                 return t_tuple(parts);
@@ -524,7 +547,7 @@ public:
                 } catch (const Mismatch&) {
                     user_error(ErrorKind::Type, x->loc,
                                std::string(what) + " must be int, found " + describe(t),
-                               {"convert with `int " + source_text(x->loc) + "`"});
+                               {"convert with `" + conversion_text("int", x->loc) + "`"});
                 }
             };
             if (ix.is_slice) {
@@ -593,7 +616,7 @@ public:
             progress = false;
             for (size_t i = 0; i < pending_.size();) {
                 Constraint c = pending_[i];
-                if (try_solve(c, false)) {
+                if (solve_reporting(c, false)) {
                     pending_.erase(pending_.begin() + static_cast<long>(i));
                     progress = true;
                 } else {
@@ -640,7 +663,7 @@ public:
         while (!pending_.empty()) {
             Constraint c = pending_.front();
             pending_.erase(pending_.begin());
-            if (!try_solve(c, true))
+            if (!solve_reporting(c, true))
                 internal_error(__FILE__, __LINE__, "constraint not solved by defaulting: " + c.what);
             solve();
         }
@@ -653,6 +676,20 @@ public:
         if (p->kind == TypeKind::Array) return 1;
         if (p->kind == TypeKind::Var) return (p->scalar_only || (p->classes & ~ClassNoDefault)) ? 0 : -1;
         return 2;  // tuple, function, ...: an error
+    }
+
+    // try_solve, with a structural mismatch inside it reported as a type error.
+    bool solve_reporting(const Constraint& c, bool force) {
+        try {
+            return try_solve(c, force);
+        } catch (const Mismatch& m) {
+            std::vector<std::string> notes;
+            if (!m.detail.empty()) notes.push_back(m.detail);
+            std::string what = c.kind == Constraint::Kind::IndexResult || c.kind == Constraint::Kind::Assign
+                                   ? "this index or slice does not fit the indexed array's type"
+                                   : "`" + display_op(c.what) + "` cannot be applied to arguments of these types";
+            user_error(ErrorKind::Type, c.loc, what, notes);
+        }
     }
 
     bool try_solve(const Constraint& c, bool force) {
@@ -867,7 +904,7 @@ public:
             expect(rank, t_rank(1), c.loc, "rank of `" + c.what + "`");
             return true;
         }
-        if (shape == 1 || s->kind == TypeKind::Func) bad();
+        if (shape >= 1) bad();  // an array, a string, a function, ()
         if (rank->kind == TypeKind::Rank) {
             std::vector<Type> ints(static_cast<size_t>(rank->rank), t_prim(Prim::Int));
             unify(s, rank->rank == 1 ? t_prim(Prim::Int) : t_tuple(ints));
@@ -902,8 +939,9 @@ public:
 
     static void free_vars(const Type& t, std::vector<Type>& out, std::set<const TypeNode*>& seen) {
         Type p = prune(t);
+        if (!seen.insert(p.get()).second) return;  // a shared subterm: already visited
         if (p->kind == TypeKind::Var) {
-            if (seen.insert(p.get()).second) out.push_back(p);
+            out.push_back(p);
             return;
         }
         for (const auto& a : p->args) free_vars(a, out, seen);
@@ -930,7 +968,14 @@ public:
 
     // Rebuilds resolved types (normalising arrays of tuples); `gen` maps
     // generalised variables to Gen indices.
+    // Resolved types are trees; a DAG that unfolds into a huge tree (HM's
+    // exponential worst case, `f f f ... f`) is reported instead of built.
+    static constexpr int64_t kMaxTypeNodes = 200000;
+
     Type zonk(const Type& t, const std::unordered_map<const TypeNode*, int>* gen = nullptr) {
+        if (++zonked_nodes_ > kMaxTypeNodes)
+            user_error(ErrorKind::Type, Loc{}, "this expression's type is too large (more than " +
+                                                   std::to_string(kMaxTypeNodes) + " parts)");
         Type p = prune(t);
         switch (p->kind) {
             case TypeKind::Var: {
@@ -1068,6 +1113,7 @@ public:
     std::vector<Constraint> pending_;
     std::map<std::string, Type> annotation_vars_;
     std::set<const Expr*> negated_literals_;  // checked with their minus sign
+    int64_t zonked_nodes_ = 0;
 };
 
 // ---------------------------------------------------------------- builtins

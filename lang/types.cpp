@@ -112,8 +112,13 @@ Type t_var(int id, unsigned classes) {
 Type prune(const Type& t) {
     Type cur = t;
     while (cur && cur->kind == TypeKind::Var && cur->bound) cur = cur->bound;
-    // Path compression keeps long chains from forming.
-    if (t && t != cur && t->kind == TypeKind::Var) t->bound = cur;
+    // Full path compression: a 40000-element array literal binds a chain of
+    // 40000 variables, which must not be walked again and again.
+    for (Type v = t; v && v != cur && v->kind == TypeKind::Var;) {
+        Type next = v->bound;
+        v->bound = cur;
+        v = next;
+    }
     return cur;
 }
 

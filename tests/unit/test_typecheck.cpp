@@ -135,3 +135,26 @@ TEST_CASE("type errors say what was expected and what was found") {
     CHECK(t.error("1 & 2.0").find("mismatched types in `&`") != std::string::npos);
     CHECK(t.error("3000000000").find("does not fit in int") != std::string::npos);
 }
+
+TEST_CASE("hostile input to the type checker: errors, never crashes or hangs") {
+    Typer t;
+    CHECK(t.error("reduce zip 0 (iota 3)").find("the type would be infinite") != std::string::npos);
+    CHECK(t.error("random \"x\"").find("`random` needs a shape") != std::string::npos);
+    CHECK(t.error("length ()").find("argument 1 of `length`") != std::string::npos);
+    CHECK(t.error("round [][1:]").find("error:") != std::string::npos);
+    CHECK(t.error("\"abc\"").find("strings are only file names") != std::string::npos);
+    t.run("let f x = x");
+    std::string many = "f";
+    for (int i = 0; i < 30; ++i) many += " f";
+    CHECK(t.error(many).find("type is too large") != std::string::npos);
+    std::string big = "[1";
+    for (int i = 0; i < 40000; ++i) big += ",1";
+    CHECK(t.run(big + "]") == "[int]");
+}
+
+TEST_CASE("readable schemes for functions over arrays") {
+    Typer t;
+    CHECK(t.run("let dot x y = sum (x * y)") == "Num a => [a] -> [a] -> a");
+    CHECK(t.run("let norm x = sqrt (sum (x * x))") == "Floating a => [a] -> a");
+    CHECK(t.run("let rmse x y = sqrt (sum ((x - y) ** 2.0) / float (length x))") == "[float] -> [float] -> float");
+}
