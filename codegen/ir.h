@@ -231,5 +231,7 @@ void verify(const Kernel& k);
 // A readable text form for `:ir` and SHOAL_DUMP_IR.
 std::string to_string(const Kernel& k);
 std::string to_string(const ExprPtr& e);
+// "+", "<=", "min", ...: how the text forms write a binary operator.
+const char* binary_op_symbol(BinaryOp op);
 
 }  // namespace shoal::ir

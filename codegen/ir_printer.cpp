@@ -41,7 +41,9 @@ std::string int_const(const Expr& e) {
     }
 }
 
-const char* binary_symbol(BinaryOp op) {
+}  // namespace
+
+const char* binary_op_symbol(BinaryOp op) {
     switch (op) {
         case BinaryOp::Add: return "+";
         case BinaryOp::Sub: return "-";
@@ -64,6 +66,8 @@ const char* binary_symbol(BinaryOp op) {
     }
     return "?";
 }
+
+namespace {
 
 const char* shuffle_name(ShuffleOp op) {
     switch (op) {
@@ -134,10 +138,10 @@ std::string expr_text(const ExprPtr& e) {
             return op + (e->args.empty() ? "<missing>" : operand(e->args[0]));
         }
         case ExprKind::Binary: {
-            if (e->args.size() != 2) return std::string(binary_symbol(e->binary_op)) + "(" + args_text(e->args) + ")";
+            if (e->args.size() != 2) return std::string(binary_op_symbol(e->binary_op)) + "(" + args_text(e->args) + ")";
             if (e->binary_op == BinaryOp::Min || e->binary_op == BinaryOp::Max)
-                return std::string(binary_symbol(e->binary_op)) + "(" + args_text(e->args) + ")";
-            return operand(e->args[0]) + " " + binary_symbol(e->binary_op) + " " + operand(e->args[1]);
+                return std::string(binary_op_symbol(e->binary_op)) + "(" + args_text(e->args) + ")";
+            return operand(e->args[0]) + " " + binary_op_symbol(e->binary_op) + " " + operand(e->args[1]);
         }
         case ExprKind::Select: return "select(" + args_text(e->args) + ")";
         case ExprKind::Cast: return std::string(scalar_name(e->type)) + "(" + args_text(e->args) + ")";

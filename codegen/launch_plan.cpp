@@ -297,40 +297,16 @@ int64_t eval_host_int(const ExprPtr& e, const std::function<HostValue(const std:
 // ---------------------------------------------------------------- printing
 namespace {
 
-const char* binary_symbol(BinaryOp op) {
-    switch (op) {
-        case BinaryOp::Add: return "+";
-        case BinaryOp::Sub: return "-";
-        case BinaryOp::Mul: return "*";
-        case BinaryOp::Div: return "/";
-        case BinaryOp::Mod: return "%";
-        case BinaryOp::Min: return "min";
-        case BinaryOp::Max: return "max";
-        case BinaryOp::And: return "&";
-        case BinaryOp::Or: return "|";
-        case BinaryOp::Xor: return "^";
-        case BinaryOp::Shl: return "<<";
-        case BinaryOp::Shr: return ">>";
-        case BinaryOp::Eq: return "==";
-        case BinaryOp::Ne: return "!=";
-        case BinaryOp::Lt: return "<";
-        case BinaryOp::Le: return "<=";
-        case BinaryOp::Gt: return ">";
-        case BinaryOp::Ge: return ">=";
-    }
-    return "?";
-}
-
 // Simplifies "(n + 2048 - 1) / 2048" to "(n + 2047) / 2048" for readability.
 std::string binary_string(const ExprPtr& e) {
     const ExprPtr& a = e->args[0];
     const ExprPtr& b = e->args[1];
     if (e->binary_op == BinaryOp::Min || e->binary_op == BinaryOp::Max)
-        return std::string(binary_symbol(e->binary_op)) + "(" + host_expr_string(a) + ", " + host_expr_string(b) + ")";
+        return std::string(binary_op_symbol(e->binary_op)) + "(" + host_expr_string(a) + ", " + host_expr_string(b) + ")";
     if (e->binary_op == BinaryOp::Sub && a->kind == ExprKind::Binary && a->binary_op == BinaryOp::Add &&
         a->args[1]->kind == ExprKind::Const && b->kind == ExprKind::Const && !is_float(b->type))
         return "(" + host_expr_string(a->args[0]) + " + " + std::to_string(a->args[1]->i - b->i) + ")";
-    return "(" + host_expr_string(a) + " " + binary_symbol(e->binary_op) + " " + host_expr_string(b) + ")";
+    return "(" + host_expr_string(a) + " " + binary_op_symbol(e->binary_op) + " " + host_expr_string(b) + ")";
 }
 
 std::string strip_parens(std::string s) {
