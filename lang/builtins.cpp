@@ -163,7 +163,9 @@ std::vector<CommandDoc> make_command_docs() {
         {"reset", ":reset", "forget every binding and restore the default settings (print threshold, seed)"},
         {"env", ":env", "list the bindings with their types (and shapes of arrays)"},
         {"seed", ":seed [k]", "set the random seed to k (default 42) and restart the random stream; alone, show it"},
-        {"set", ":set print N | :set check on|off", "print arrays longer than N (at least 7) along an axis summarised (default 20); check: compare optimised results with the reference; alone, show the settings"},
+        {"set", ":set print N | :set check on|off | :set backend reference|compiled", "print arrays longer than N (at least 7) along an axis summarised (default 20); check: compare optimised results with the reference; backend: evaluate array expressions with the reference evaluator or the array compiler (CPU executor); alone, show the settings"},
+        {"ir", ":ir e", "evaluate e with the array compiler and show its launch plans and kernel IR"},
+        {"cuda", ":cuda e", "evaluate e with the array compiler and show its launch plans and CUDA source"},
         {"quit", ":quit", "leave Shoal"},
     };
 }

@@ -523,6 +523,9 @@ public:
         return used < more.size() ? apply_value(r, more.subspan(used), ctx, loc) : r;
     }
 
+    CallableView view() const override { return CallableView{nullptr, 0, &def_, type_, args_}; }
+    std::optional<Value> resolve(const Expr&, EvalContext&) const override { return std::nullopt; }
+
 private:
     const BuiltinDef& def_;
     Type type_;
@@ -566,13 +569,28 @@ std::vector<std::string> builtin_names() {
     return names;
 }
 
+namespace {
+
+// A builtin applied to exactly its arity: the backend first, else the
+// reference implementation on forced arguments (a Delayed argument is forced
+// here, the choke point for every reference builtin).
+Value apply_full(const BuiltinDef& def, const Type& type, Args args, EvalContext& ctx, const Loc& loc) {
+    if (ctx.backend)
+        if (std::optional<Value> r = ctx.backend->apply_builtin(def.name, type, args, ctx, loc)) return *r;
+    std::array<Value, kMaxArity> forced;
+    for (size_t k = 0; k < args.size(); ++k) forced[k] = force(args[k]);
+    return def.impl(BuiltinCall{def, ctx, loc, type}, Args(forced.data(), args.size()));
+}
+
+}  // namespace
+
 Value apply_builtin(const BuiltinDef& def, const Type& type, std::span<const Value> args, EvalContext& ctx,
                     const Loc& loc) {
     const auto arity = static_cast<size_t>(def.arity);
     if (args.size() < arity) return Value(std::make_shared<const PartialBuiltin>(def, type, args));
     Value r;
     try {
-        r = def.impl(BuiltinCall{def, ctx, loc, type}, args.first(arity));
+        r = apply_full(def, type, args.first(arity), ctx, loc);
     } catch (const Error& e) {
         // An error raised without a location (an array too large to create)
         // points at the call that raised it.

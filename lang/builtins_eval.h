@@ -2,6 +2,7 @@
 // builtin implementations (eval.cpp evaluates the syntax, builtins_eval.cpp
 // implements every builtin function and operator).
 #pragma once
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -11,10 +12,31 @@
 
 namespace shoal::evalimpl {
 
+struct BuiltinDef;
+
+// What the array compiler sees of a function value (codegen/compile_function.h).
+struct CallableView {
+    // A closure: its Lambda node; parameters [0, bound) are already applied
+    // and live in its environment (reach them with Callable::resolve).
+    ExprPtr lambda;
+    size_t bound = 0;
+    // A (partially applied) builtin: which, its instantiated type, the arguments so far.
+    const BuiltinDef* builtin = nullptr;
+    Type type;
+    std::vector<Value> args;
+};
+
 // Every Function value the evaluator creates: a closure or a (partially
 // applied) builtin.
 class Callable : public Function {
 public:
+    virtual CallableView view() const = 0;
+    // A closure's free variable `var` (a Var node of its body not bound
+    // inside the body): its value from the captured environment or the
+    // globals (a generalised global specialised as the evaluator would);
+    // nullopt when it names a builtin. Always nullopt for builtins.
+    virtual std::optional<Value> resolve(const Expr& var, EvalContext& ctx) const = 0;
+
     // Applies the function to one or more arguments (more than it takes: the
     // result is applied to the rest). `loc` is the call site, for errors.
     virtual Value apply(std::span<const Value> args, EvalContext& ctx, const Loc& loc) const = 0;
@@ -25,8 +47,6 @@ Value apply_value(const Value& f, std::span<const Value> args, EvalContext& ctx,
 
 // Throws ErrorKind::Interrupted when ctx.cancel has been set.
 void check_cancel(const EvalContext& ctx, const Loc& loc);
-
-struct BuiltinDef;
 
 // What a builtin implementation sees besides its arguments.
 struct BuiltinCall {

@@ -73,6 +73,9 @@ public:
         return used < args.size() ? apply_value(r, args.subspan(used), ctx, loc) : r;
     }
 
+    CallableView view() const override { return CallableView{lambda_, bound_, nullptr, nullptr, {}}; }
+    std::optional<Value> resolve(const Expr& var, EvalContext& ctx) const override;
+
 private:
     ExprPtr lambda_;
     Env env_;
@@ -148,7 +151,7 @@ Value stack(const std::vector<Value>& elems, const Type& type, const Loc& loc) {
 Value eval_array_literal(const Expr& e, const Env& env, EvalContext& ctx) {
     std::vector<Value> elems;
     elems.reserve(e.kids.size());
-    for (const ExprPtr& k : e.kids) elems.push_back(eval(k, env, ctx));
+    for (const ExprPtr& k : e.kids) elems.push_back(force(eval(k, env, ctx)));
     return stack(elems, e.type, e.loc);
 }
 
@@ -194,15 +197,26 @@ Value update_value(const Value& a, const std::vector<ops::AxisSelect>& sel, cons
     return Value(std::move(out));
 }
 
+// A rank-1 slice a[lo:hi:step] the backend may keep delayed.
+std::optional<Value> backend_slice(const Expr& e, const Value& a, const Env& env, EvalContext& ctx) {
+    if (!ctx.backend || e.indices.size() != 1 || !e.indices[0].is_slice) return std::nullopt;
+    if (!(a.is_delayed() && a.delayed()->shape().size() == 1) && !(a.is_array() && a.array()->rank() == 1))
+        return std::nullopt;
+    const auto sel = selection(e, a.is_array() ? a.array()->shape : a.delayed()->shape(), env, ctx);
+    return ctx.backend->slice(a, sel[0].start, sel[0].step, sel[0].count);
+}
+
 Value eval_index(const Expr& e, const Env& env, EvalContext& ctx) {
-    const Value a = eval(e.kids[0], env, ctx);
+    Value a = eval(e.kids[0], env, ctx);
+    if (auto sliced = backend_slice(e, a, env, ctx)) return *sliced;
+    a = force(a);
     return index_value(a, selection(e, array_like_shape(a), env, ctx));
 }
 
 Value eval_with(const Expr& e, const Env& env, EvalContext& ctx) {
-    const Value a = eval(e.kids[0], env, ctx);
+    const Value a = force(eval(e.kids[0], env, ctx));
     const auto sel = selection(e, array_like_shape(a), env, ctx);
-    return update_value(a, sel, eval(e.kids[1], env, ctx), e.loc);
+    return update_value(a, sel, force(eval(e.kids[1], env, ctx)), e.loc);
 }
 
 // ---------------------------------------------------------------- loops
@@ -290,6 +304,12 @@ Value eval_var(const Expr& e, const Env& env, EvalContext& ctx) {
     return apply_builtin(*def, e.type, {}, ctx, e.loc);
 }
 
+std::optional<Value> Closure::resolve(const Expr& var, EvalContext& ctx) const {
+    if (const Value* v = lookup(env_, var.text)) return *v;
+    if (Binding* b = find_global(var.text, ctx)) return global_value(*b, var, ctx);
+    return std::nullopt;
+}
+
 // ---------------------------------------------------------------- application
 // f a b c is App(App(App(f, a), b), c): the spine is evaluated function
 // first, then the arguments left to right, and applied all at once (a
@@ -368,6 +388,15 @@ Value eval(const ExprPtr& ep, const Env& env, EvalContext& ctx) {
 }  // namespace
 
 Value evaluate(const ExprPtr& e, EvalContext& ctx) { return eval(e, nullptr, ctx); }
+
+Value force(const Value& v) {
+    if (v.is_delayed()) return Value(v.delayed()->force());
+    if (!v.is_tuple()) return v;
+    std::vector<Value> elems;
+    elems.reserve(v.tuple().size());
+    for (const Value& x : v.tuple()) elems.push_back(force(x));
+    return Value(std::move(elems));
+}
 
 std::vector<std::pair<std::string, Value>> bind_pattern(const PatternPtr& pattern, const Value& value) {
     std::vector<std::pair<std::string, Value>> out;

@@ -6,7 +6,10 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 
 #include "ast.h"
 #include "typecheck.h"
@@ -28,11 +31,35 @@ using Globals = std::map<std::string, BindingPtr>;
 // Default random seed (documented in docs/language.md).
 constexpr uint64_t kDefaultSeed = 42;
 
+struct EvalContext;
+
+// An array backend other than the reference evaluator (the compiled backend,
+// codegen/ and runtime/cpu/compiled_backend.h). The evaluator consults it
+// whenever a builtin is applied to all its arguments: it returns the result
+// (often a Delayed array) or declines with nullopt, and then the reference
+// implementation runs on forced arguments. Arguments may be Delayed.
+class ArrayBackend {
+public:
+    virtual ~ArrayBackend() = default;
+    // `type` is the builtin's instantiated type; null for operator nodes.
+    virtual std::optional<Value> apply_builtin(std::string_view name, const Type& type, std::span<const Value> args,
+                                               EvalContext& ctx, const Loc& loc) = 0;
+    // a[lo:hi:step] on a rank-1 array (the slice already resolved to start,
+    // step, count as in ops::select_slice); nullopt declines.
+    virtual std::optional<Value> slice(const Value& a, int64_t start, int64_t step, int64_t count) = 0;
+};
+
+// The value with every Delayed array (also inside tuples) forced to host
+// memory. The choke points that need host data call it: reference builtins'
+// arguments, indexing, array literals, printing, top-level bindings.
+Value force(const Value& v);
+
 struct EvalContext {
     Globals* globals = nullptr;
     const std::atomic<bool>* cancel = nullptr;  // set asynchronously by Ctrl-C
     uint64_t seed = kDefaultSeed;
     uint64_t random_stream = 0;  // advanced by every call of `random`
+    ArrayBackend* backend = nullptr;  // null: the reference evaluator alone
 };
 
 // Evaluates `e` (whose node types are concrete). Throws Error on runtime

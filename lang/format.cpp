@@ -124,6 +124,7 @@ std::string format_value(const Value& v, int threshold) {
         case Value::Kind::Array: return format_array(*v.array(), threshold);
         case Value::Kind::Function: return "<function>";
         case Value::Kind::String: return quote(v.str());
+        case Value::Kind::Delayed: return format_array(*v.delayed()->force(), threshold);
         case Value::Kind::Tuple: {
             // An array of tuples is stored as a tuple of arrays and prints as one.
             std::string out = "(";

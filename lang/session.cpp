@@ -118,7 +118,9 @@ const CommandInfo kCommands[] = {
     {"reset", ":reset", "drop every binding and restore the default settings"},
     {"env", ":env", "the bindings with their types (and shapes)"},
     {"seed", ":seed k", "set the random seed and restart the random stream"},
-    {"set", ":set print N | :set check on|off", "change a setting"},
+    {"set", ":set print N | :set check on|off | :set backend reference|compiled", "change a setting"},
+    {"ir", ":ir e", "the launch plans and kernel IR of an expression"},
+    {"cuda", ":cuda e", "the launch plans and CUDA source of an expression"},
     {"quit", ":quit", "leave Shoal"},
 };
 
@@ -211,6 +213,7 @@ struct Session::Impl {
     std::map<std::string, std::string> definitions;     // user name -> its `let` text, for inspect(detail)
     uint64_t versions = 0;
     uint64_t random_stream = 0;
+    std::shared_ptr<CompiledBackend> compiled;  // made on first use, kept for the session
     int depth = 0;                    // nesting of execute() through :load
     bool interrupt_reported = false;  // one "interrupted" per Ctrl-C
 
@@ -317,6 +320,7 @@ struct SessionCommands {
             return true;
         }
         if (name == "seed") return seed(*cmd, arg);
+        if (name == "ir" || name == "cuda") return explain(*cmd, arg, name == "cuda");
         if (name == "set") return set(*cmd, arg);
         if (name == "quit") {
             no_argument(*cmd, arg);
@@ -462,6 +466,29 @@ struct SessionCommands {
         return true;
     }
 
+    // :ir e / :cuda e: evaluates e with the compiled backend (whatever the
+    // current backend), forcing its value, and prints the plans built.
+    bool explain(const CommandInfo& c, std::string_view arg, bool cuda) {
+        if (arg.empty() || !stmt.argument_loc.valid()) usage(c);
+        CompiledBackend* backend = require_compiled();
+        size_t begin = offset_of(stmt.argument_loc);
+        size_t end = std::min(begin + stmt.argument.size(), src->text.size());
+        ExprPtr e = parse_expression(src, begin, end);
+        check_expression(e, I.type_env());
+        I.pin(e);
+        EvalContext ctx{&I.globals, &s.cancel_, s.settings_.seed, I.random_stream, backend};
+        backend->set_check(s.settings_.check);
+        std::string text = backend->explain([&] { force(evaluate(e, ctx)); }, cuda);
+        out.text(text.empty() ? "no kernels: this expression is evaluated by the reference evaluator" : text);
+        return true;
+    }
+
+    CompiledBackend* require_compiled() const {
+        CompiledBackend* b = s.compiled_backend();
+        if (!b) user_error(ErrorKind::Usage, stmt.loc, "the array compiler is not available in this program");
+        return b;
+    }
+
     bool load(const CommandInfo& c, std::string_view arg) {
         if (arg.size() >= 2 && arg.front() == '"' && arg.back() == '"') arg = arg.substr(1, arg.size() - 2);
         if (arg.empty()) usage(c);
@@ -499,7 +526,8 @@ struct SessionCommands {
     bool set(const CommandInfo& c, std::string_view arg) {
         if (arg.empty()) {
             out.text("print " + std::to_string(s.settings_.print_threshold) + "\ncheck " +
-                     (s.settings_.check ? "on" : "off") + "\nseed " + std::to_string(s.settings_.seed));
+                     (s.settings_.check ? "on" : "off") + "\nseed " + std::to_string(s.settings_.seed) +
+                     "\nbackend " + (s.settings_.compiled ? "compiled" : "reference"));
             return true;
         }
         size_t sp = arg.find_first_of(" \t");
@@ -521,9 +549,36 @@ struct SessionCommands {
             }
             user_error(ErrorKind::Usage, stmt.loc, "usage: :set check on|off");
         }
+        if (key == "backend") {
+            if (value != "reference" && value != "compiled")
+                user_error(ErrorKind::Usage, stmt.loc, "usage: :set backend reference|compiled");
+            if (value == "compiled") require_compiled();
+            s.settings_.compiled = value == "compiled";
+            return true;
+        }
         usage(c);
     }
 };
+
+namespace {
+CompiledBackendFactory g_compiled_factory = nullptr;
+}  // namespace
+
+void set_compiled_backend_factory(CompiledBackendFactory factory) { g_compiled_factory = factory; }
+
+CompiledBackend* Session::compiled_backend() {
+    if (!impl_->compiled && g_compiled_factory) impl_->compiled = g_compiled_factory();
+    return impl_->compiled.get();
+}
+
+EvalContext Session::eval_context() {
+    EvalContext ctx{&impl_->globals, &cancel_, settings_.seed, impl_->random_stream};
+    if (settings_.compiled && compiled_backend()) {
+        impl_->compiled->set_check(settings_.check);
+        ctx.backend = impl_->compiled.get();
+    }
+    return ctx;
+}
 
 Session::Session() : impl_(std::make_unique<Impl>()) {}
 Session::~Session() = default;
@@ -593,8 +648,9 @@ bool SessionCommands::run_statement(Session& s, const SourcePtr& src, StatementS
                     b->generic = stmt->expr;
                     fresh[names[0].first] = b;
                 } else {
-                    EvalContext ctx{&I.globals, &s.cancel_, settings.seed, I.random_stream};
-                    Value v = evaluate(stmt->expr, ctx);
+                    EvalContext ctx = s.eval_context();
+                    // Bindings are materialised: a Delayed value is forced here.
+                    Value v = force(evaluate(stmt->expr, ctx));
                     stream = ctx.random_stream;
                     auto values = bind_pattern(stmt->pattern, v);
                     for (auto& [name, scheme] : names) {
@@ -615,8 +671,8 @@ bool SessionCommands::run_statement(Session& s, const SourcePtr& src, StatementS
             case StmtKind::Expr: {
                 Type t = check_expression(stmt->expr, I.type_env());
                 I.pin(stmt->expr);
-                EvalContext ctx{&I.globals, &s.cancel_, settings.seed, I.random_stream};
-                Value v = evaluate(stmt->expr, ctx);
+                EvalContext ctx = s.eval_context();
+                Value v = force(evaluate(stmt->expr, ctx));
                 I.random_stream = ctx.random_stream;
                 if (!v.is_unit()) out.value(v, t, format_value(v, settings.print_threshold));
                 return true;

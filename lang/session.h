@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -36,7 +37,22 @@ struct SessionSettings {
     int print_threshold = 20;   // :set print N
     uint64_t seed = kDefaultSeed;  // :seed k
     bool check = false;         // :set check on|off (used by the array compiler)
+    bool compiled = false;      // :set backend compiled|reference
 };
+
+// The array compiler lives in libraries that depend on this one, so the
+// program (REPL, tests) registers how to make it; without a factory
+// `:set backend compiled`, `:ir` and `:cuda` report that it is unavailable.
+// The backend's explain() runs `run` recording the launch plans it builds.
+class CompiledBackend : public ArrayBackend {
+public:
+    virtual void set_check(bool on) = 0;
+    // Runs `run`, recording every launch plan forced meanwhile; returns them
+    // printed as the plan view plus the kernel IR, or plus the CUDA source.
+    virtual std::string explain(const std::function<void()>& run, bool cuda) = 0;
+};
+using CompiledBackendFactory = std::shared_ptr<CompiledBackend> (*)();
+void set_compiled_backend_factory(CompiledBackendFactory factory);
 
 class Session {
 public:
@@ -74,7 +90,14 @@ public:
     // Names bound at top level, sorted.
     std::vector<std::string> binding_names() const;
 
+    // The session's compiled backend (made on first use; null without a
+    // factory). It lives as long as the session: delayed arrays refer to it.
+    CompiledBackend* compiled_backend();
+
 private:
+    // The context a statement is evaluated in (the current backend included).
+    EvalContext eval_context();
+
     // :load: like execute_file, but a file that cannot be read is an error at `loc`.
     bool load_file(const std::string& path, const Loc& loc, SessionOutput& out);
 

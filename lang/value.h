@@ -83,9 +83,23 @@ struct Function {
     virtual ~Function() = default;
 };
 
+// A delayed array: a node of the compiled backend's array graph
+// (docs/compiler.md). Its element type and shape are known eagerly (so shape
+// errors are raised where the reference evaluator raises them); its elements
+// exist only once it is forced. force() computes the array once and returns
+// the same array afterwards. Code that needs host data calls shoal::force
+// (eval.h) at its choke point instead of looking at a Delayed value.
+struct DelayedArray {
+    virtual ~DelayedArray() = default;
+    virtual Prim elem() const = 0;
+    virtual const Shape& shape() const = 0;
+    virtual ArrayPtr force() const = 0;
+};
+using DelayedPtr = std::shared_ptr<const DelayedArray>;
+
 class Value {
 public:
-    enum class Kind : uint8_t { Unit, Scalar, Array, Tuple, Function, String };
+    enum class Kind : uint8_t { Unit, Scalar, Array, Tuple, Function, String, Delayed };
 
     Value() : kind_(Kind::Unit) {}
     Value(Scalar s) : kind_(Kind::Scalar), scalar_(s) {}
@@ -93,6 +107,7 @@ public:
     Value(std::vector<Value> elems)
         : kind_(Kind::Tuple), tuple_(std::make_shared<std::vector<Value>>(std::move(elems))) {}
     Value(std::shared_ptr<const Function> f) : kind_(Kind::Function), fn_(std::move(f)) {}
+    Value(DelayedPtr d) : kind_(Kind::Delayed), delayed_(std::move(d)) {}
     static Value string(std::string s) { Value v; v.kind_ = Kind::String; v.str_ = std::make_shared<std::string>(std::move(s)); return v; }
 
     Kind kind() const { return kind_; }
@@ -102,12 +117,14 @@ public:
     bool is_tuple() const { return kind_ == Kind::Tuple; }
     bool is_function() const { return kind_ == Kind::Function; }
     bool is_string() const { return kind_ == Kind::String; }
+    bool is_delayed() const { return kind_ == Kind::Delayed; }
 
     const Scalar& scalar() const { return scalar_; }
     const ArrayPtr& array() const { return array_; }
     const std::vector<Value>& tuple() const { return *tuple_; }
     const std::shared_ptr<const Function>& function() const { return fn_; }
     const std::string& str() const { return *str_; }
+    const DelayedPtr& delayed() const { return delayed_; }
 
 private:
     Kind kind_;
@@ -116,6 +133,7 @@ private:
     std::shared_ptr<const std::vector<Value>> tuple_;
     std::shared_ptr<const Function> fn_;
     std::shared_ptr<const std::string> str_;
+    DelayedPtr delayed_;
 };
 
 // ---- array-like values: an Array, or a Tuple whose elements are array-like

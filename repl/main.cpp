@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "lang/session.h"
+#include "runtime/cpu/compiled_backend.h"
 
 #ifndef SHOAL_VERSION
 #define SHOAL_VERSION "unknown"
@@ -296,6 +297,7 @@ std::string read_all(std::FILE* f) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    shoal::set_compiled_backend_factory(shoal::cpu::make_compiled_backend);  // :set backend compiled
     enum class Kind { File, Text, Stdin };
     struct Input {
         Kind kind;

@@ -1,0 +1,73 @@
+// Compiling Shoal functions to kernel IR (docs/compiler.md, "Compiling
+// functions"): a closure's body is walked with IR expressions for its
+// parameters and emits the code computing its result into the kernel being
+// built. Literals and captured scalars become kernel scalar parameters
+// (lambda lifting: the kernel text never depends on their values, so
+// `saxpy 2.0 x y` and `saxpy 3.0 x y` share one kernel); captured host arrays
+// become buffer parameters. Anything outside the compiled subset throws
+// Decline, and the caller leaves the whole expression to the reference
+// evaluator.
+#pragma once
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "codegen/kernel_builder.h"
+#include "lang/builtins_eval.h"
+
+namespace shoal::compiled {
+
+// Thrown when an expression is outside the compiled subset.
+struct Decline {
+    std::string why;
+};
+
+// The host side of one launch plan being built: the values of the scalar
+// parameters it lifts and the host arrays it reads. Parameter names come from
+// counters in the order the graph is walked, so one structure always gives
+// one kernel text.
+class FuseContext {
+public:
+    explicit FuseContext(EvalContext ctx) : ctx_(ctx) {}
+
+    // A lifted scalar; `key` (a literal or variable node plus the value's
+    // bits) makes re-emitting the same function reuse the parameter.
+    ir::ExprPtr lift(ir::KernelBuilder& kb, const Scalar& s, const void* key = nullptr);
+    // An I64 extent parameter holding n.
+    ir::ExprPtr extent(int64_t n);
+    // A host array read by the plan: its buffer name (one per array).
+    struct Input {
+        std::string buffer;
+        std::vector<ir::ExprPtr> extents;
+    };
+    const Input& input(const ArrayPtr& a);
+
+    EvalContext& eval_context() { return ctx_; }
+    const std::map<std::string, Scalar>& scalars() const { return scalars_; }
+    const std::map<std::string, ArrayPtr>& buffers() const { return buffers_; }
+
+private:
+    EvalContext ctx_;
+    std::map<std::string, Scalar> scalars_;
+    std::map<std::string, ArrayPtr> buffers_;
+    std::map<std::tuple<const void*, Prim, int64_t>, std::string> lifted_;
+    std::map<const Array*, Input> inputs_;
+    int counter_ = 0;
+};
+
+ir::ExprPtr zero_of(ir::ScalarType t);
+
+// A builtin operator or scalar function (`+`, `sqrt`, `float`, ...) applied
+// to IR operands (their type is the operand type); throws Decline for the
+// others. Semantics follow lang/array_ops.h (wrapping integers, division by
+// zero gives 0, fmin/fmax) -- the IR defines the same.
+ir::ExprPtr emit_builtin(const std::string& name, const std::vector<ir::ExprPtr>& args);
+
+// Emits `fn` (a closure or a partially applied builtin) applied to scalar
+// arguments; returns the leaves of its result (one per tuple component).
+std::vector<ir::ExprPtr> compile_call(FuseContext& fc, ir::KernelBuilder& kb, const Value& fn,
+                                      const std::vector<ir::ExprPtr>& args);
+
+}  // namespace shoal::compiled
