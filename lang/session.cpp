@@ -71,20 +71,16 @@ size_t offset_of(const Loc& loc) {
 
 // Lets `let x = load "x.npy"` be typed from the file's header.
 Type type_of_load(const std::string& path, const Loc& loc) {
-    auto ends_with = [&](std::string_view suffix) {
-        return path.size() >= suffix.size() && path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0;
-    };
-    if (ends_with(".npy")) {
-        NpyHeader h = read_npy_header(path, loc);
-        int rank = static_cast<int>(h.shape.size());
-        if (rank < 1 || rank > 3)
-            user_error(ErrorKind::Io, loc,
-                       "'" + path + "' holds an array of rank " + std::to_string(rank) +
-                           "; Shoal arrays have rank 1 to 3");
-        return t_array(rank, t_prim(h.elem));
-    }
-    if (ends_with(".csv")) return t_array(2, t_prim(Prim::Double));
-    return nullptr;
+    const std::string csv = ".csv";
+    if (path.size() >= csv.size() && path.compare(path.size() - csv.size(), csv.size(), csv) == 0)
+        user_error(ErrorKind::Io, loc, "`load` reads .npy files; use `loadCsv \"" + path + "\"` for a CSV file");
+    // Any other name is read as .npy, so a missing or malformed file gets its real message.
+    NpyHeader h = read_npy_header(path, loc);
+    int rank = static_cast<int>(h.shape.size());
+    if (rank < 1 || rank > 3)
+        user_error(ErrorKind::Io, loc,
+                   "'" + path + "' holds an array of rank " + std::to_string(rank) + "; Shoal arrays have rank 1 to 3");
+    return t_array(rank, t_prim(h.elem));
 }
 
 // Builtin groups for the :help overview (names missing from the builtin
