@@ -50,8 +50,8 @@ PullArray gather_array(const PullArray& idx, const PullArray& a, const Loc& loc)
         moved[0] = j;
         ExprPtr extent = use_params(kb, n);
         ExprPtr ok = binary(BinaryOp::And, binary(BinaryOp::Ge, j, i64(0)), binary(BinaryOp::Lt, j, extent));
-        // Out of range: record the error and load nothing (the thread goes on).
-        int check = kb.add_check("index {index} is out of bounds for axis 0 with extent {extent}", loc);
+        // Out of range: record the error (the reference evaluator's message) and load nothing (the thread goes on).
+        int check = kb.add_check("gather: index {index} is out of bounds for axis 0 with extent {extent}", loc);
         emit_if(kb, ok, [&] { kb.emit(assign(v->name, a.at(kb, moved))); }, [&] { kb.emit(error(check, j, extent)); });
         return v;
     };

@@ -3,6 +3,7 @@
 // the CPU executor. See compiled_backend.h.
 #include "runtime/cpu/compiled_backend.h"
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <set>
@@ -22,37 +23,48 @@ using ir::PullArray;
 namespace {
 
 // How to recompute a node with the reference evaluator, when its function
-// turns out not to compile: the builtin call again, on forced arguments.
-using Replay = std::function<ArrayPtr()>;
+// turns out not to compile: the builtin call again, on forced arguments. The
+// result is forced (an array, or a tuple of arrays for a map returning a tuple).
+using Replay = std::function<Value()>;
 
 }  // namespace
 
 class CpuCompiledBackend;
+
+// Same-shape nodes computed together: one for most builtins, one per
+// component for a map returning a tuple. Forcing any member forces all of
+// them through one map kernel with an output per component, so the work they
+// share (Black-Scholes' call and put) is done once.
+struct NodeGroup {
+    std::function<ir::PullTuple(FuseContext&)> pull;
+    std::vector<Prim> elems;
+    Shape shape;
+    Replay replay;
+    EvalContext ctx;  // a copy: a node may be forced after its statement's context is gone
+    mutable std::vector<ArrayPtr> forced;  // empty until forced
+};
 
 // A node of the delayed graph: shape and element type known eagerly, the
 // elements described as a pull array built on demand in a FuseContext.
 class Node final : public DelayedArray {
 public:
     using MakePull = std::function<PullArray(FuseContext&)>;
-    Node(std::shared_ptr<CpuCompiledBackend> backend, Prim elem, Shape shape, MakePull pull, Replay replay,
-         const EvalContext& ctx)
-        : backend_(std::move(backend)), elem_(elem), shape_(std::move(shape)), pull_(std::move(pull)),
-          replay_(std::move(replay)), ctx_(ctx) {}
+    Node(std::shared_ptr<CpuCompiledBackend> backend, std::shared_ptr<const NodeGroup> group, size_t component,
+         MakePull pull)
+        : backend_(std::move(backend)), group_(std::move(group)), component_(component), pull_(std::move(pull)) {}
 
-    Prim elem() const override { return elem_; }
-    const Shape& shape() const override { return shape_; }
+    Prim elem() const override { return group_->elems[component_]; }
+    const Shape& shape() const override { return group_->shape; }
     ArrayPtr force() const override;
-    const ArrayPtr& forced() const { return forced_; }
+    // The host array once this node (or a sibling) was forced, else null.
+    ArrayPtr forced() const { return group_->forced.empty() ? nullptr : group_->forced[component_]; }
     PullArray pull(FuseContext& fc) const { return pull_(fc); }
 
 private:
     std::shared_ptr<CpuCompiledBackend> backend_;
-    Prim elem_;
-    Shape shape_;
+    std::shared_ptr<const NodeGroup> group_;
+    size_t component_;
     MakePull pull_;
-    Replay replay_;
-    EvalContext ctx_;  // a copy: a node may be forced after its statement's context is gone
-    mutable ArrayPtr forced_;
 };
 
 class CpuCompiledBackend final : public CompiledBackend, public std::enable_shared_from_this<CpuCompiledBackend> {
@@ -63,22 +75,28 @@ public:
     void set_check(bool on) override { options_.check = on; }
     std::string explain(const std::function<void()>& run, bool cuda) override;
 
-    // Materialises a node through one map kernel; null when it does not compile.
-    ArrayPtr materialise(const Node& n, const EvalContext& ctx);
+    // Forces a group: one map kernel writing every member, or (when a
+    // function does not compile) the reference evaluator's replay.
+    void force_group(const NodeGroup& g);
     // Builds (or finds in the cache) and runs a plan made by `build`.
     PlanResult run(const std::string& name, FuseContext& fc, const std::function<void(ir::PlanBuilder&)>& build);
 
     BackendStats stats;
 
 private:
-    Value node(Prim elem, Shape shape, Node::MakePull pull, Replay replay, const EvalContext& ctx) {
-        check_array_size(elem, shape);  // "array of shape ... is too large", as the reference raises it
-        return Value(std::make_shared<const Node>(shared_from_this(), elem, std::move(shape), std::move(pull),
-                                                  std::move(replay), ctx));
-    }
+    Value node(Prim elem, Shape shape, Node::MakePull pull, Replay replay, const EvalContext& ctx);
+    // The nodes of a map returning a tuple: one per component (a plain node for one).
+    Value tuple_node(std::vector<Prim> elems, Shape shape, std::function<ir::PullTuple(FuseContext&)> pull,
+                     Replay replay, const EvalContext& ctx);
+    std::vector<ArrayPtr> materialise(const NodeGroup& g);
     std::optional<Value> producer(const std::string& name, const Type& type, std::span<const Value> args,
                                   const Replay& replay, const EvalContext& ctx, const Loc& loc);
+    std::optional<Value> map_node(const std::string& name, const Type& type, const std::vector<Value>& a,
+                                  const Replay& replay, const EvalContext& ctx, const Loc& loc);
     std::optional<Value> consumer(const std::string& name, std::span<const Value> args, EvalContext& ctx);
+    std::optional<Value> scan(const std::string& name, std::span<const Value> args, EvalContext& ctx);
+    std::optional<Value> push(const std::string& name, std::span<const Value> args, EvalContext& ctx);
+    std::optional<Value> filter(std::span<const Value> args, EvalContext& ctx);
 
     ExecOptions options_;
     std::map<std::string, std::shared_ptr<const ir::LaunchPlan>> cache_;  // key: the printed plan and kernels
@@ -133,6 +151,66 @@ std::optional<ir::AssocOp> reduction_op(const std::string& name) {
     return std::nullopt;
 }
 
+// The operator of `reduce`/`scan`: a bare operator section such as (+) or max.
+std::optional<ir::AssocOp> operator_arg(const Value& f) {
+    if (!f.is_function()) return std::nullopt;
+    const evalimpl::CallableView v = evalimpl::as_callable(f).view();
+    if (!v.builtin || !v.args.empty()) return std::nullopt;
+    return reduction_op(v.builtin->name);
+}
+
+// z (op) x, with z lifted to a kernel parameter.
+ir::ExprPtr seeded(FuseContext& fc, ir::KernelBuilder& kb, ir::AssocOp op, const std::shared_ptr<const Value>& z,
+                   ir::ExprPtr x) {
+    return ir::apply_op(op, fc.lift(kb, z->scalar(), z.get()), std::move(x));
+}
+
+// The scans' seed z is usually not the operator's neutral element (`scan max
+// 0`), while the lowerings start from the neutral element; these index maps
+// fold z into the input instead, so any z costs one operation per element.
+// Inclusive: element 0 of each row becomes z (op) x0.
+PullArray seed_rows(FuseContext& fc, const PullArray& x, ir::AssocOp op, const std::shared_ptr<const Value>& z) {
+    PullArray out = x;
+    out.at = [&fc, x, op, z](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
+        const ir::ExprPtr v = kb.bind("e", x.at(kb, i));
+        const ir::ExprPtr first = ir::binary(ir::BinaryOp::Eq, i.back(), ir::const_int(0));
+        return ir::select(first, seeded(fc, kb, op, z, v), v);
+    };
+    return out;
+}
+
+// Exclusive: each row shifted right by one with z in front, so that an
+// inclusive scan of it is the exclusive scan from z. An If, not a Select:
+// x at column -1 must never be read (an index map there may raise an error).
+PullArray shift_rows(FuseContext& fc, const PullArray& x, const std::shared_ptr<const Value>& z) {
+    PullArray out = x;
+    out.at = [&fc, x, z](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
+        const std::string r = kb.fresh("sh");
+        kb.emit(ir::let(r, fc.lift(kb, z->scalar(), z.get())));
+        std::vector<ir::ExprPtr> prev = i;
+        prev.back() = ir::binary(ir::BinaryOp::Sub, i.back(), ir::const_int(1));
+        kb.open();
+        kb.emit(ir::assign(r, x.at(kb, prev)));
+        std::vector<ir::StmtPtr> body = kb.close();
+        kb.emit(ir::if_then(ir::binary(ir::BinaryOp::Gt, i.back(), ir::const_int(0)), std::move(body)));
+        return ir::var(r, x.elem);
+    };
+    return out;
+}
+
+// Segmented: every segment head (and element 0) becomes z (op) x.
+PullArray seed_segments(FuseContext& fc, const PullArray& flags, const PullArray& x, ir::AssocOp op,
+                        const std::shared_ptr<const Value>& z) {
+    PullArray out = x;
+    out.at = [&fc, flags, x, op, z](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
+        const ir::ExprPtr v = kb.bind("e", x.at(kb, i));
+        const ir::ExprPtr head = ir::binary(ir::BinaryOp::Or, flags.at(kb, i),
+                                            ir::binary(ir::BinaryOp::Eq, i[0], ir::const_int(0)));
+        return ir::select(head, seeded(fc, kb, op, z, v), v);
+    };
+    return out;
+}
+
 // The element type an elementwise builtin produces, or nullopt when the
 // compiled subset does not cover it (found by emitting it on dummy operands).
 std::optional<Prim> elementwise_result(const std::string& name, Prim operand, size_t arity) {
@@ -156,6 +234,18 @@ std::optional<Shape> shape_arg(const Value& v) {
     for (int64_t n : s)
         if (n < 0) return std::nullopt;  // the reference raises the error
     return s;
+}
+
+// The element types of an array of scalars ({p}) or of flat tuples of scalars.
+std::optional<std::vector<Prim>> leaf_prims(const Type& elem) {
+    if (is_prim(elem)) return std::vector<Prim>{prim_of(elem)};
+    if (!is_tuple(elem)) return std::nullopt;
+    std::vector<Prim> out;
+    for (const Type& k : prune(elem)->args) {
+        if (!is_prim(k)) return std::nullopt;
+        out.push_back(prim_of(k));
+    }
+    return out;
 }
 
 Type result_of(Type t, int arity) {
@@ -190,25 +280,64 @@ ir::HostValue host_value(const Scalar& s) {
 
 // ---------------------------------------------------------------- forcing
 ArrayPtr Node::force() const {
-    if (forced_) return forced_;
-    forced_ = backend_->materialise(*this, ctx_);
-    if (!forced_) {
-        ++backend_->stats.reference_replays;
-        forced_ = replay_();
-    }
-    return forced_;
+    if (!forced()) backend_->force_group(*group_);
+    return forced();
 }
 
-ArrayPtr CpuCompiledBackend::materialise(const Node& n, const EvalContext& ctx) {
-    try {
-        FuseContext fc(ctx);
-        PlanResult r = run("force", fc, [&](ir::PlanBuilder& pb) {
-            ir::lower_map(pb, "force", ir::tuple_of(n.pull(fc)), {"out"});
-        });
-        return array_from(r.outputs.at("out"), n.elem(), n.shape());
-    } catch (const Decline&) {
-        return nullptr;
+void CpuCompiledBackend::force_group(const NodeGroup& g) {
+    g.forced = materialise(g);
+    if (!g.forced.empty()) return;
+    ++stats.reference_replays;
+    const Value v = g.replay();
+    if (!v.is_tuple()) {
+        g.forced = {v.array()};
+        return;
     }
+    for (const Value& x : v.tuple()) g.forced.push_back(x.array());
+}
+
+// Empty when a function does not compile.
+std::vector<ArrayPtr> CpuCompiledBackend::materialise(const NodeGroup& g) {
+    try {
+        FuseContext fc(g.ctx);
+        std::vector<std::string> outs;
+        for (size_t k = 0; k < g.elems.size(); ++k) outs.push_back(g.elems.size() == 1 ? "out" : "out" + std::to_string(k));
+        PlanResult r = run("force", fc, [&](ir::PlanBuilder& pb) { ir::lower_map(pb, "force", g.pull(fc), outs); });
+        std::vector<ArrayPtr> arrays;
+        for (size_t k = 0; k < outs.size(); ++k) arrays.push_back(array_from(r.outputs.at(outs[k]), g.elems[k], g.shape));
+        return arrays;
+    } catch (const Decline&) {
+        return {};
+    }
+}
+
+Value CpuCompiledBackend::node(Prim elem, Shape shape, Node::MakePull pull, Replay replay, const EvalContext& ctx) {
+    check_array_size(elem, shape);  // "array of shape ... is too large", as the reference raises it
+    auto g = std::make_shared<NodeGroup>(
+        NodeGroup{[pull](FuseContext& fc) { return ir::tuple_of(pull(fc)); }, {elem}, std::move(shape),
+                  std::move(replay), ctx, {}});
+    return Value(std::make_shared<const Node>(shared_from_this(), std::move(g), 0, std::move(pull)));
+}
+
+Value CpuCompiledBackend::tuple_node(std::vector<Prim> elems, Shape shape,
+                                     std::function<ir::PullTuple(FuseContext&)> pull, Replay replay,
+                                     const EvalContext& ctx) {
+    for (Prim p : elems) check_array_size(p, shape);
+    auto g = std::make_shared<const NodeGroup>(
+        NodeGroup{std::move(pull), std::move(elems), std::move(shape), std::move(replay), ctx, {}});
+    std::vector<Value> members;
+    for (size_t k = 0; k < g->elems.size(); ++k) {
+        // Fused into a consumer, a member computes the whole tuple and keeps
+        // its component (the others are dead code).
+        Node::MakePull component = [g, k](FuseContext& fc) {
+            const ir::PullTuple t = g->pull(fc);
+            return PullArray{t.shape, t.elems[k], [t, k](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
+                                 return t.at(kb, i)[k];
+                             }};
+        };
+        members.emplace_back(std::make_shared<const Node>(shared_from_this(), g, k, std::move(component)));
+    }
+    return members.size() == 1 ? members[0] : Value(std::move(members));
 }
 
 // ---------------------------------------------------------------- running plans
@@ -276,8 +405,7 @@ std::optional<Value> CpuCompiledBackend::slice(const Value& a, int64_t start, in
     if (!is_operand(a)) return std::nullopt;
     const Prim elem = elem_of(a);
     Replay reference = [a, start, step, count] {
-        const Value v = ops::index_array(*force(a).array(), {ops::AxisSelect{false, start, step, count}});
-        return v.array();
+        return ops::index_array(*force(a).array(), {ops::AxisSelect{false, start, step, count}});
     };
     auto pull = [a, start, step, count, elem](FuseContext& fc) {
         PullArray src = pull_of(a, fc);
@@ -291,6 +419,35 @@ std::optional<Value> CpuCompiledBackend::slice(const Value& a, int64_t start, in
         return out;
     };
     return node(elem, {count}, pull, reference, last_ctx_);
+}
+
+// map/zipWith/zipWith3: the function compiled into the element code. A
+// function returning a flat tuple of scalars gives a tuple of nodes computed
+// by one kernel with an output per component.
+std::optional<Value> CpuCompiledBackend::map_node(const std::string& name, const Type& type,
+                                                  const std::vector<Value>& a, const Replay& replay,
+                                                  const EvalContext& ctx, const Loc& loc) {
+    const Type r = result_of(type, static_cast<int>(a.size()));
+    if (!is_array(r)) return std::nullopt;
+    const std::optional<std::vector<Prim>> elems = leaf_prims(array_elem(r));
+    if (!elems) return std::nullopt;
+    for (size_t k = 1; k < a.size(); ++k)
+        if (!is_operand(a[k])) return std::nullopt;
+    for (size_t k = 2; k < a.size(); ++k) ops::require_same_shape(shape_of(a[1]), shape_of(a[k]), name.c_str(), loc);
+    auto pull = [a, elems = *elems](FuseContext& fc) {
+        std::vector<PullArray> srcs;
+        for (size_t k = 1; k < a.size(); ++k) srcs.push_back(pull_of(a[k], fc));
+        ir::PullTuple out{srcs[0].shape, {}, nullptr};
+        for (Prim p : elems) out.elems.push_back(ir::scalar_of(p));
+        const Value fn = a[0];
+        out.at = [srcs, fn, &fc](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
+            std::vector<ir::ExprPtr> xs;
+            for (const PullArray& s : srcs) xs.push_back(kb.bind("e", s.at(kb, i)));
+            return compiled::compile_call(fc, kb, fn, xs);
+        };
+        return out;
+    };
+    return tuple_node(*elems, shape_of(a[1]), pull, replay, ctx);
 }
 
 std::optional<Value> CpuCompiledBackend::producer(const std::string& name, const Type& type,
@@ -324,28 +481,7 @@ std::optional<Value> CpuCompiledBackend::producer(const std::string& name, const
         };
         return node(*result, shape_of(arr), pull, replay, ctx);
     }
-    if (name == "map" || name == "zipWith" || name == "zipWith3") {
-        const Type r = result_of(type, static_cast<int>(a.size()));
-        if (!is_array(r) || !is_prim(array_elem(r))) return std::nullopt;
-        for (size_t k = 1; k < a.size(); ++k)
-            if (!is_operand(a[k])) return std::nullopt;
-        for (size_t k = 2; k < a.size(); ++k)
-            ops::require_same_shape(shape_of(a[1]), shape_of(a[k]), name.c_str(), loc);
-        const Prim elem = prim_of(r);
-        auto pull = [a, elem](FuseContext& fc) {
-            std::vector<PullArray> srcs;
-            for (size_t k = 1; k < a.size(); ++k) srcs.push_back(pull_of(a[k], fc));
-            PullArray out{srcs[0].shape, ir::scalar_of(elem), nullptr};
-            const Value fn = a[0];
-            out.at = [srcs, fn, &fc](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
-                std::vector<ir::ExprPtr> xs;
-                for (const PullArray& s : srcs) xs.push_back(kb.bind("e", s.at(kb, i)));
-                return compiled::compile_call(fc, kb, fn, xs).at(0);
-            };
-            return out;
-        };
-        return node(elem, shape_of(a[1]), pull, replay, ctx);
-    }
+    if (name == "map" || name == "zipWith" || name == "zipWith3") return map_node(name, type, a, replay, ctx, loc);
     if (name == "generate" || name == "iota" || name == "fill") {
         const std::optional<Shape> shape = shape_arg(a[0]);
         if (!shape || (name == "iota" && shape->size() != 1)) return std::nullopt;
@@ -372,6 +508,25 @@ std::optional<Value> CpuCompiledBackend::producer(const std::string& name, const
         return node(elem_of(a[0]), shape_of(a[0]), [a](FuseContext& fc) { return ir::reverse_array(pull_of(a[0], fc)); },
                     replay, ctx);
     }
+    if (name == "gather" && is_operand(a[0]) && is_operand(a[1])) {
+        Shape s = shape_of(a[1]);
+        s[0] = shape_of(a[0])[0];
+        auto pull = [a, loc](FuseContext& fc) { return ir::gather_array(pull_of(a[0], fc), pull_of(a[1], fc), loc); };
+        return node(elem_of(a[1]), s, pull, replay, ctx);
+    }
+    if ((name == "take" || name == "drop") && a[0].is_scalar() && is_operand(a[1])) {
+        const int64_t n = a[0].scalar().as_long();
+        Shape s = shape_of(a[1]);
+        const int64_t kept = std::clamp<int64_t>(n, 0, s[0]);
+        s[0] = name == "take" ? kept : s[0] - kept;
+        // n itself is the parameter (the index map clamps it), so the kernel
+        // does not depend on its value.
+        auto pull = [a, name, n](FuseContext& fc) {
+            const PullArray src = pull_of(a[1], fc);
+            return name == "take" ? ir::take_array(src, fc.extent(n)) : ir::drop_array(src, fc.extent(n));
+        };
+        return node(elem_of(a[1]), s, pull, replay, ctx);
+    }
     return std::nullopt;
 }
 
@@ -383,11 +538,12 @@ std::optional<Value> CpuCompiledBackend::consumer(const std::string& name, std::
                                                   EvalContext& ctx) {
     std::optional<ir::AssocOp> op;
     Value xs, z;
+    if (name == "scan" || name == "scanExclusive" || name == "segscan") return scan(name, args, ctx);
+    if (name == "++" || name == "interleave" || name == "transpose") return push(name, args, ctx);
+    if (name == "filter") return filter(args, ctx);
     if (name == "reduce") {
-        if (!args[0].is_function() || !args[1].is_scalar()) return std::nullopt;
-        const evalimpl::CallableView f = evalimpl::as_callable(args[0]).view();
-        if (!f.builtin || !f.args.empty()) return std::nullopt;
-        op = reduction_op(f.builtin->name);
+        if (!args[1].is_scalar()) return std::nullopt;
+        op = operator_arg(args[0]);
         xs = args[2];
         z = args[1];
     } else if (name == "sum" || name == "product" || name == "maximum" || name == "minimum" || name == "all" ||
@@ -421,6 +577,97 @@ std::optional<Value> CpuCompiledBackend::consumer(const std::string& name, std::
     }
 }
 
+// scan/scanExclusive (rank 1 or 2, per row) and segscan (rank 1) with an
+// operator section: one scan plan with the producers fused in.
+std::optional<Value> CpuCompiledBackend::scan(const std::string& name, std::span<const Value> args,
+                                              EvalContext& ctx) {
+    const std::optional<ir::AssocOp> op = operator_arg(args[0]);
+    const Value& xs = args.back();
+    if (!op || !args[1].is_scalar() || !is_operand(xs)) return std::nullopt;
+    const Shape s = shape_of(xs);
+    const bool segmented = name == "segscan";
+    if (s.size() != 1 && (segmented || s.size() != 2)) return std::nullopt;
+    // Mismatched flags are the reference evaluator's error to raise.
+    if (segmented && (!is_operand(args[2]) || elem_of(args[2]) != Prim::Bool || shape_of(args[2]) != s))
+        return std::nullopt;
+    const Prim elem = elem_of(xs);
+    auto z = std::make_shared<const Value>(args[1]);  // its address keys the lifted parameter
+    const ir::Combine combine = ir::known_combine(*op, ir::scalar_of(elem));
+    try {
+        FuseContext fc(ctx);
+        PlanResult r = run(name, fc, [&](ir::PlanBuilder& pb) {
+            const PullArray x = pull_of(xs, fc);
+            if (segmented) {
+                const PullArray flags = pull_of(args[2], fc);
+                ir::lower_segscan(pb, name, flags, seed_segments(fc, flags, x, *op, z), combine, "out");
+            } else if (name == "scan") {
+                ir::lower_scan(pb, name, seed_rows(fc, x, *op, z), combine, ir::ScanKind::Inclusive, "out");
+            } else {
+                ir::lower_scan(pb, name, shift_rows(fc, x, z), combine, ir::ScanKind::Inclusive, "out");
+            }
+        });
+        return Value(array_from(r.outputs.at("out"), elem, s));
+    } catch (const Decline&) {
+        return std::nullopt;
+    }
+}
+
+// ++, interleave (push arrays: each thread writes into both parts) and
+// transpose (shared-memory tiles) are not index maps of one source, so they
+// run at once as their own plan, with their producers fused in. Mismatched
+// shapes decline: the reference evaluator raises the error.
+std::optional<Value> CpuCompiledBackend::push(const std::string& name, std::span<const Value> args,
+                                              EvalContext& ctx) {
+    for (const Value& v : args)
+        if (!is_operand(v)) return std::nullopt;
+    Shape s = shape_of(args[0]);
+    if (name == "transpose") {
+        if (s.size() != 2) return std::nullopt;
+        std::swap(s[0], s[1]);
+    } else {
+        const Shape b = shape_of(args[1]);
+        const bool fits = name == "++" ? Shape(s.begin() + 1, s.end()) == Shape(b.begin() + 1, b.end()) : s == b;
+        if (!fits || b.size() != s.size()) return std::nullopt;
+        s[0] += b[0];
+    }
+    const Prim elem = elem_of(args[0]);
+    try {
+        FuseContext fc(ctx);
+        PlanResult r = run(name, fc, [&](ir::PlanBuilder& pb) {
+            const PullArray a = pull_of(args[0], fc);
+            if (name == "transpose") return ir::lower_transpose(pb, "transpose", a, "out");
+            const PullArray b = pull_of(args[1], fc);
+            if (name == "++") return ir::lower_concat(pb, "concat", a, b, "out");
+            ir::lower_interleave(pb, name, a, b, "out");
+        });
+        return Value(array_from(r.outputs.at("out"), elem, s));
+    } catch (const Decline&) {
+        return std::nullopt;
+    }
+}
+
+// filter p xs (rank 1): the predicate compiled into the flags of a
+// flags -> scan -> scatter plan; the kept count is read back and sizes the result.
+std::optional<Value> CpuCompiledBackend::filter(std::span<const Value> args, EvalContext& ctx) {
+    const Value& xs = args[1];
+    if (!args[0].is_function() || !is_operand(xs) || shape_of(xs).size() != 1) return std::nullopt;
+    const Prim elem = elem_of(xs);
+    try {
+        FuseContext fc(ctx);
+        PlanResult r = run("filter", fc, [&](ir::PlanBuilder& pb) {
+            const PullArray x = pull_of(xs, fc);
+            PullArray keep{x.shape, ir::ScalarType::Bool, nullptr};
+            keep.at = [&fc, x, p = args[0]](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
+                return compiled::compile_call(fc, kb, p, {kb.bind("e", x.at(kb, i))}).at(0);
+            };
+            ir::lower_filter(pb, "filter", keep, {x}, {"out"}, "count");
+        });
+        return Value(array_from(r.outputs.at("out"), elem, {r.scalars.at("count").i}));
+    } catch (const Decline&) {
+        return std::nullopt;
+    }
+}
+
 std::optional<Value> CpuCompiledBackend::apply_builtin(std::string_view name_view, const Type& type,
                                                        std::span<const Value> args, EvalContext& ctx, const Loc& loc) {
     const std::string name(name_view);
@@ -432,7 +679,7 @@ std::optional<Value> CpuCompiledBackend::apply_builtin(std::string_view name_vie
     last_ctx_ = reference;
     const evalimpl::BuiltinDef* def = evalimpl::find_builtin(name);
     Replay replay = [def, type, a = std::vector<Value>(args.begin(), args.end()), loc, reference]() mutable {
-        return force(evalimpl::apply_builtin(*def, type, a, reference, loc)).array();
+        return force(evalimpl::apply_builtin(*def, type, a, reference, loc));
     };
     return producer(name, type, args, replay, reference, loc);
 }

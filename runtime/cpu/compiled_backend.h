@@ -1,7 +1,8 @@
 // The compiled backend (docs/compiler.md): array builtins build a delayed
-// graph whose nodes are pull arrays; consumers (reductions) and forcing (a
-// top-level binding, printing, a reference builtin's argument) lower the
-// fused graph to one launch plan and run it on the CPU executor. Whatever is
+// graph whose nodes are pull arrays; consumers (reductions, scans, ++,
+// interleave, transpose, filter) and forcing (a top-level binding, printing,
+// a reference builtin's argument) lower the fused graph to one launch plan
+// and run it on the CPU executor. Whatever is
 // outside the compiled subset declines and the reference evaluator computes
 // it; a node whose function turns out not to compile is forced by replaying
 // its builtin in the reference evaluator.

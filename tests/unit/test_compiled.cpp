@@ -141,6 +141,93 @@ TEST_CASE("compiled backend: saxpy with two constants compiles one kernel") {
     CHECK(cpu::backend_stats(b).cache_hits == 1);
 }
 
+TEST_CASE("compiled backend: a map returning a tuple") {
+    const char* programs[] = {
+        "let (s, d) = map (\\i -> (i + 1, float i * 0.5)) (iota 10)\ns\nd\nsum d",
+        "let (lo, hi) = zipWith (\\a b -> (min a b, max a b)) (iota 8) (reverse (iota 8))\nlo\nhi",
+        "map (\\x -> (x, x > 3, double x)) (iota 6)\nlength (map (\\x -> (x, x)) (iota 0))",
+        "let p = map (\\x -> (x * 2, x * 3)) (iota 5)\np\nlet (a, b) = p\nsum (zipWith (+) a b)",
+        "let f x = if x > 2 then (x, 1.0) else (0, 2.0)\nmap f (iota 5)\nmap (\\x -> (x, [1, 2][x])) (iota 3)",
+    };
+    for (const char* p : programs) differential(p);
+}
+
+TEST_CASE("compiled backend: scans with operator sections") {
+    const char* programs[] = {
+        "let a = map (\\i -> (i * 7) % 13 - 6) (iota 3000)\nscan (+) 0 a\nscan (+) 5 a\nscanExclusive (+) 0 a\n"
+        "scanExclusive (+) 5 a\nscan max 0 a\nscan min 2 a\nscanExclusive max (-100) a",
+        "let f = map (\\i -> 1.0 + float (i % 5) * 0.001) (iota 2000)\nscan (*) 1.0 f\nscanExclusive (*) 2.0 f\n"
+        "scan (+) 0.5 (f * 2.0)\nscan max 0.0 (reverse f)",
+        "let b = map (\\i -> i % 17 != 3) (iota 1000)\nscan (&&) true b\nscanExclusive (||) false (!b)\n"
+        "scan (||) true b",
+        "let m = generate (5, 300) (\\i j -> i * j % 11)\nscan (+) 0 m\nscanExclusive (+) 1 m\nscan max 3 m",
+        "scan (+) 0 (iota 0)\nscanExclusive (+) 0 (iota 0)\nscan (+) 0 [7]\nscanExclusive (*) 3 [7]",
+        "let fl = map (\\i -> i % 7 == 0 || i % 11 == 0) (iota 5000)\nlet v = map (\\i -> i % 5 + 1) (iota 5000)\n"
+        "segscan (+) 0 fl v\nsegscan (+) 10 fl v\nsegscan max 2 fl v\nsegscan min 100 fl (v * 3)\n"
+        "segscan (*) 1.0 fl (map (\\x -> 1.0 + float x * 0.01) v)\nsegscan (&&) true fl (v > 1)\n"
+        "segscan (+) 0 (!fl) v\nsegscan (+) 0 (iota 3 > 5) (iota 3)",
+        "segscan (+) 0 [true, false] (iota 3)\nscan (-) 0 (iota 4)",
+    };
+    for (const char* p : programs) differential(p);
+}
+
+TEST_CASE("compiled backend: a scan fuses its producers into one plan") {
+    set_compiled_backend_factory(cpu::make_compiled_backend);
+    Session s;
+    Capture out;
+    s.execute(":set backend compiled\nlet x = map float (iota 5000)", "<t>", out);
+    CompiledBackend& b = *s.compiled_backend();
+    cpu::reset_backend_stats(b);
+    s.execute("length (scan (+) 0.0 (map (\\v -> v * v) (reverse x)))", "<t>", out);
+    const cpu::BackendStats& st = cpu::backend_stats(b);
+    INFO(out.all);
+    CHECK(out.all == "5000\n");
+    CHECK(st.plans_run == 1);
+    CHECK(st.last_plan == "scan");
+}
+
+TEST_CASE("compiled backend: index maps, ++, interleave, transpose and filter") {
+    const char* programs[] = {
+        "let a = map (\\i -> i * i) (iota 20)\ngather [3, 0, 19, 3] a\nsum (gather (reverse (iota 20)) (a * 2))\n"
+        "gather [1, 0] (generate (3, 2) (\\i j -> i + j))\ngather [] a\ngather [0, 20] a",
+        "let a = iota 10\ntake 3 a\ndrop 3 a\ntake (-2) a\ntake 99 a\ndrop 99 a\ndrop (-1) (a * 2)\n"
+        "sum (take 4 (reverse a))\ntake 1 (generate (3, 2) (\\i j -> i * j))\ndrop 2 (fill (3, 2) 1.5)",
+        "let a = iota 5\na ++ (a * 10)\n(map float a) ++ [0.5]\niota 0 ++ iota 0\n"
+        "generate (2, 3) (\\i j -> i + j) ++ fill (1, 3) 9\niota 3 ++ iota 1000\nfill (1, 2) 0 ++ fill (1, 3) 0",
+        "interleave (iota 4) (iota 4 * 10)\ninterleave (iota 0) (iota 0)\ninterleave (iota 2) (iota 3)\n"
+        "sum (interleave (map float (iota 999)) (fill 999 0.5))",
+        "let m = generate (37, 70) (\\i j -> i * 100 + j)\ntranspose m\nsum (transpose (m * 2))\n"
+        "transpose (generate (1, 3) (\\i j -> j > 0))\ntranspose (generate (0, 4) (\\i j -> i))",
+        "let xs = map (\\i -> (i * 7919 + 11) % 10007) (iota 50000)\nfilter (\\x -> x < 50) xs\n"
+        "length (filter (\\x -> x % 2 == 0) xs)\nsum (filter (\\y -> y > 0.99) (map (\\x -> float x / 10007.0) xs))\n"
+        "filter (\\x -> x > 100) (iota 50)\nfilter (\\b -> b) (iota 5 > 2)\nlet t = 3\nfilter (\\x -> x % t == 0) (iota 20)",
+    };
+    for (const char* p : programs) differential(p);
+}
+
+TEST_CASE("compiled backend: Black-Scholes prices call and put with one kernel") {
+    std::ifstream in(std::string(SHOAL_SOURCE_DIR) + "/examples/blackscholes.shoal");
+    std::stringstream text;
+    text << in.rdbuf();
+    const std::string program = text.str();
+    const size_t split = program.find("let (call, put)");
+    REQUIRE(split != std::string::npos);
+    const size_t end = program.find('\n', split);
+    set_compiled_backend_factory(cpu::make_compiled_backend);
+    Session s;
+    Capture out;
+    s.execute(":set backend compiled\n" + program.substr(0, split), "<t>", out);
+    CompiledBackend& b = *s.compiled_backend();
+    cpu::reset_backend_stats(b);
+    s.execute(program.substr(split, end - split), "<t>", out);
+    const cpu::BackendStats& st = cpu::backend_stats(b);
+    INFO(out.all);
+    CHECK(st.plans_run == 1);
+    CHECK(st.last_plan == "force");
+    CHECK(st.last.launches == 1);
+    CHECK(st.reference_replays == 0);
+}
+
 TEST_CASE("compiled backend: :ir and :cuda show the plan") {
     set_compiled_backend_factory(cpu::make_compiled_backend);
     Session s;

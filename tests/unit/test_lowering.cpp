@@ -537,7 +537,7 @@ TEST_CASE("gather, reverse, take, drop: fused index maps; gather bounds errors")
         FAIL("expected an index error");
     } catch (const Error& e) {
         CHECK(e.kind == ErrorKind::Runtime);
-        CHECK(e.message == "index 1000 is out of bounds for axis 0 with extent 1000");
+        CHECK(e.message == "gather: index 1000 is out of bounds for axis 0 with extent 1000");
     }
 }
 
