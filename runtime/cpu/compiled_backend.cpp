@@ -364,16 +364,7 @@ PlanResult CpuCompiledBackend::run(const std::string& name, FuseContext& fc,
     ++stats.plans_run;
     stats.last = r.total;
     stats.last_plan = name;
-    auto add = [](Counters& a, const Counters& b) {
-        a.launches += b.launches;
-        a.global_bytes_loaded += b.global_bytes_loaded;
-        a.global_bytes_stored += b.global_bytes_stored;
-        a.global_sectors += b.global_sectors;
-        a.shared_bank_conflicts += b.shared_bank_conflicts;
-        a.atomics += b.atomics;
-        a.barriers += b.barriers;
-    };
-    add(stats.total, r.total);
+    stats.total += r.total;
     return r;
 }
 

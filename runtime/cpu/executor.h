@@ -59,6 +59,18 @@ struct Counters {
     int64_t barriers = 0;               // barriers executed, summed over blocks
 };
 
+// Sums counters (several launches of a plan, a session's total).
+inline Counters& operator+=(Counters& a, const Counters& b) {
+    a.launches += b.launches;
+    a.global_bytes_loaded += b.global_bytes_loaded;
+    a.global_bytes_stored += b.global_bytes_stored;
+    a.global_sectors += b.global_sectors;
+    a.shared_bank_conflicts += b.shared_bank_conflicts;
+    a.atomics += b.atomics;
+    a.barriers += b.barriers;
+    return a;
+}
+
 struct ExecOptions {
     // Checking mode (`:set check on`, always on in tests): shared-memory
     // races between two barriers (two threads, one writing, same address,

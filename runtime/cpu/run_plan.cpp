@@ -7,16 +7,6 @@ namespace shoal::cpu {
 
 namespace {
 
-void add_counters(Counters& into, const Counters& c) {
-    into.launches += c.launches;
-    into.global_bytes_loaded += c.global_bytes_loaded;
-    into.global_bytes_stored += c.global_bytes_stored;
-    into.global_sectors += c.global_sectors;
-    into.shared_bank_conflicts += c.shared_bank_conflicts;
-    into.atomics += c.atomics;
-    into.barriers += c.barriers;
-}
-
 void replace_all(std::string& s, const std::string& what, const std::string& with) {
     for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + with.size()))
         s.replace(at, what.size(), with);
@@ -99,8 +89,8 @@ private:
         }
         Counters c;
         KernelError err = run_kernel(k, la, options_, c);
-        add_counters(result_.kernel_counters[static_cast<size_t>(s.kernel)], c);
-        add_counters(result_.total, c);
+        result_.kernel_counters[static_cast<size_t>(s.kernel)] += c;
+        result_.total += c;
         if (err.code >= 0) raise(k, err);
     }
 
