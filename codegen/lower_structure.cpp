@@ -22,7 +22,9 @@ PullArray map_rows(const PullArray& a, ExprPtr rows, std::function<ExprPtr(ExprP
     r.shape[0] = std::move(rows);
     r.at = [a, f](KernelBuilder& kb, const std::vector<ExprPtr>& index) {
         std::vector<ExprPtr> moved = index;
-        moved[0] = f(index[0]);
+        // The map may read extents (reverse's n, drop's start) that the
+        // consumer's loops do not: declare them in this kernel.
+        moved[0] = use_params(kb, f(index[0]));
         return a.at(kb, moved);
     };
     return r;

@@ -54,7 +54,7 @@ struct VarInfo {
 
 class Compiler {
 public:
-    Compiler(const ir::Kernel& k, const LaunchArgs& args, Program& p) : k_(k), args_(args), p_(p) {}
+    Compiler(const ir::Kernel& k, Program& p) : k_(k), p_(p) {}
 
     void run() {
         declare_params();
@@ -66,7 +66,6 @@ public:
 
 private:
     const ir::Kernel& k_;
-    const LaunchArgs& args_;
     Program& p_;
     std::map<std::string, VarInfo> params_;
     std::map<std::string, GlobalRef> buffers_;
@@ -114,31 +113,20 @@ private:
     }
 
     // ------------------------------------------------------------ declarations
+    // Buffers get slots and scalars registers in parameter order: run_kernel
+    // binds each launch's arguments to them (LaunchState), so the compiled
+    // program does not depend on the arguments and can be cached.
     void declare_params() {
+        int slot = 0;
         for (const auto& prm : k_.params) {
             if (prm.kind == ir::ParamKind::Buffer) {
-                auto it = args_.buffers.find(prm.name);
-                if (it == args_.buffers.end()) fail("no buffer argument for parameter '" + prm.name + "'");
-                if (!it->second.data && it->second.elements > 0) fail("null buffer for parameter '" + prm.name + "'");
-                buffers_[prm.name] = GlobalRef{prm.name, static_cast<std::byte*>(it->second.data), it->second.elements};
+                buffers_[prm.name] = GlobalRef{prm.name, slot++};
                 continue;
             }
-            auto it = args_.scalars.find(prm.name);
-            if (it == args_.scalars.end()) fail("no scalar argument for parameter '" + prm.name + "'");
-            params_[prm.name] = VarInfo{scalar_arg_reg(prm.type, it->second), prm.type};
+            const int r = new_reg();
+            p_.scalar_regs.push_back(r);
+            params_[prm.name] = VarInfo{r, prm.type};
         }
-    }
-
-    // A parameter's register, its argument converted to the declared type.
-    int scalar_arg_reg(ScalarType t, const ScalarArg& a) {
-        const bool from_float = ir::is_float(a.type);
-        const int r = new_reg();
-        RegInit init{r, t, RegInit::Value, 0, 0};
-        if (ir::is_float(t)) init.f = from_float ? a.f : static_cast<double>(a.i);
-        else if (t == ScalarType::Bool) init.i = from_float ? a.f != 0 : a.i != 0;
-        else init.i = from_float ? ops::saturate<int64_t>(a.f) : a.i;
-        p_.inits.push_back(init);
-        return r;
     }
 
     void declare_shared() {
@@ -187,7 +175,10 @@ private:
             case ExprKind::BlockIdx: return {nullptr, p_.block_idx_reg, false, Level::Uniform};
             case ExprKind::BlockDim:
                 return {nullptr, value_reg(ScalarType::I32, k_.block_size, 0), false, Level::Constant};
-            case ExprKind::GridDim: return {nullptr, value_reg(ScalarType::I64, args_.grid, 0), false, Level::Constant};
+            case ExprKind::GridDim:
+                // Its own register, bound per launch (not a shared constant).
+                if (p_.grid_reg < 0) p_.grid_reg = new_reg();
+                return {nullptr, p_.grid_reg, false, Level::Constant};
             default: return {};
         }
     }
@@ -531,16 +522,12 @@ private:
 
 }  // namespace
 
-std::unique_ptr<Program> compile(const ir::Kernel& k, const LaunchArgs& args, const ExecOptions& options) {
-    if (k.block_size < 1 || k.block_size > 1024)
-        compile_fail(k, "block size " + std::to_string(k.block_size) + " outside 1..1024");
-    if (args.grid < 0) compile_fail(k, "negative grid size " + std::to_string(args.grid));
+std::unique_ptr<Program> compile(const ir::Kernel& k, const ExecOptions& options) {
     auto p = std::make_unique<Program>();
-    p->kernel = &k;
+    p->kernel_name = k.name;
     p->block_size = k.block_size;
-    p->grid = args.grid;
     p->check = options.check;
-    Compiler(k, args, *p).run();
+    Compiler(k, *p).run();
     return p;
 }
 

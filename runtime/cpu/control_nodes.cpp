@@ -75,11 +75,20 @@ struct For final : StmtNode {
         for (;;) {
             eval_opt(hi_node, f, cur);
             const T* h = f.reg<T>(hi);
-            for_lanes(cur, [&](int i) { c[i] = v[i] < h[i]; });
-            Mask next;
-            split_mask(cur, c, f.mask_buf(slot), nullptr, next, nullptr);
-            if (next.empty()) return;
-            cur = next;
+            // Compare and count in one pass: in a grid-stride loop every lane
+            // usually continues (all but the last trip), and then the mask is
+            // kept as is without split_mask's second pass over c.
+            int live = 0;
+            for_lanes(cur, [&](int i) {
+                c[i] = v[i] < h[i];
+                live += c[i];
+            });
+            if (live == 0) return;
+            if (live != cur.count) {
+                Mask next;
+                split_mask(cur, c, f.mask_buf(slot), nullptr, next, nullptr);
+                cur = next;
+            }
             body->exec(f, cur);
             eval_opt(step_node, f, cur);
             const T* s = f.reg<T>(step);

@@ -1,5 +1,6 @@
-// run_kernel: compiles the kernel once for the launch, then spreads its
-// blocks over the thread pool. Each worker claims blocks one at a time from
+// run_kernel: binds the launch's arguments, takes the kernel's compiled
+// program from a process-wide cache (compiling it on the first launch), then
+// spreads its blocks over the thread pool. Each worker claims blocks one at a time from
 // an atomic counter and runs each whole (all phases, barriers between them)
 // in a Frame of its own: the workers share only global memory, the error
 // record and the counters.
@@ -9,10 +10,12 @@
 #include <exception>
 #include <memory>
 #include <thread>
+#include <unordered_map>
 
 #include "runtime/cpu/executor.h"
 #include "runtime/cpu/nodes.h"
 #include "runtime/cpu/program.h"
+#include "runtime/cpu/scalar_ops.h"
 #include "runtime/cpu/thread_pool.h"
 
 namespace shoal::cpu {
@@ -20,7 +23,7 @@ namespace shoal::cpu {
 // ---------------------------------------------------------------- errors
 void fail(const Frame& f, const std::string& what) {
     throw Error(ErrorKind::Internal, Loc{},
-                "CPU executor: kernel '" + f.prog->kernel->name + "', phase " + std::to_string(f.phase) + ": " + what);
+                "CPU executor: kernel '" + f.prog->kernel_name + "', phase " + std::to_string(f.phase) + ": " + what);
 }
 
 void compile_fail(const ir::Kernel& k, const std::string& what) {
@@ -72,17 +75,21 @@ Frame make_frame(const Program& prog, LaunchState& state) {
     Frame f;
     f.prog = &prog;
     f.launch = &state;
+    f.buffers = state.buffers.data();
     f.regs = base;
     f.reg_stride = bs * 8;
     f.masks = reinterpret_cast<uint16_t*>(base + regs);
     f.shared = base + regs + masks;
     f.tracks = reinterpret_cast<SharedTrack*>(base + regs + masks + shared);
-    for (const RegInit& init : prog.inits) {
-        if (init.kind == RegInit::ThreadIdx) {
-            int32_t* t = f.reg<int32_t>(init.reg);
-            for (int i = 0; i < prog.block_size; ++i) t[i] = i;
-        } else {
-            broadcast(f, init.reg, init.type, init.i, init.f);
+    const std::vector<RegInit>* init_lists[] = {&prog.inits, &state.inits};
+    for (const std::vector<RegInit>* inits : init_lists) {
+        for (const RegInit& init : *inits) {
+            if (init.kind == RegInit::ThreadIdx) {
+                int32_t* t = f.reg<int32_t>(init.reg);
+                for (int i = 0; i < prog.block_size; ++i) t[i] = i;
+            } else {
+                broadcast(f, init.reg, init.type, init.i, init.f);
+            }
         }
     }
     for (ExprNode* e : prog.setup) e->eval(f, Mask::range(0, prog.block_size));
@@ -168,8 +175,8 @@ void run_blocks(const Program& prog, LaunchState& state, const ExecOptions& opti
     auto job = std::make_shared<Job>();
     job->prog = &prog;
     job->state = &state;
-    job->blocks = prog.grid;
-    const int helpers = worker_count(options, prog.grid) - 1;
+    job->blocks = state.grid;
+    const int helpers = worker_count(options, state.grid) - 1;
     if (helpers > 0) {
         ThreadPool& pool = ThreadPool::instance();
         pool.ensure(helpers);
@@ -180,13 +187,127 @@ void run_blocks(const Program& prog, LaunchState& state, const ExecOptions& opti
     if (job->failure) std::rethrow_exception(job->failure);
 }
 
+// ---------------------------------------------------------------- arguments
+// A scalar argument converted to its parameter's declared type, as the
+// register init of that parameter.
+RegInit scalar_init(int reg, ir::ScalarType t, const ScalarArg& a) {
+    const bool from_float = ir::is_float(a.type);
+    RegInit init{reg, t, RegInit::Value, 0, 0};
+    if (ir::is_float(t)) init.f = from_float ? a.f : static_cast<double>(a.i);
+    else if (t == ir::ScalarType::Bool) init.i = from_float ? a.f != 0 : a.i != 0;
+    else init.i = from_float ? ops::saturate<int64_t>(a.f) : a.i;
+    return init;
+}
+
+// Checks the launch's arguments against k's parameters (before compiling, so
+// these errors come first, as when compilation resolved them) and binds the
+// buffers to state. Scalars are bound by bind_scalars once the program's
+// registers are known.
+void bind_buffers(const ir::Kernel& k, const LaunchArgs& args, LaunchState& state) {
+    if (k.block_size < 1 || k.block_size > 1024)
+        compile_fail(k, "block size " + std::to_string(k.block_size) + " outside 1..1024");
+    if (args.grid < 0) compile_fail(k, "negative grid size " + std::to_string(args.grid));
+    state.grid = args.grid;
+    for (const auto& prm : k.params) {
+        if (prm.kind == ir::ParamKind::Buffer) {
+            auto it = args.buffers.find(prm.name);
+            if (it == args.buffers.end()) compile_fail(k, "no buffer argument for parameter '" + prm.name + "'");
+            if (!it->second.data && it->second.elements > 0)
+                compile_fail(k, "null buffer for parameter '" + prm.name + "'");
+            state.buffers.push_back(BoundBuffer{static_cast<std::byte*>(it->second.data), it->second.elements});
+        } else if (!args.scalars.count(prm.name)) {
+            compile_fail(k, "no scalar argument for parameter '" + prm.name + "'");
+        }
+    }
+}
+
+void bind_scalars(const ir::Kernel& k, const Program& prog, const LaunchArgs& args, LaunchState& state) {
+    size_t s = 0;
+    for (const auto& prm : k.params)
+        if (prm.kind == ir::ParamKind::Scalar)
+            state.inits.push_back(scalar_init(prog.scalar_regs[s++], prm.type, args.scalars.at(prm.name)));
+    if (prog.grid_reg >= 0) state.inits.push_back(RegInit{prog.grid_reg, ir::ScalarType::I64, RegInit::Value, args.grid, 0});
+}
+
+// ---------------------------------------------------------------- program cache
+// Compiled programs by kernel. IR trees are immutable (shared_ptr<const>)
+// and an entry holds the kernel's top-level block statements, so the trees
+// stay alive and equal root pointers mean the very same tree: a key compares
+// the few header fields compile reads plus the root pointers, no tree walk
+// or printing per launch. Copies of a Kernel (a copied LaunchPlan) share the
+// entry.
+class ProgramCache {
+public:
+    static ProgramCache& instance() {
+        static ProgramCache cache;
+        return cache;
+    }
+
+    std::shared_ptr<const Program> get(const ir::Kernel& k, const ExecOptions& options) {
+        const ir::BlockStmt* root = k.body.empty() ? nullptr : k.body[0].get();
+        {
+            std::lock_guard lock(mutex_);
+            auto [lo, hi] = entries_.equal_range(root);
+            for (auto it = lo; it != hi; ++it)
+                if (it->second.matches(k, options.check)) return it->second.prog;
+        }
+        // Compiled outside the lock (other kernels need not wait); two threads
+        // racing on one new kernel both compile it, and the first one wins.
+        std::shared_ptr<const Program> prog = compile(k, options);
+        std::lock_guard lock(mutex_);
+        auto [lo, hi] = entries_.equal_range(root);
+        for (auto it = lo; it != hi; ++it)
+            if (it->second.matches(k, options.check)) return it->second.prog;
+        // Bounded: a session making endless new kernels must not keep every
+        // tree alive. Dropping all is simple and in-flight launches keep
+        // their program through the shared_ptr.
+        if (entries_.size() >= kMaxEntries) entries_.clear();
+        entries_.emplace(root, Entry{k.name, k.block_size, options.check, k.params, k.shared, k.checks.size(), k.body, prog});
+        return prog;
+    }
+
+private:
+    static constexpr size_t kMaxEntries = 512;
+
+    struct Entry {
+        std::string name;
+        int block_size;
+        bool check;
+        std::vector<ir::Param> params;
+        std::vector<ir::SharedArray> shared;
+        size_t checks;
+        std::vector<ir::BlockStmtPtr> body;
+        std::shared_ptr<const Program> prog;
+
+        bool matches(const ir::Kernel& k, bool chk) const {
+            if (chk != check || k.block_size != block_size || k.checks.size() != checks || k.name != name ||
+                k.params.size() != params.size() || k.shared.size() != shared.size() || k.body != body)
+                return false;
+            for (size_t i = 0; i < params.size(); ++i) {
+                const ir::Param &a = params[i], &b = k.params[i];
+                if (a.name != b.name || a.kind != b.kind || a.type != b.type) return false;
+            }
+            for (size_t i = 0; i < shared.size(); ++i) {
+                const ir::SharedArray &a = shared[i], &b = k.shared[i];
+                if (a.name != b.name || a.type != b.type || a.size != b.size) return false;
+            }
+            return true;
+        }
+    };
+
+    std::mutex mutex_;
+    std::unordered_multimap<const ir::BlockStmt*, Entry> entries_;
+};
+
 }  // namespace
 
 KernelError run_kernel(const ir::Kernel& k, const LaunchArgs& args, const ExecOptions& options, Counters& counters) {
-    auto prog = compile(k, args, options);
     LaunchState state;
+    bind_buffers(k, args, state);
+    std::shared_ptr<const Program> prog = ProgramCache::instance().get(k, options);
+    bind_scalars(k, *prog, args, state);
     ++counters.launches;
-    if (prog->grid > 0 && !prog->body.empty()) run_blocks(*prog, state, options);
+    if (state.grid > 0 && !prog->body.empty()) run_blocks(*prog, state, options);
     counters.global_bytes_loaded += state.bytes_loaded.load();
     counters.global_bytes_stored += state.bytes_stored.load();
     counters.global_sectors += state.sectors.load();

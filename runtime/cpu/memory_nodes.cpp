@@ -80,11 +80,12 @@ struct GlobalLoad final : ExprNode {
     void compute(Frame& f, const Mask& m) override {
         T* o = f.reg<T>(out);
         const int64_t* ix = f.reg<int64_t>(index);
-        const T* base = reinterpret_cast<const T*>(mem.data);
+        const BoundBuffer buf = f.buffers[mem.slot];
+        const T* base = reinterpret_cast<const T*>(buf.data);
         if constexpr (!is_bool_v<T>) {
             if (m.is_range() && is_consecutive(ix, m.lo, m.hi)) {
                 const int64_t first = ix[m.lo];
-                check_span(f, "load of global", mem.name, first, m, mem.elements);
+                check_span(f, "load of global", mem.name, first, m, buf.elements);
                 std::memcpy(o + m.lo, base + first, sizeof(T) * size_t(m.count));
                 f.counters.bytes_loaded += int64_t(sizeof(T)) * m.count;
                 f.counters.sectors += contiguous_sectors(first, m.lo, m.hi, sizeof(T));
@@ -93,7 +94,7 @@ struct GlobalLoad final : ExprNode {
         }
         for_lanes(m, [&](int i) {
             const int64_t k = ix[i];
-            if (uint64_t(k) >= uint64_t(mem.elements)) out_of_bounds(f, "load of global", mem.name, i, k, mem.elements);
+            if (uint64_t(k) >= uint64_t(buf.elements)) out_of_bounds(f, "load of global", mem.name, i, k, buf.elements);
             o[i] = read_elem(base + k);
         });
         f.counters.bytes_loaded += int64_t(sizeof(T)) * m.count;
@@ -145,18 +146,19 @@ struct GlobalStore final : StmtNode {
         eval_all(operands, f, m);
         const int64_t* ix = f.reg<int64_t>(index);
         const T* v = f.reg<T>(value);
-        T* base = reinterpret_cast<T*>(mem.data);
+        const BoundBuffer buf = f.buffers[mem.slot];
+        T* base = reinterpret_cast<T*>(buf.data);
         f.counters.bytes_stored += int64_t(sizeof(T)) * m.count;
         if (m.is_range() && is_consecutive(ix, m.lo, m.hi)) {
             const int64_t first = ix[m.lo];
-            check_span(f, "store to global", mem.name, first, m, mem.elements);
+            check_span(f, "store to global", mem.name, first, m, buf.elements);
             std::memcpy(base + first, v + m.lo, sizeof(T) * size_t(m.count));
             f.counters.sectors += contiguous_sectors(first, m.lo, m.hi, sizeof(T));
             return;
         }
         for_lanes(m, [&](int i) {
             const int64_t k = ix[i];
-            if (uint64_t(k) >= uint64_t(mem.elements)) out_of_bounds(f, "store to global", mem.name, i, k, mem.elements);
+            if (uint64_t(k) >= uint64_t(buf.elements)) out_of_bounds(f, "store to global", mem.name, i, k, buf.elements);
             base[k] = v[i];
         });
         f.counters.sectors += scattered_sectors(ix, m, sizeof(T));
@@ -287,11 +289,12 @@ struct AtomicNode final : StmtNode {
             });
         } else {
             const int64_t* ix = f.reg<int64_t>(a.index);
-            T* base = reinterpret_cast<T*>(global.data);
+            const BoundBuffer buf = f.buffers[global.slot];
+            T* base = reinterpret_cast<T*>(buf.data);
             for_lanes(m, [&](int i) {
                 const int64_t k = ix[i];
-                if (uint64_t(k) >= uint64_t(global.elements))
-                    out_of_bounds(f, "atomic on global", global.name, i, k, global.elements);
+                if (uint64_t(k) >= uint64_t(buf.elements))
+                    out_of_bounds(f, "atomic on global", global.name, i, k, buf.elements);
                 const T old = global_atomic(op, base + k, v[i], cmp[i]);
                 if (result) result[i] = old;
             });

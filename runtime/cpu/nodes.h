@@ -25,11 +25,11 @@ std::unique_ptr<ExprNode> make_broadcast(ir::ScalarType t, ExprNode* src, int sr
 void broadcast(Frame& f, int reg, ir::ScalarType t, int64_t i, double d);
 
 // ---------------------------------------------------------------- memory (memory_nodes.cpp)
-// A global buffer argument, resolved at compile time.
+// A global buffer parameter: its memory is Frame::buffers[slot], bound per
+// launch (the program itself is cached across launches, see program.h).
 struct GlobalRef {
     std::string name;
-    std::byte* data = nullptr;
-    int64_t elements = 0;
+    int slot = 0;
 };
 // A shared array: Program::shared[index].
 struct SharedRef {

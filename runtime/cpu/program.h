@@ -1,7 +1,10 @@
-// A kernel compiled for the CPU executor: the IR tree turned, once per
-// launch, into a tree of vector nodes with every name resolved (variables to
-// register numbers, buffers to pointers, shared arrays to offsets), so the
-// hot path never looks up a string.
+// A kernel compiled for the CPU executor: the IR tree turned into a tree of
+// vector nodes with every name resolved (variables to register numbers,
+// buffers to slots, shared arrays to offsets), so the hot path never looks up
+// a string. A Program depends on the kernel and the check flag only, never on
+// a launch's arguments: run_kernel caches it across launches and binds the
+// arguments (buffer pointers, scalar values, grid size) per launch into the
+// LaunchState.
 //
 // A node runs for all active lanes of a block at once: an expression node
 // computes one lane vector (a "register": block_size slots of 8 bytes, used as
@@ -32,8 +35,29 @@ struct SharedTrack {
     int16_t writer = -1, reader = -1, atomic = -1;
 };
 
-// What one launch shares between its workers: the error record and counters.
+// A global buffer argument of one launch (Frame::buffers[GlobalRef::slot]).
+struct BoundBuffer {
+    std::byte* data = nullptr;
+    int64_t elements = 0;
+};
+
+// A register filled once per worker (constants, parameters, thread/block dims).
+struct RegInit {
+    int reg;
+    ir::ScalarType type;
+    enum Kind : uint8_t { Value, ThreadIdx } kind;
+    int64_t i = 0;   // Value: integer/bool bits
+    double f = 0;    // Value: float
+};
+
+// What one launch shares between its workers: its arguments, the error
+// record and counters.
 struct LaunchState {
+    int64_t grid = 0;
+    std::vector<BoundBuffer> buffers;  // by buffer slot (buffer parameters in order)
+    std::vector<RegInit> inits;        // scalar parameters and gridDim, after Program::inits
+
+
     std::atomic<uint64_t> error_key{UINT64_MAX};  // (block, lane) of the recorded error
     std::mutex error_mutex;
     KernelError error;
@@ -55,6 +79,7 @@ struct LocalCounters {
 struct Frame {
     const Program* prog = nullptr;
     LaunchState* launch = nullptr;
+    const BoundBuffer* buffers = nullptr;  // launch->buffers.data(), one hop less per access
     std::byte* regs = nullptr;        // num_regs registers of reg_stride bytes
     size_t reg_stride = 0;
     uint16_t* masks = nullptr;        // num_mask_slots lists of block_size lanes
@@ -93,14 +118,6 @@ struct BlockNode {
 };
 
 // ---------------------------------------------------------------- program
-// A register filled once per worker (constants, parameters, thread/block dims).
-struct RegInit {
-    int reg;
-    ir::ScalarType type;
-    enum Kind : uint8_t { Value, ThreadIdx } kind;
-    int64_t i = 0;   // Value: integer/bool bits
-    double f = 0;    // Value: float
-};
 
 struct SharedLayout {
     std::string name;
@@ -111,10 +128,13 @@ struct SharedLayout {
 };
 
 struct Program {
-    const ir::Kernel* kernel = nullptr;
+    std::string kernel_name;  // a copy: a cached Program outlives the Kernel it was compiled from
     int block_size = 0;
-    int64_t grid = 0;
     bool check = false;
+    // Registers bound per launch (LaunchState::inits): one per scalar
+    // parameter in parameter order, and gridDim's (-1 when unused).
+    std::vector<int> scalar_regs;
+    int grid_reg = -1;
     int num_regs = 0;
     int num_mask_slots = 0;
     size_t shared_bytes = 0;
@@ -134,10 +154,10 @@ struct Program {
 
 inline uint16_t* Frame::mask_buf(int slot) const { return masks + size_t(slot) * size_t(prog->block_size); }
 
-// Compiles k for one launch (buffers resolved to the arguments' pointers).
-// Throws Error(Internal) for IR the executor cannot run (unknown names,
-// missing arguments, unsupported operation/type pairs).
-std::unique_ptr<Program> compile(const ir::Kernel& k, const LaunchArgs& args, const ExecOptions& options);
+// Compiles k (buffer parameters get slots in parameter order). Throws
+// Error(Internal) for IR the executor cannot run (unknown names, unsupported
+// operation/type pairs). Arguments are checked by run_kernel when binding.
+std::unique_ptr<Program> compile(const ir::Kernel& k, const ExecOptions& options);
 
 // A check-mode violation or broken invariant: Error(Internal) naming the
 // kernel, the phase and `what`.

@@ -1,6 +1,6 @@
 // The compiled backend against the reference evaluator: the same statements
 // through both, printed results compared (integers exactly, floats within a
-// relative 1e-5), plus fusion and kernel-cache checks on the backend's counters.
+// relative 1e-4), plus fusion and kernel-cache checks on the backend's counters.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -8,72 +8,14 @@
 #include <fstream>
 #include <sstream>
 
+#include "differential.h"
 #include "lang/session.h"
 #include "runtime/cpu/compiled_backend.h"
 
 using namespace shoal;
 
-namespace {
-
-struct Capture : SessionOutput {
-    std::string all;
-    void value(const Value&, const Type&, const std::string& t) override { all += t + "\n"; }
-    void text(const std::string& s) override { all += s + "\n"; }
-    void error(const Error& e) override { all += "error: " + e.message + "\n"; }
-    void warning(const std::string&) override {}
-};
-
-std::string run(const std::string& program, bool compiled) {
-    set_compiled_backend_factory(cpu::make_compiled_backend);
-    Session s;
-    Capture out;
-    s.execute(":set check on", "<t>", out);
-    if (compiled) s.execute(":set backend compiled", "<t>", out);
-    s.execute(program, "<t>", out);
-    return out.all;
-}
-
-// Token-wise comparison: numbers with a decimal point or exponent within a
-// relative 1e-4, everything else exactly. 1e-5 is not reachable for float32
-// reductions: the reference sums sequentially (error grows with n), the
-// kernels in a tree, so e.g. the sum of 100000 sines differs by 1.4e-5.
-bool same_output(const std::string& a, const std::string& b) {
-    auto split = [](const std::string& s) {
-        std::vector<std::string> t;
-        std::string cur;
-        for (char c : s) {
-            if (std::isspace(static_cast<unsigned char>(c)) || c == ',' || c == '[' || c == ']' || c == '(' || c == ')') {
-                if (!cur.empty()) t.push_back(cur);
-                cur.clear();
-                t.push_back(std::string(1, c));
-            } else {
-                cur += c;
-            }
-        }
-        if (!cur.empty()) t.push_back(cur);
-        return t;
-    };
-    auto ta = split(a), tb = split(b);
-    if (ta.size() != tb.size()) return false;
-    for (size_t k = 0; k < ta.size(); ++k) {
-        if (ta[k] == tb[k]) continue;
-        const bool floaty = ta[k].find_first_of(".eE") != std::string::npos;
-        char* ea = nullptr;
-        char* eb = nullptr;
-        const double x = std::strtod(ta[k].c_str(), &ea), y = std::strtod(tb[k].c_str(), &eb);
-        if (!floaty || *ea || *eb) return false;
-        if (std::fabs(x - y) > 1e-4 * std::max({std::fabs(x), std::fabs(y), 1e-30})) return false;
-    }
-    return true;
-}
-
-void differential(const std::string& program) {
-    const std::string ref = run(program, false), comp = run(program, true);
-    INFO("program:\n" << program << "\nreference:\n" << ref << "compiled:\n" << comp);
-    CHECK(same_output(ref, comp));
-}
-
-}  // namespace
+using shoal::testing::Capture;
+using shoal::testing::differential;
 
 TEST_CASE("compiled backend: expressions agree with the reference evaluator") {
     const char* programs[] = {
@@ -190,6 +132,9 @@ TEST_CASE("compiled backend: index maps, ++, interleave, transpose and filter") 
     const char* programs[] = {
         "let a = map (\\i -> i * i) (iota 20)\ngather [3, 0, 19, 3] a\nsum (gather (reverse (iota 20)) (a * 2))\n"
         "gather [1, 0] (generate (3, 2) (\\i j -> i + j))\ngather [] a\ngather [0, 20] a",
+        // An index map whose extent the consumer's loop does not read (found by test_random_programs).
+        "zipWith (+) (iota 3) (drop 1 (iota 4))\nzipWith (\\a b -> a * b) (iota 4) (reverse (take 4 (iota 9)))\n"
+        "sum (zipWith (+) (iota 5) (drop 2 (iota 7)))\nzipWith (\\a b -> b) (iota 3) (drop 1 (sum (generate (4, 1) (\\i j -> j))))",
         "let a = iota 10\ntake 3 a\ndrop 3 a\ntake (-2) a\ntake 99 a\ndrop 99 a\ndrop (-1) (a * 2)\n"
         "sum (take 4 (reverse a))\ntake 1 (generate (3, 2) (\\i j -> i * j))\ndrop 2 (fill (3, 2) 1.5)",
         "let a = iota 5\na ++ (a * 10)\n(map float a) ++ [0.5]\niota 0 ++ iota 0\n"
