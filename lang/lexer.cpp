@@ -18,9 +18,6 @@ constexpr std::array<std::string_view, 12> kTwoCharSymbols = {
     "|>", "||", "&&", "==", "!=", "<=", ">=", "++", "<<", ">>", "**", "->"};
 constexpr std::string_view kOneCharSymbols = "<>|^&+-*/%!~()[],:=\\.";
 
-bool is_ident_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_ident_char(char c) { return is_ident_start(c) || is_digit(c) || c == '\''; }
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\f' || c == '\v'; }
 
 // Bytes in the UTF-8 sequence that starts with `c` (1 for ASCII or garbage).

@@ -41,6 +41,11 @@ struct Token {
 
 bool is_keyword(std::string_view word);
 
+// Identifiers are [a-zA-Z_][a-zA-Z0-9_']* (ASCII, whatever the locale).
+inline bool is_digit(char c) { return c >= '0' && c <= '9'; }
+inline bool is_ident_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
+inline bool is_ident_char(char c) { return is_ident_start(c) || is_digit(c) || c == '\''; }
+
 // Tokenizes src->text[begin, end). The result always ends with one End token,
 // placed just after the last real token (where "more input" would go).
 // Throws Error(Syntax) for a bad character, an unterminated string, an unknown

@@ -18,6 +18,7 @@
 #include "builtins.h"
 #include "format.h"
 #include "io.h"
+#include "lexer.h"
 
 #ifndef SHOAL_VERSION
 #define SHOAL_VERSION "unknown"
@@ -32,9 +33,6 @@ constexpr int kMaxLoadDepth = 32;      // :load nesting, so a script loading its
 
 const char* const kKeywords[] = {"let", "in", "if", "then", "else", "loop", "for",
                                  "while", "do", "with", "true", "false"};
-
-bool is_ident_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
-bool is_ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '\''; }
 
 bool is_identifier(std::string_view s) {
     if (s.empty() || !is_ident_start(s[0])) return false;
@@ -51,17 +49,6 @@ std::string_view trim(std::string_view s) {
 
 bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
 
-// A location covering [begin, end) of src, clipped to its first line.
-Loc loc_of(const SourcePtr& src, size_t begin, size_t end) {
-    Loc loc;
-    if (!src || begin > src->text.size()) return loc;
-    loc.source = src;
-    src->position(begin, loc.line, loc.col);
-    size_t eol = src->text.find('\n', begin);
-    if (eol == std::string::npos || eol > end) eol = end;
-    loc.length = std::max(1, static_cast<int>(eol - begin));
-    return loc;
-}
 
 // Byte offset of a Loc inside its source.
 size_t offset_of(const Loc& loc) {
@@ -100,41 +87,12 @@ const std::pair<const char*, std::vector<const char*>> kHelpGroups[] = {
     {"I/O", {"load", "save", "loadCsv", "saveCsv"}},
 };
 
-// The commands. Their documentation lives in builtins.h (command_docs); the
-// usage strings here are only a fallback.
-struct CommandInfo {
-    const char* name;
-    const char* usage;
-    const char* summary;
-};
-const CommandInfo kCommands[] = {
-    {"help", ":help [topic]", "this overview, or the documentation of a builtin or command"},
-    {"type", ":type e", "the type of an expression"},
-    {"load", ":load file", "run a script into the session"},
-    {"reset", ":reset", "drop every binding and restore the default settings"},
-    {"env", ":env", "the bindings with their types (and shapes)"},
-    {"seed", ":seed k", "set the random seed and restart the random stream"},
-    {"set", ":set print N | :set check on|off | :set backend reference|compiled", "change a setting"},
-    {"ir", ":ir e", "the launch plans and kernel IR of an expression"},
-    {"cuda", ":cuda e", "the launch plans and CUDA source of an expression"},
-    {"quit", ":quit", "leave Shoal"},
-};
+// The commands are the ones documented in builtins.h (command_docs): one
+// table serves dispatch, :help, completion and the docs.
+using CommandInfo = CommandDoc;
 
-const CommandDoc* find_command_doc(std::string_view name) {
-    for (const auto& d : command_docs())
-        if (d.name == name) return &d;
-    return nullptr;
-}
-
-std::string command_usage(const CommandInfo& c) {
-    if (const CommandDoc* d = find_command_doc(c.name)) return d->usage;
-    return c.usage;
-}
-
-std::string command_summary(const CommandInfo& c) {
-    if (const CommandDoc* d = find_command_doc(c.name)) return d->summary;
-    return c.summary;
-}
+const std::string& command_usage(const CommandInfo& c) { return c.usage; }
+const std::string& command_summary(const CommandInfo& c) { return c.summary; }
 
 
 // Points every free variable of `e` that names a session binding at that
@@ -329,7 +287,7 @@ struct SessionCommands {
     // Exact names, or an unambiguous prefix (`:t`, `:q`), as in GHCi.
     const CommandInfo* lookup(const std::string& name) const {
         std::vector<const CommandInfo*> matches;
-        for (const auto& c : kCommands) {
+        for (const auto& c : command_docs()) {
             if (name == c.name) return &c;
             if (!name.empty() && starts_with(c.name, name)) matches.push_back(&c);
         }
@@ -337,7 +295,7 @@ struct SessionCommands {
         if (matches.empty())
             user_error(ErrorKind::Usage, stmt.loc, "unknown command ':" + name + "' (try :help)");
         std::string list;
-        for (const auto* c : matches) list += (list.empty() ? ":" : ", :") + std::string(c->name);
+        for (const auto* c : matches) list += (list.empty() ? ":" : ", :") + c->name;
         user_error(ErrorKind::Usage, stmt.loc, "ambiguous command ':" + name + "': " + list);
     }
 
@@ -354,7 +312,7 @@ struct SessionCommands {
         if (t.size() > 1 && t.front() == '(' && t.back() == ')') t = t.substr(1, t.size() - 2);  // (+)
         if (!t.empty() && t[0] == ':') {
             t.erase(0, 1);
-            for (const auto& c : kCommands)
+            for (const auto& c : command_docs())
                 if (t == c.name) {
                     out.text(command_usage(c) + "\n  " + command_summary(c));
                     return true;
@@ -364,7 +322,7 @@ struct SessionCommands {
             out.text(d->name + " : " + d->signature + "\n  " + d->summary);
             return true;
         }
-        for (const auto& c : kCommands)
+        for (const auto& c : command_docs())
             if (t == c.name) {
                 out.text(command_usage(c) + "\n  " + command_summary(c));
                 return true;
@@ -390,8 +348,8 @@ struct SessionCommands {
           << "or a command; indented lines and open brackets continue a statement.\n\n"
           << "Commands (a unique prefix works: :t, :q):\n";
         size_t width = 0;
-        for (const auto& c : kCommands) width = std::max(width, command_usage(c).size());
-        for (const auto& c : kCommands) {
+        for (const auto& c : command_docs()) width = std::max(width, command_usage(c).size());
+        for (const auto& c : command_docs()) {
             std::string u = command_usage(c);
             o << "  " << u << std::string(width - u.size() + 3, ' ') << command_summary(c) << '\n';
         }
@@ -610,7 +568,7 @@ bool Session::execute(std::string_view text, const std::string& name, SessionOut
             // which do not poll the flag): stop the rest of the input.
             if (!I.interrupt_reported) {
                 I.interrupt_reported = true;
-                out.error(Error(ErrorKind::Interrupted, loc_of(src, span.begin, span.end), "interrupted"));
+                out.error(Error(ErrorKind::Interrupted, source_loc(src, span.begin, span.end), "interrupted"));
             }
             return false;
         }
@@ -623,7 +581,7 @@ bool Session::execute(std::string_view text, const std::string& name, SessionOut
 bool SessionCommands::run_statement(Session& s, const SourcePtr& src, StatementSpan span, SessionOutput& out) {
     Session::Impl& I = *s.impl_;
     const SessionSettings& settings = s.settings_;
-    Loc stmt_loc = loc_of(src, span.begin, span.end);
+    Loc stmt_loc = source_loc(src, span.begin, span.end);
     try {
         StmtPtr stmt = parse_statement(src, span);
         switch (stmt->kind) {
@@ -813,8 +771,8 @@ std::vector<std::string> Session::complete(std::string_view line, size_t cursor,
     // `:comm` at the start of a line.
     if (b > 0 && line[b - 1] == ':' && trim(line.substr(0, b - 1)).empty()) {
         start = b - 1;
-        for (const auto& c : kCommands)
-            if (starts_with(c.name, word)) out.push_back(":" + std::string(c.name));
+        for (const auto& c : command_docs())
+            if (starts_with(c.name, word)) out.push_back(":" + c.name);
         return out;
     }
 
