@@ -6,6 +6,8 @@
 #include <cstring>
 #include <limits>
 
+#include "lang/diagnostics.h"
+
 namespace shoal::compiled {
 
 using IExpr = ir::ExprPtr;
@@ -435,6 +437,17 @@ std::vector<IExpr> compile_call(FuseContext& fc, KernelBuilder& kb, const Value&
     std::vector<IExpr> leaves;
     leaves_of(Compiler(fc, kb).call(fn, std::move(xs)), leaves);
     return leaves;
+}
+
+std::vector<IExpr> compile_call(FuseContext& fc, KernelBuilder& kb, const Value& fn, const std::vector<IExpr>& leaves,
+                                const std::vector<Type>& types) {
+    std::vector<CVal> xs;
+    size_t at = 0;
+    for (const Type& t : types) xs.push_back(from_leaves(t, leaves, at));
+    SHOAL_INTERNAL_ASSERT(at == leaves.size(), "compile_call: leaves do not match the argument types");
+    std::vector<IExpr> out;
+    leaves_of(Compiler(fc, kb).call(fn, std::move(xs)), out);
+    return out;
 }
 
 }  // namespace shoal::compiled

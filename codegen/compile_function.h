@@ -69,5 +69,9 @@ ir::ExprPtr emit_builtin(const std::string& name, const std::vector<ir::ExprPtr>
 // arguments; returns the leaves of its result (one per tuple component).
 std::vector<ir::ExprPtr> compile_call(FuseContext& fc, ir::KernelBuilder& kb, const Value& fn,
                                       const std::vector<ir::ExprPtr>& args);
+// The same with arguments that may be tuples: `leaves` holds the scalar
+// leaves of every argument in order, `types` each argument's Shoal type.
+std::vector<ir::ExprPtr> compile_call(FuseContext& fc, ir::KernelBuilder& kb, const Value& fn,
+                                      const std::vector<ir::ExprPtr>& leaves, const std::vector<Type>& types);
 
 }  // namespace shoal::compiled

@@ -97,6 +97,8 @@ PullArray reverse_array(const PullArray& a);
 PullArray slice_rows(const PullArray& a, ExprPtr start, ExprPtr count);
 PullArray take_array(const PullArray& a, ExprPtr n);  // clamps n to [0, rows]
 PullArray drop_array(const PullArray& a, ExprPtr n);  // clamps n to [0, rows]
+// The same elements in row-major order with another shape (equal sizes, checked by the caller).
+PullArray reshape_array(const PullArray& a, std::vector<ExprPtr> shape);
 
 // The number of elements (I64 product of the extents).
 ExprPtr element_count(const std::vector<ExprPtr>& shape);
@@ -119,6 +121,12 @@ void lower_reduce(PlanBuilder& pb, const std::string& name, const PullArray& src
 enum class ScanKind : uint8_t { Inclusive, Exclusive };
 void lower_scan(PlanBuilder& pb, const std::string& name, const PullArray& src, const Combine& op, ScanKind kind,
                 const std::string& out, const LoweringOptions& opt = {});
+// The general form: every component of src (a tuple element) scanned with a
+// Combine over all of them, one output per component; with flags (Bool, same
+// shape as src), a segmented scan that restarts where a flag is true.
+void lower_scan(PlanBuilder& pb, const std::string& name, const PullTuple& src, const PullArray* flags,
+                const Combine& op, ScanKind kind, const std::vector<std::string>& outs,
+                const LoweringOptions& opt = {});
 // segscan: restarts from the neutral element where flags[i] (Bool, same shape) is true.
 void lower_segscan(PlanBuilder& pb, const std::string& name, const PullArray& flags, const PullArray& src,
                    const Combine& op, const std::string& out, const LoweringOptions& opt = {});

@@ -117,8 +117,9 @@ struct ScanSpec {
     std::string name;
     Combine carrier;
     std::function<std::vector<ExprPtr>(KernelBuilder&, ExprPtr g)> element;
-    std::function<ExprPtr(KernelBuilder&, ExprPtr g, const std::vector<ExprPtr>& value)> result;
-    ScalarType result_type = ScalarType::F32;
+    // The output components of a carrier value (the value without the flag).
+    std::function<std::vector<ExprPtr>(KernelBuilder&, ExprPtr g, const std::vector<ExprPtr>& value)> result;
+    std::vector<ScalarType> result_types;
     ExprPtr n;  // elements (I64 host expression)
     ScanKind kind = ScanKind::Inclusive;
 };
@@ -171,10 +172,11 @@ void lower_ordered_totals(PlanBuilder& pb, const std::string& kernel_name, const
 }
 }  // namespace lowering
 
-static void lower_scan_spec(PlanBuilder& pb, const ScanSpec& s, const std::string& out, const LoweringOptions& opt) {
+static void lower_scan_spec(PlanBuilder& pb, const ScanSpec& s, const std::vector<std::string>& outs,
+                            const LoweringOptions& opt) {
     const int64_t tile = int64_t{opt.block_size} * opt.scan_items_per_thread;
     const Combine& op = s.carrier;
-    pb.output_buffer(out, s.result_type, s.n);
+    for (size_t k = 0; k < outs.size(); ++k) pb.output_buffer(outs[k], s.result_types[k], s.n);
     const std::string tiles = pb.derived(pb.fresh(s.name + "_tiles"), ceil_div(s.n, i64(tile)));
     const ExprPtr tiles_p = param(tiles, ScalarType::I64);
     const std::string blocks = pb.derived(pb.fresh(s.name + "_blocks"), min_expr(tiles_p, i64(opt.max_blocks)));
@@ -202,9 +204,10 @@ static void lower_scan_spec(PlanBuilder& pb, const ScanSpec& s, const std::strin
     }
     {  // phase 3: each block scans its chunk from its carry
         KernelBuilder kb(s.name, opt.block_size);
-        kb.buffer_param(out, s.result_type, Access::Write);
+        for (size_t k = 0; k < outs.size(); ++k) kb.buffer_param(outs[k], s.result_types[k], Access::Write);
         auto output = [&](KernelBuilder& b, ExprPtr g, const std::vector<ExprPtr>& v) {
-            b.emit(store(out, g, s.result(b, g, v)));
+            const std::vector<ExprPtr> r = s.result(b, g, v);
+            for (size_t k = 0; k < outs.size(); ++k) b.emit(store(outs[k], g, r[k]));
         };
         TileScan ts{op, opt.scan_items_per_thread, s.element, output, s.kind, {}, {}, {}};
         ts.prepare(kb);
@@ -216,54 +219,62 @@ static void lower_scan_spec(PlanBuilder& pb, const ScanSpec& s, const std::strin
 }
 
 // The carrier of a scan along the innermost axis: plain for rank 1 without
-// flags, else (flag, value) with flag = user flag || first column.
-static ScanSpec scan_spec(const std::string& name, const PullArray* flags, const PullArray& src, const Combine& op,
+// flags, else (flag, value...) with flag = user flag || first column.
+static ScanSpec scan_spec(const std::string& name, const PullArray* flags, const PullTuple& src, const Combine& op,
                           ScanKind kind) {
     SHOAL_INTERNAL_ASSERT(src.rank() == 1 || src.rank() == 2, "scan: rank 1 or 2");
-    SHOAL_INTERNAL_ASSERT(op.types.size() == 1, "scan: one component");
+    SHOAL_INTERNAL_ASSERT(op.types.size() == src.elems.size(), "scan: one component per element");
     ScanSpec s;
     s.name = name;
     s.n = element_count(src.shape);
     s.kind = kind;
-    s.result_type = src.elem;
-    const PullTuple st = tuple_of(src);
+    s.result_types = src.elems;
     const bool rows = src.rank() == 2;
     if (!flags && !rows) {
         s.carrier = op;
-        s.element = [st](KernelBuilder& kb, ExprPtr g) { return flat_at(kb, st, g); };
-        s.result = [](KernelBuilder&, ExprPtr, const std::vector<ExprPtr>& v) { return v[0]; };
+        s.element = [src](KernelBuilder& kb, ExprPtr g) { return flat_at(kb, src, g); };
+        s.result = [](KernelBuilder&, ExprPtr, const std::vector<ExprPtr>& v) { return v; };
         return s;
     }
     s.carrier = segmented(op);
     const ExprPtr cols = src.shape.back();
     std::optional<PullTuple> ft;
     if (flags) ft = tuple_of(*flags);
-    s.element = [st, ft, rows, cols](KernelBuilder& kb, ExprPtr g) {
-        std::vector<ExprPtr> index = unflatten(kb, g, st.shape);
+    s.element = [src, ft, rows](KernelBuilder& kb, ExprPtr g) {
+        std::vector<ExprPtr> index = unflatten(kb, g, src.shape);
         ExprPtr flag = const_bool(false);
         if (ft) flag = ft->at(kb, index)[0];
         if (rows) flag = binary(BinaryOp::Or, flag, binary(BinaryOp::Eq, index[1], i64(0)));
-        return std::vector<ExprPtr>{kb.bind("flag", flag), st.at(kb, index)[0]};
+        std::vector<ExprPtr> out{kb.bind("flag", flag)};
+        for (const ExprPtr& v : src.at(kb, index)) out.push_back(v);
+        return out;
     };
-    const ExprPtr z = op.neutral[0];
+    const std::vector<ExprPtr> z = op.neutral;
     s.result = [kind, cols, z](KernelBuilder& kb, ExprPtr g, const std::vector<ExprPtr>& v) {
-        if (kind == ScanKind::Inclusive) return v[1];
+        std::vector<ExprPtr> out(v.begin() + 1, v.end());
+        if (kind == ScanKind::Inclusive) return out;
         // Exclusive per row: a row's first element is the neutral element,
         // not the carried prefix of the previous row.
-        ExprPtr first = binary(BinaryOp::Eq, binary(BinaryOp::Mod, g, use_params(kb, cols)), i64(0));
-        return select(first, z, v[1]);
+        ExprPtr first = kb.bind("first", binary(BinaryOp::Eq, binary(BinaryOp::Mod, g, use_params(kb, cols)), i64(0)));
+        for (size_t k = 0; k < out.size(); ++k) out[k] = select(first, z[k], out[k]);
+        return out;
     };
     return s;
 }
 
+void lower_scan(PlanBuilder& pb, const std::string& name, const PullTuple& src, const PullArray* flags,
+                const Combine& op, ScanKind kind, const std::vector<std::string>& outs, const LoweringOptions& opt) {
+    lower_scan_spec(pb, scan_spec(name, flags, src, op, kind), outs, opt);
+}
+
 void lower_scan(PlanBuilder& pb, const std::string& name, const PullArray& src, const Combine& op, ScanKind kind,
                 const std::string& out, const LoweringOptions& opt) {
-    lower_scan_spec(pb, scan_spec(name, nullptr, src, op, kind), out, opt);
+    lower_scan(pb, name, tuple_of(src), nullptr, op, kind, {out}, opt);
 }
 
 void lower_segscan(PlanBuilder& pb, const std::string& name, const PullArray& flags, const PullArray& src,
                    const Combine& op, const std::string& out, const LoweringOptions& opt) {
-    lower_scan_spec(pb, scan_spec(name, &flags, src, op, ScanKind::Inclusive), out, opt);
+    lower_scan(pb, name, tuple_of(src), &flags, op, ScanKind::Inclusive, {out}, opt);
 }
 
 }  // namespace shoal::ir

@@ -76,6 +76,18 @@ PullArray drop_array(const PullArray& a, ExprPtr n) {
     return slice_rows(a, start, binary(BinaryOp::Sub, a.shape[0], start));
 }
 
+PullArray reshape_array(const PullArray& a, std::vector<ExprPtr> shape) {
+    PullArray r = a;
+    r.shape = std::move(shape);
+    r.at = [a, to = r.shape](KernelBuilder& kb, const std::vector<ExprPtr>& index) {
+        ExprPtr flat = i64(0);  // row-major position in the new shape = position in a
+        for (size_t k = 0; k < index.size(); ++k)
+            flat = binary(BinaryOp::Add, binary(BinaryOp::Mul, flat, use_params(kb, to[k])), index[k]);
+        return a.at(kb, unflatten(kb, kb.bind("flat", flat), a.shape));
+    };
+    return r;
+}
+
 // ---------------------------------------------------------------- push arrays
 // concP: part a to out[0 .. |a|), part b to out[|a| .. |a| + |b|); two loops
 // in one kernel, no conditional choosing between a and b.

@@ -12,6 +12,7 @@
 #include "codegen/cuda_printer.h"
 #include "codegen/lower_primitives.h"
 #include "lang/array_ops.h"
+#include "lang/random.h"
 #include "runtime/cpu/run_plan.h"
 
 namespace shoal::cpu {
@@ -41,6 +42,7 @@ struct NodeGroup {
     Shape shape;
     Replay replay;
     EvalContext ctx;  // a copy: a node may be forced after its statement's context is gone
+    int64_t weight = 1;  // nodes fused into this one (bounded, see fusion_weight)
     mutable std::vector<ArrayPtr> forced;  // empty until forced
 };
 
@@ -58,6 +60,8 @@ public:
     ArrayPtr force() const override;
     // The host array once this node (or a sibling) was forced, else null.
     ArrayPtr forced() const { return group_->forced.empty() ? nullptr : group_->forced[component_]; }
+    // The nodes a consumer would fuse by fusing this one (0 once forced).
+    int64_t weight() const { return forced() ? 0 : group_->weight; }
     PullArray pull(FuseContext& fc) const { return pull_(fc); }
 
 private:
@@ -84,19 +88,34 @@ public:
     BackendStats stats;
 
 private:
-    Value node(Prim elem, Shape shape, Node::MakePull pull, Replay replay, const EvalContext& ctx);
-    // The nodes of a map returning a tuple: one per component (a plain node for one).
-    Value tuple_node(std::vector<Prim> elems, Shape shape, std::function<ir::PullTuple(FuseContext&)> pull,
-                     Replay replay, const EvalContext& ctx);
+    // A node computed from `operands` (array-likes it reads; they are fused
+    // into it unless that would make kernels too large, then forced first).
+    Value node(Prim elem, Shape shape, Node::MakePull pull, Replay replay, const EvalContext& ctx,
+               const std::vector<Value>& operands);
+    // The nodes of a map returning a tuple: one per leaf component.
+    std::vector<Value> tuple_nodes(std::vector<Prim> elems, Shape shape,
+                                   std::function<ir::PullTuple(FuseContext&)> pull, Replay replay,
+                                   const EvalContext& ctx, const std::vector<Value>& operands);
     std::vector<ArrayPtr> materialise(const NodeGroup& g);
+    std::optional<Value> compile_builtin(const std::string& name, const Type& type, std::span<const Value> args,
+                                         EvalContext& ctx, const Loc& loc);
     std::optional<Value> producer(const std::string& name, const Type& type, std::span<const Value> args,
-                                  const Replay& replay, const EvalContext& ctx, const Loc& loc);
+                                  const EvalContext& ctx, const Loc& loc);
     std::optional<Value> map_node(const std::string& name, const Type& type, const std::vector<Value>& a,
-                                  const Replay& replay, const EvalContext& ctx, const Loc& loc);
+                                  const EvalContext& ctx, const Loc& loc);
+    std::optional<Value> index_map(const std::string& name, const Type& type, const std::vector<Value>& a,
+                                   const EvalContext& ctx, const Loc& loc);
+    std::optional<Value> random(const Value& shape, EvalContext& ctx);
     std::optional<Value> consumer(const std::string& name, std::span<const Value> args, EvalContext& ctx);
+    std::optional<Value> known_reduce(const std::string& name, std::span<const Value> args, EvalContext& ctx);
+    std::optional<Value> general_reduce(const Value& f, const Value& z, const Value& xs, EvalContext& ctx);
+    std::optional<Value> count(const Value& p, const Value& xs, EvalContext& ctx);
+    std::optional<Value> arg_extreme(bool largest, const Value& xs, EvalContext& ctx);
     std::optional<Value> scan(const std::string& name, std::span<const Value> args, EvalContext& ctx);
     std::optional<Value> push(const std::string& name, std::span<const Value> args, EvalContext& ctx);
     std::optional<Value> filter(std::span<const Value> args, EvalContext& ctx);
+    std::optional<Value> permute(std::span<const Value> args, EvalContext& ctx);
+    std::optional<Value> scatter(std::span<const Value> args, EvalContext& ctx);
 
     ExecOptions options_;
     std::map<std::string, std::shared_ptr<const ir::LaunchPlan>> cache_;  // key: the printed plan and kernels
@@ -110,8 +129,107 @@ namespace {
 // An array operand of the compiled subset: a host Array or one of our nodes.
 bool is_operand(const Value& v) { return v.is_array() || (v.is_delayed() && dynamic_cast<const Node*>(v.delayed().get())); }
 
+// Whether a value or a builtin's result involves arrays (what the backend
+// should compute rather than the reference evaluator).
+bool holds_array(const Value& v) {
+    if (v.is_tuple()) return std::any_of(v.tuple().begin(), v.tuple().end(), holds_array);
+    return v.is_array() || v.is_delayed();
+}
+bool mentions_array(const Type& t) {
+    const Type p = prune(t);
+    if (is_array(p)) return true;
+    return is_tuple(p) && std::any_of(p->args.begin(), p->args.end(), mentions_array);
+}
+bool holds_array_type(const Type& fn_type, size_t arity) {
+    Type t = fn_type;
+    for (size_t k = 0; k < arity; ++k) t = func_result(t);
+    return mentions_array(t);
+}
+
 Shape shape_of(const Value& v) { return v.is_array() ? v.array()->shape : v.delayed()->shape(); }
 Prim elem_of(const Value& v) { return v.is_array() ? v.array()->elem : v.is_delayed() ? v.delayed()->elem() : v.scalar().type; }
+
+// ---------------------------------------------------------------- array-likes
+// An array of tuples is a tuple of arrays of one shape (docs/language.md):
+// an array-like is an operand or a tuple of array-likes of one shape; its
+// leaves are the operands in order.
+void leaves_into(const Value& v, std::vector<Value>& out) {
+    if (!v.is_tuple()) {
+        out.push_back(v);
+        return;
+    }
+    for (const Value& k : v.tuple()) leaves_into(k, out);
+}
+std::vector<Value> leaves(const Value& v) {
+    std::vector<Value> out;
+    leaves_into(v, out);
+    return out;
+}
+
+bool is_like(const Value& v) {
+    const std::vector<Value> ls = leaves(v);
+    if (ls.empty() || !std::all_of(ls.begin(), ls.end(), is_operand)) return false;
+    const Shape s = shape_of(ls[0]);
+    return std::all_of(ls.begin(), ls.end(), [&](const Value& l) { return shape_of(l) == s; });
+}
+
+Shape like_shape(const Value& v) { return shape_of(leaves(v).at(0)); }
+
+// The value with the structure of `like` and these leaves (consumed from at).
+Value rebuild(const Value& like, const std::vector<Value>& ls, size_t& at) {
+    if (!like.is_tuple()) return ls.at(at++);
+    std::vector<Value> out;
+    for (const Value& k : like.tuple()) out.push_back(rebuild(k, ls, at));
+    return Value(std::move(out));
+}
+Value rebuild(const Value& like, const std::vector<Value>& ls) {
+    size_t at = 0;
+    return rebuild(like, ls, at);
+}
+
+// The value of Shoal type `t` (scalars and tuples of them) built from leaves.
+Value rebuild_type(const Type& t, const std::vector<Value>& ls, size_t& at) {
+    const Type p = prune(t);
+    if (!is_tuple(p)) return ls.at(at++);
+    std::vector<Value> out;
+    for (const Type& k : p->args) out.push_back(rebuild_type(k, ls, at));
+    return Value(std::move(out));
+}
+
+// The element type of an array-like (or the type of a scalar or tuple of scalars).
+Type elem_type(const Value& v) {
+    if (v.is_tuple()) {
+        std::vector<Type> ks;
+        for (const Value& k : v.tuple()) ks.push_back(elem_type(k));
+        return t_tuple(std::move(ks));
+    }
+    return t_prim(v.is_scalar() ? v.scalar().type : elem_of(v));
+}
+
+// The scalar leaves of a scalar or a tuple of scalars; false for anything else.
+bool scalar_leaves(const Value& v, std::vector<Scalar>& out) {
+    if (v.is_scalar()) {
+        out.push_back(v.scalar());
+        return true;
+    }
+    if (!v.is_tuple()) return false;
+    for (const Value& k : v.tuple())
+        if (!scalar_leaves(k, out)) return false;
+    return true;
+}
+
+// The leaf element types of a Shoal type made of scalars and tuples.
+bool prim_leaves(const Type& t, std::vector<Prim>& out) {
+    const Type p = prune(t);
+    if (is_prim(p)) {
+        out.push_back(prim_of(p));
+        return true;
+    }
+    if (!is_tuple(p)) return false;
+    for (const Type& k : p->args)
+        if (!prim_leaves(k, out)) return false;
+    return true;
+}
 
 // The pull array reading an operand: a host array (or a forced node) is an
 // input buffer; an unforced node fuses.
@@ -236,18 +354,6 @@ std::optional<Shape> shape_arg(const Value& v) {
     return s;
 }
 
-// The element types of an array of scalars ({p}) or of flat tuples of scalars.
-std::optional<std::vector<Prim>> leaf_prims(const Type& elem) {
-    if (is_prim(elem)) return std::vector<Prim>{prim_of(elem)};
-    if (!is_tuple(elem)) return std::nullopt;
-    std::vector<Prim> out;
-    for (const Type& k : prune(elem)->args) {
-        if (!is_prim(k)) return std::nullopt;
-        out.push_back(prim_of(k));
-    }
-    return out;
-}
-
 Type result_of(Type t, int arity) {
     for (int k = 0; k < arity; ++k) t = func_result(t);
     return prune(t);
@@ -288,12 +394,7 @@ void CpuCompiledBackend::force_group(const NodeGroup& g) {
     g.forced = materialise(g);
     if (!g.forced.empty()) return;
     ++stats.reference_replays;
-    const Value v = g.replay();
-    if (!v.is_tuple()) {
-        g.forced = {v.array()};
-        return;
-    }
-    for (const Value& x : v.tuple()) g.forced.push_back(x.array());
+    for (const Value& x : leaves(g.replay())) g.forced.push_back(x.array());
 }
 
 // Empty when a function does not compile.
@@ -311,20 +412,44 @@ std::vector<ArrayPtr> CpuCompiledBackend::materialise(const NodeGroup& g) {
     }
 }
 
-Value CpuCompiledBackend::node(Prim elem, Shape shape, Node::MakePull pull, Replay replay, const EvalContext& ctx) {
+// Fusion is bounded: a graph built by a long loop (`iterate 1000 f x`), or
+// one that shares a node many times (x = x + x repeated), would otherwise
+// become one enormous kernel. A node whose fused graph would exceed this many
+// nodes forces its operands first (then they are buffers, weight 0).
+constexpr int64_t kMaxFusedNodes = 200;
+
+int64_t fusion_weight(const std::vector<Value>& operands) {
+    int64_t w = 1;
+    for (const Value& v : operands)
+        for (const Value& l : leaves(v))
+            if (l.is_delayed()) w += static_cast<const Node&>(*l.delayed()).weight();
+    return w;
+}
+
+int64_t bounded_weight(const std::vector<Value>& operands) {
+    int64_t w = fusion_weight(operands);
+    if (w <= kMaxFusedNodes) return w;
+    for (const Value& v : operands)
+        for (const Value& l : leaves(v))
+            if (l.is_delayed()) l.delayed()->force();
+    return 1;
+}
+
+Value CpuCompiledBackend::node(Prim elem, Shape shape, Node::MakePull pull, Replay replay, const EvalContext& ctx,
+                               const std::vector<Value>& operands) {
     check_array_size(elem, shape);  // "array of shape ... is too large", as the reference raises it
     auto g = std::make_shared<NodeGroup>(
         NodeGroup{[pull](FuseContext& fc) { return ir::tuple_of(pull(fc)); }, {elem}, std::move(shape),
-                  std::move(replay), ctx, {}});
+                  std::move(replay), ctx, bounded_weight(operands), {}});
     return Value(std::make_shared<const Node>(shared_from_this(), std::move(g), 0, std::move(pull)));
 }
 
-Value CpuCompiledBackend::tuple_node(std::vector<Prim> elems, Shape shape,
-                                     std::function<ir::PullTuple(FuseContext&)> pull, Replay replay,
-                                     const EvalContext& ctx) {
+std::vector<Value> CpuCompiledBackend::tuple_nodes(std::vector<Prim> elems, Shape shape,
+                                                   std::function<ir::PullTuple(FuseContext&)> pull, Replay replay,
+                                                   const EvalContext& ctx, const std::vector<Value>& operands) {
     for (Prim p : elems) check_array_size(p, shape);
-    auto g = std::make_shared<const NodeGroup>(
-        NodeGroup{std::move(pull), std::move(elems), std::move(shape), std::move(replay), ctx, {}});
+    auto g = std::make_shared<const NodeGroup>(NodeGroup{std::move(pull), std::move(elems), std::move(shape),
+                                                         std::move(replay), ctx, bounded_weight(operands), {}});
     std::vector<Value> members;
     for (size_t k = 0; k < g->elems.size(); ++k) {
         // Fused into a consumer, a member computes the whole tuple and keeps
@@ -337,7 +462,7 @@ Value CpuCompiledBackend::tuple_node(std::vector<Prim> elems, Shape shape,
         };
         members.emplace_back(std::make_shared<const Node>(shared_from_this(), g, k, std::move(component)));
     }
-    return members.size() == 1 ? members[0] : Value(std::move(members));
+    return members;
 }
 
 // ---------------------------------------------------------------- running plans
@@ -391,59 +516,339 @@ std::string CpuCompiledBackend::explain(const std::function<void()>& run_it, boo
     return out;
 }
 
-// ---------------------------------------------------------------- producers
-std::optional<Value> CpuCompiledBackend::slice(const Value& a, int64_t start, int64_t step, int64_t count) {
-    if (!is_operand(a)) return std::nullopt;
-    const Prim elem = elem_of(a);
-    Replay reference = [a, start, step, count] {
-        return ops::index_array(*force(a).array(), {ops::AxisSelect{false, start, step, count}});
+// ---------------------------------------------------------------- kernel-code helpers
+namespace {
+
+// The reference evaluator's result of one builtin call, forced (a node whose
+// function turns out not to compile is computed this way).
+Replay make_replay(const std::string& name, const Type& type, std::span<const Value> args,
+                   const EvalContext& reference, const Loc& loc) {
+    const evalimpl::BuiltinDef* def = evalimpl::find_builtin(name);
+    return [def, type, a = std::vector<Value>(args.begin(), args.end()), loc, ctx = reference]() mutable {
+        return force(evalimpl::apply_builtin(*def, type, a, ctx, loc));
     };
-    auto pull = [a, start, step, count, elem](FuseContext& fc) {
-        PullArray src = pull_of(a, fc);
-        PullArray out;
-        out.elem = ir::scalar_of(elem);
-        out.shape = {fc.extent(count)};
-        const ir::ExprPtr lo = fc.extent(start), st = fc.extent(step);
-        out.at = [src, lo, st](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
-            return src.at(kb, {ir::binary(ir::BinaryOp::Add, use(kb, lo), ir::binary(ir::BinaryOp::Mul, i[0], use(kb, st)))});
-        };
-        return out;
-    };
-    return node(elem, {count}, pull, reference, last_ctx_);
+}
+// Leaf k of a replayed array-like.
+Replay leaf_replay(Replay whole, size_t k) {
+    return [whole = std::move(whole), k] { return leaves(whole()).at(k); };
 }
 
-// map/zipWith/zipWith3: the function compiled into the element code. A
-// function returning a flat tuple of scalars gives a tuple of nodes computed
-// by one kernel with an output per component.
+// Applies `make` to every leaf of an array-like, keeping its structure.
+Value per_leaf(const Value& v, const std::function<Value(const Value& leaf, size_t k)>& make) {
+    const std::vector<Value> ls = leaves(v);
+    std::vector<Value> out;
+    for (size_t k = 0; k < ls.size(); ++k) out.push_back(make(ls[k], k));
+    return rebuild(v, out);
+}
+
+std::vector<PullArray> pulls_of(const Value& v, FuseContext& fc) {
+    std::vector<PullArray> out;
+    for (const Value& l : leaves(v)) out.push_back(pull_of(l, fc));
+    return out;
+}
+
+std::vector<ir::ExprPtr> element_at(ir::KernelBuilder& kb, const std::vector<PullArray>& xs,
+                                    const std::vector<ir::ExprPtr>& i) {
+    std::vector<ir::ExprPtr> out;
+    for (const PullArray& x : xs) out.push_back(kb.bind("e", x.at(kb, i)));
+    return out;
+}
+
+std::vector<ir::ScalarType> scalar_types(const std::vector<Prim>& ps) {
+    std::vector<ir::ScalarType> out;
+    for (Prim p : ps) out.push_back(ir::scalar_of(p));
+    return out;
+}
+std::vector<Prim> prims_of(const Value& like) {
+    std::vector<Prim> out;
+    for (const Value& l : leaves(like)) out.push_back(elem_of(l));
+    return out;
+}
+
+// Mutable kernel variables initialised to values.
+std::vector<ir::ExprPtr> variables(ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& values) {
+    std::vector<ir::ExprPtr> out;
+    for (const ir::ExprPtr& v : values) {
+        const std::string name = kb.fresh("m");
+        kb.emit(ir::let(name, v));
+        out.push_back(ir::var(name, v->type));
+    }
+    return out;
+}
+
+// if (cond) vars = body(): an If, never a Select, so that a user function
+// runs only where the reference evaluator would run it (it may raise errors).
+void assign_if(ir::KernelBuilder& kb, const ir::ExprPtr& cond, const std::vector<ir::ExprPtr>& vars,
+               const std::function<std::vector<ir::ExprPtr>()>& body) {
+    kb.open();
+    const std::vector<ir::ExprPtr> r = body();
+    for (size_t k = 0; k < vars.size(); ++k) kb.emit(ir::assign(vars[k]->name, r[k]));
+    kb.emit(ir::if_then(cond, kb.close()));
+}
+
+// The user's combining function f (of type et -> et -> et) applied in kernel code.
+struct UserOp {
+    FuseContext* fc;
+    Value f;
+    Type et;
+    std::vector<ir::ExprPtr> operator()(ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& a,
+                                        const std::vector<ir::ExprPtr>& b) const {
+        std::vector<ir::ExprPtr> args = a;
+        args.insert(args.end(), b.begin(), b.end());
+        return compiled::compile_call(*fc, kb, f, args, {et, et});
+    }
+};
+
+// Any associative user function as a monoid: the carrier (valid, value...)
+// with the neutral element (false, ...), since the lowerings pad and seed with
+// a neutral element and a user function has no known one:
+//   (va, a) + (vb, b) = va && vb ? (true, f a b) : va ? (true, a) : (vb, b).
+ir::Combine optional_combine(const UserOp& f, const std::vector<ir::ScalarType>& types) {
+    ir::Combine c;
+    c.types.push_back(ir::ScalarType::Bool);
+    c.neutral.push_back(ir::const_bool(false));
+    for (ir::ScalarType t : types) {
+        c.types.push_back(t);
+        c.neutral.push_back(compiled::zero_of(t));
+    }
+    c.fn = [f](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& a, const std::vector<ir::ExprPtr>& b) {
+        const std::vector<ir::ExprPtr> av(a.begin() + 1, a.end()), bv(b.begin() + 1, b.end());
+        std::vector<ir::ExprPtr> picked;
+        for (size_t k = 0; k < av.size(); ++k) picked.push_back(ir::select(a[0], av[k], bv[k]));
+        std::vector<ir::ExprPtr> vars = variables(kb, picked);
+        assign_if(kb, ir::binary(ir::BinaryOp::And, a[0], b[0]), vars, [&] { return f(kb, av, bv); });
+        vars.insert(vars.begin(), kb.bind("ok", ir::binary(ir::BinaryOp::Or, a[0], b[0])));
+        return vars;
+    };
+    return c;  // not commutative: f is combined in order
+}
+
+std::vector<ir::ExprPtr> lift_all(FuseContext& fc, ir::KernelBuilder& kb, const std::vector<Scalar>& zs) {
+    std::vector<ir::ExprPtr> out;
+    for (const Scalar& z : zs) out.push_back(fc.lift(kb, z, &z));  // the address keys the parameter
+    return out;
+}
+
+std::vector<ir::ExprPtr> column_zero(const std::vector<ir::ExprPtr>& i) {
+    return {ir::binary(ir::BinaryOp::Eq, i.back(), ir::const_int(0))};
+}
+
+// The input of a fold from z with the optional monoid: (true, x) except at
+// the starts (`is_start`: each row's first element, or a segment head) where
+// it is (true, f z x).
+ir::PullTuple folded_input(FuseContext& fc, const UserOp& f, std::shared_ptr<const std::vector<Scalar>> zs,
+                           const std::vector<PullArray>& xs,
+                           std::function<ir::ExprPtr(ir::KernelBuilder&, const std::vector<ir::ExprPtr>&)> is_start) {
+    ir::PullTuple t{xs[0].shape, {ir::ScalarType::Bool}, nullptr};
+    for (const PullArray& x : xs) t.elems.push_back(x.elem);
+    t.at = [&fc, f, zs, xs, is_start](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
+        std::vector<ir::ExprPtr> vals = variables(kb, element_at(kb, xs, i));
+        assign_if(kb, kb.bind("start", is_start(kb, i)), vals, [&] { return f(kb, lift_all(fc, kb, *zs), vals); });
+        vals.insert(vals.begin(), ir::const_bool(true));
+        return vals;
+    };
+    return t;
+}
+
+// The input of an exclusive scan from z: each row shifted right by one with z
+// in front, so that its inclusive scan is the exclusive scan. An If, not a
+// Select: column -1 must never be read (an index map there may raise an error).
+ir::PullTuple shifted_input(FuseContext& fc, std::shared_ptr<const std::vector<Scalar>> zs,
+                            const std::vector<PullArray>& xs) {
+    ir::PullTuple t{xs[0].shape, {ir::ScalarType::Bool}, nullptr};
+    for (const PullArray& x : xs) t.elems.push_back(x.elem);
+    t.at = [&fc, zs, xs](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
+        std::vector<ir::ExprPtr> vals = variables(kb, lift_all(fc, kb, *zs));
+        std::vector<ir::ExprPtr> prev = i;
+        prev.back() = ir::binary(ir::BinaryOp::Sub, i.back(), ir::const_int(1));
+        assign_if(kb, ir::binary(ir::BinaryOp::Gt, i.back(), ir::const_int(0)), vals,
+                  [&] { return element_at(kb, xs, prev); });
+        vals.insert(vals.begin(), ir::const_bool(true));
+        return vals;
+    };
+    return t;
+}
+
+// Element k of the row-major flat index of multi-index i in shape.
+ir::ExprPtr linear_index(ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i, const std::vector<ir::ExprPtr>& shape) {
+    ir::ExprPtr flat = ir::const_int(0);
+    for (size_t k = 0; k < i.size(); ++k)
+        flat = ir::binary(ir::BinaryOp::Add, ir::binary(ir::BinaryOp::Mul, flat, use(kb, shape[k])), i[k]);
+    return kb.bind("flat", flat);
+}
+
+// Philox-4x32-10 in kernel code, bit for bit lang/random.cpp: element i of
+// the stream is random_uniform(seed, stream, i).
+ir::ExprPtr philox_uniform(ir::KernelBuilder& kb, const ir::ExprPtr& seed, const ir::ExprPtr& stream,
+                           const ir::ExprPtr& index) {
+    using ir::BinaryOp;
+    const ir::ScalarType u32 = ir::ScalarType::U32, u64 = ir::ScalarType::U64;
+    auto word = [&](const ir::ExprPtr& x, int shift) {  // bits [shift, shift + 32) of a 64-bit value
+        const ir::ExprPtr w = ir::cast(u64, x);
+        return kb.bind("w", ir::cast(u32, shift ? ir::binary(BinaryOp::Shr, w, ir::const_int(shift, u64)) : w));
+    };
+    std::vector<ir::ExprPtr> c = {word(index, 0), word(index, 32), word(stream, 0), word(stream, 32)};
+    std::vector<ir::ExprPtr> k = {word(seed, 0), word(seed, 32)};
+    auto mulhilo = [&](uint32_t m, const ir::ExprPtr& x) {
+        const ir::ExprPtr p = kb.bind("p", ir::binary(BinaryOp::Mul, ir::const_int(m, u64), ir::cast(u64, x)));
+        return std::pair{kb.bind("hi", ir::cast(u32, ir::binary(BinaryOp::Shr, p, ir::const_int(32, u64)))),
+                         kb.bind("lo", ir::cast(u32, p))};
+    };
+    for (int round = 0; round < 10; ++round) {
+        if (round > 0) {  // the key schedule bumps the key before every round but the first
+            k[0] = kb.bind("k", ir::binary(BinaryOp::Add, k[0], ir::const_int(0x9E3779B9, u32)));
+            k[1] = kb.bind("k", ir::binary(BinaryOp::Add, k[1], ir::const_int(0xBB67AE85, u32)));
+        }
+        const auto [hi0, lo0] = mulhilo(0xD2511F53, c[0]);
+        const auto [hi1, lo1] = mulhilo(0xCD9E8D57, c[2]);
+        c = {kb.bind("c", ir::binary(BinaryOp::Xor, ir::binary(BinaryOp::Xor, hi1, c[1]), k[0])), lo1,
+             kb.bind("c", ir::binary(BinaryOp::Xor, ir::binary(BinaryOp::Xor, hi0, c[3]), k[1])), lo0};
+    }
+    // 24 bits fill a float's mantissa exactly, so the result is < 1 and exact.
+    const ir::ExprPtr bits = ir::binary(BinaryOp::Shr, c[0], ir::const_int(8, u32));
+    return ir::binary(BinaryOp::Mul, ir::cast(ir::ScalarType::F32, bits), ir::const_float(0x1p-24, ir::ScalarType::F32));
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- producers
+std::optional<Value> CpuCompiledBackend::slice(const Value& a, int64_t start, int64_t step, int64_t count) {
+    if (!is_like(a)) return std::nullopt;
+    const Replay whole = [a, start, step, count] {
+        return per_leaf(force(a), [&](const Value& l, size_t) {
+            return Value(ops::index_array(*l.array(), {ops::AxisSelect{false, start, step, count}}));
+        });
+    };
+    return per_leaf(a, [&](const Value& leaf, size_t k) {
+        auto pull = [leaf, start, step, count](FuseContext& fc) {
+            const PullArray src = pull_of(leaf, fc);
+            PullArray out{{fc.extent(count)}, src.elem, nullptr};
+            const ir::ExprPtr lo = fc.extent(start), st = fc.extent(step);
+            out.at = [src, lo, st](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
+                return src.at(kb, {ir::binary(ir::BinaryOp::Add, use(kb, lo),
+                                              ir::binary(ir::BinaryOp::Mul, i[0], use(kb, st)))});
+            };
+            return out;
+        };
+        return node(elem_of(leaf), {count}, pull, leaf_replay(whole, k), last_ctx_, {leaf});
+    });
+}
+
+// map/zipWith/zipWith3: the function compiled into the element code; its
+// arguments may be arrays of tuples. A function returning a tuple gives a
+// tuple of nodes computed by one kernel with an output per leaf.
 std::optional<Value> CpuCompiledBackend::map_node(const std::string& name, const Type& type,
-                                                  const std::vector<Value>& a, const Replay& replay,
-                                                  const EvalContext& ctx, const Loc& loc) {
+                                                  const std::vector<Value>& a, const EvalContext& ctx,
+                                                  const Loc& loc) {
     const Type r = result_of(type, static_cast<int>(a.size()));
-    if (!is_array(r)) return std::nullopt;
-    const std::optional<std::vector<Prim>> elems = leaf_prims(array_elem(r));
-    if (!elems) return std::nullopt;
+    std::vector<Prim> elems;
+    if (!is_array(r) || !prim_leaves(array_elem(r), elems)) return std::nullopt;
     for (size_t k = 1; k < a.size(); ++k)
-        if (!is_operand(a[k])) return std::nullopt;
-    for (size_t k = 2; k < a.size(); ++k) ops::require_same_shape(shape_of(a[1]), shape_of(a[k]), name.c_str(), loc);
-    auto pull = [a, elems = *elems](FuseContext& fc) {
+        if (!is_like(a[k])) return std::nullopt;
+    for (size_t k = 2; k < a.size(); ++k) ops::require_same_shape(like_shape(a[1]), like_shape(a[k]), name.c_str(), loc);
+    std::vector<Type> types;
+    for (size_t k = 1; k < a.size(); ++k) types.push_back(elem_type(a[k]));
+    auto pull = [a, elems, types](FuseContext& fc) {
         std::vector<PullArray> srcs;
-        for (size_t k = 1; k < a.size(); ++k) srcs.push_back(pull_of(a[k], fc));
-        ir::PullTuple out{srcs[0].shape, {}, nullptr};
-        for (Prim p : elems) out.elems.push_back(ir::scalar_of(p));
-        const Value fn = a[0];
-        out.at = [srcs, fn, &fc](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
-            std::vector<ir::ExprPtr> xs;
-            for (const PullArray& s : srcs) xs.push_back(kb.bind("e", s.at(kb, i)));
-            return compiled::compile_call(fc, kb, fn, xs);
+        for (size_t k = 1; k < a.size(); ++k)
+            for (const PullArray& p : pulls_of(a[k], fc)) srcs.push_back(p);
+        ir::PullTuple out{srcs[0].shape, scalar_types(elems), nullptr};
+        out.at = [srcs, fn = a[0], types, &fc](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
+            return compiled::compile_call(fc, kb, fn, element_at(kb, srcs, i), types);
         };
         return out;
     };
-    return tuple_node(*elems, shape_of(a[1]), pull, replay, ctx);
+    const std::vector<Value> operands(a.begin() + 1, a.end());
+    const std::vector<Value> members =
+        tuple_nodes(elems, like_shape(a[1]), pull, make_replay(name, type, a, ctx, loc), ctx, operands);
+    size_t at = 0;
+    return rebuild_type(array_elem(r), members, at);
+}
+
+// Index maps (reverse, gather, take, drop, reshape, flatten): fused pull
+// arrays, one node per leaf of an array of tuples.
+std::optional<Value> CpuCompiledBackend::index_map(const std::string& name, const Type& type,
+                                                   const std::vector<Value>& a, const EvalContext& ctx,
+                                                   const Loc& loc) {
+    static const std::set<std::string> names = {"reverse", "flatten", "gather", "take", "drop", "reshape"};
+    if (!names.count(name)) return std::nullopt;
+    const bool unary = name == "reverse" || name == "flatten";
+    const Value& src = a[unary ? 0 : 1];
+    if (!is_like(src)) return std::nullopt;
+    Shape s = like_shape(src);
+    std::function<PullArray(FuseContext&, const PullArray&)> map;
+    if (name == "reverse") {
+        map = [](FuseContext&, const PullArray& x) { return ir::reverse_array(x); };
+    } else if (name == "gather") {
+        if (!is_operand(a[0]) || shape_of(a[0]).size() != 1) return std::nullopt;
+        s[0] = shape_of(a[0])[0];
+        map = [idx = a[0], loc](FuseContext& fc, const PullArray& x) {
+            return ir::gather_array(pull_of(idx, fc), x, loc);
+        };
+    } else if (name == "take" || name == "drop") {
+        if (!a[0].is_scalar()) return std::nullopt;
+        const int64_t n = a[0].scalar().as_long();
+        const int64_t kept = std::clamp<int64_t>(n, 0, s[0]);
+        s[0] = name == "take" ? kept : s[0] - kept;
+        // n itself is the parameter (the index map clamps it), so the kernel
+        // does not depend on its value.
+        map = [take = name == "take", n](FuseContext& fc, const PullArray& x) {
+            return take ? ir::take_array(x, fc.extent(n)) : ir::drop_array(x, fc.extent(n));
+        };
+    } else if (name == "reshape" || name == "flatten") {
+        Shape to = {shape_size(s)};
+        if (name == "reshape") {
+            const std::optional<Shape> target = shape_arg(a[0]);
+            if (!target || target->empty() || target->size() > 3 || shape_size(*target) != shape_size(s))
+                return std::nullopt;  // the reference raises the error
+            to = *target;
+        }
+        s = to;
+        map = [to](FuseContext& fc, const PullArray& x) { return ir::reshape_array(x, extents(fc, to)); };
+    } else {
+        return std::nullopt;
+    }
+    const Replay whole = make_replay(name, type, a, ctx, loc);
+    std::vector<Value> operands = {src};
+    if (name == "gather") operands.push_back(a[0]);
+    return per_leaf(src, [&](const Value& leaf, size_t k) {
+        auto pull = [leaf, map](FuseContext& fc) { return map(fc, pull_of(leaf, fc)); };
+        operands[0] = leaf;
+        return node(elem_of(leaf), s, pull, leaf_replay(whole, k), ctx, operands);
+    });
+}
+
+// random shape: Philox in the kernel, the stream number taken now (as the
+// reference evaluator takes it), so the numbers equal the reference's.
+std::optional<Value> CpuCompiledBackend::random(const Value& shape, EvalContext& ctx) {
+    const std::optional<Shape> s = shape_arg(shape);
+    if (!s || s->empty()) return std::nullopt;
+    check_array_size(Prim::Float, *s);
+    const uint64_t seed = ctx.seed, stream = ctx.random_stream++;
+    Replay replay = [s = *s, seed, stream] {
+        auto out = std::make_shared<Array>(Prim::Float, s);
+        float* x = out->data<float>();
+        for (int64_t i = 0, n = out->size(); i < n; ++i) x[i] = random_uniform(seed, stream, static_cast<uint64_t>(i));
+        return Value(std::move(out));
+    };
+    auto keep = std::make_shared<const std::vector<Scalar>>(
+        std::vector<Scalar>{Scalar::of_long(static_cast<int64_t>(seed)), Scalar::of_long(static_cast<int64_t>(stream))});
+    auto pull = [s = *s, keep](FuseContext& fc) {
+        PullArray out{extents(fc, s), ir::ScalarType::F32, nullptr};
+        out.at = [&fc, keep, shape = out.shape](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
+            const std::vector<ir::ExprPtr> key = lift_all(fc, kb, *keep);
+            return philox_uniform(kb, key[0], key[1], linear_index(kb, i, shape));
+        };
+        return out;
+    };
+    EvalContext reference = ctx;
+    reference.backend = nullptr;
+    return node(Prim::Float, *s, pull, replay, reference, {});
 }
 
 std::optional<Value> CpuCompiledBackend::producer(const std::string& name, const Type& type,
-                                                  std::span<const Value> args, const Replay& replay,
-                                                  const EvalContext& ctx, const Loc& loc) {
+                                                  std::span<const Value> args, const EvalContext& ctx,
+                                                  const Loc& loc) {
     std::vector<Value> a(args.begin(), args.end());
     if (elementwise_names().count(name)) {
         if (std::none_of(a.begin(), a.end(), is_operand)) return std::nullopt;
@@ -470,78 +875,89 @@ std::optional<Value> CpuCompiledBackend::producer(const std::string& name, const
             };
             return out;
         };
-        return node(*result, shape_of(arr), pull, replay, ctx);
+        return node(*result, shape_of(arr), pull, make_replay(name, type, args, ctx, loc), ctx, a);
     }
-    if (name == "map" || name == "zipWith" || name == "zipWith3") return map_node(name, type, a, replay, ctx, loc);
-    if (name == "generate" || name == "iota" || name == "fill") {
-        const std::optional<Shape> shape = shape_arg(a[0]);
-        if (!shape || (name == "iota" && shape->size() != 1)) return std::nullopt;
-        const Type r = result_of(type, name == "iota" ? 1 : 2);
-        if (name != "iota" && (!is_array(r) || !is_prim(array_elem(r)))) return std::nullopt;
-        if (name == "fill" && !a[1].is_scalar()) return std::nullopt;
-        const Prim elem = name == "iota" ? Prim::Int : prim_of(r);
-        auto pull = [a, name, elem, s = *shape](FuseContext& fc) {
-            PullArray out{extents(fc, s), ir::scalar_of(elem), nullptr};
-            const Value fn = a.size() > 1 ? a[1] : Value();
-            auto keep = std::make_shared<Value>(fn);
-            out.at = [name, keep, &fc](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) -> ir::ExprPtr {
-                if (name == "fill") return fc.lift(kb, keep->scalar(), keep.get());
+    if (name == "map" || name == "zipWith" || name == "zipWith3") return map_node(name, type, a, ctx, loc);
+    if (name == "iota") {
+        const std::optional<Shape> s = shape_arg(a[0]);
+        if (!s || s->size() != 1) return std::nullopt;
+        auto pull = [s = *s](FuseContext& fc) {
+            return PullArray{extents(fc, s), ir::ScalarType::I32,
+                             [](ir::KernelBuilder&, const std::vector<ir::ExprPtr>& i) {
+                                 return ir::cast(ir::ScalarType::I32, i[0]);  // indices are ints
+                             }};
+        };
+        return node(Prim::Int, *s, pull, make_replay(name, type, args, ctx, loc), ctx, {});
+    }
+    if (name == "fill") {
+        const std::optional<Shape> s = shape_arg(a[0]);
+        std::vector<Scalar> vs;
+        if (!s || s->empty() || !scalar_leaves(a[1], vs)) return std::nullopt;
+        const Replay whole = make_replay(name, type, args, ctx, loc);
+        auto keep = std::make_shared<const std::vector<Scalar>>(vs);
+        std::vector<Value> nodes;
+        for (size_t k = 0; k < vs.size(); ++k) {
+            auto pull = [s = *s, keep, k](FuseContext& fc) {
+                PullArray out{extents(fc, s), ir::scalar_of((*keep)[k].type), nullptr};
+                out.at = [&fc, keep, k](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>&) {
+                    return fc.lift(kb, (*keep)[k], &(*keep)[k]);
+                };
+                return out;
+            };
+            nodes.push_back(node(vs[k].type, *s, pull, leaf_replay(whole, k), ctx, {}));
+        }
+        return rebuild(a[1], nodes);
+    }
+    if (name == "generate") {
+        const std::optional<Shape> s = shape_arg(a[0]);
+        const Type r = result_of(type, 2);
+        std::vector<Prim> elems;
+        if (!s || s->empty() || !is_array(r) || !prim_leaves(array_elem(r), elems)) return std::nullopt;
+        auto pull = [s = *s, fn = a[1], elems](FuseContext& fc) {
+            ir::PullTuple out{extents(fc, s), scalar_types(elems), nullptr};
+            out.at = [&fc, fn](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
                 std::vector<ir::ExprPtr> idx;
                 for (const auto& x : i) idx.push_back(ir::cast(ir::ScalarType::I32, x));  // indices are ints
-                if (name == "iota") return idx[0];
-                return compiled::compile_call(fc, kb, *keep, idx).at(0);
+                return compiled::compile_call(fc, kb, fn, idx);
             };
             return out;
         };
-        return node(elem, *shape, pull, replay, ctx);
+        const std::vector<Value> members =
+            tuple_nodes(elems, *s, pull, make_replay(name, type, args, ctx, loc), ctx, {});
+        size_t at = 0;
+        return rebuild_type(array_elem(r), members, at);
     }
-    if (name == "reverse" && is_operand(a[0])) {
-        return node(elem_of(a[0]), shape_of(a[0]), [a](FuseContext& fc) { return ir::reverse_array(pull_of(a[0], fc)); },
-                    replay, ctx);
-    }
-    if (name == "gather" && is_operand(a[0]) && is_operand(a[1])) {
-        Shape s = shape_of(a[1]);
-        s[0] = shape_of(a[0])[0];
-        auto pull = [a, loc](FuseContext& fc) { return ir::gather_array(pull_of(a[0], fc), pull_of(a[1], fc), loc); };
-        return node(elem_of(a[1]), s, pull, replay, ctx);
-    }
-    if ((name == "take" || name == "drop") && a[0].is_scalar() && is_operand(a[1])) {
-        const int64_t n = a[0].scalar().as_long();
-        Shape s = shape_of(a[1]);
-        const int64_t kept = std::clamp<int64_t>(n, 0, s[0]);
-        s[0] = name == "take" ? kept : s[0] - kept;
-        // n itself is the parameter (the index map clamps it), so the kernel
-        // does not depend on its value.
-        auto pull = [a, name, n](FuseContext& fc) {
-            const PullArray src = pull_of(a[1], fc);
-            return name == "take" ? ir::take_array(src, fc.extent(n)) : ir::drop_array(src, fc.extent(n));
-        };
-        return node(elem_of(a[1]), s, pull, replay, ctx);
-    }
-    return std::nullopt;
+    return index_map(name, type, a, ctx, loc);
 }
 
 // ---------------------------------------------------------------- consumers
-// sum/product/maximum/minimum/all/any and `reduce` with an operator section,
-// along the innermost axis of a rank-1 or rank-2 array: one reduce plan with
-// every producer fused in.
 std::optional<Value> CpuCompiledBackend::consumer(const std::string& name, std::span<const Value> args,
                                                   EvalContext& ctx) {
-    std::optional<ir::AssocOp> op;
-    Value xs, z;
     if (name == "scan" || name == "scanExclusive" || name == "segscan") return scan(name, args, ctx);
     if (name == "++" || name == "interleave" || name == "transpose") return push(name, args, ctx);
     if (name == "filter") return filter(args, ctx);
+    if (name == "permute") return permute(args, ctx);
+    if (name == "scatter") return scatter(args, ctx);
+    if (name == "count") return count(args[0], args[1], ctx);
+    if (name == "argmax" || name == "argmin") return arg_extreme(name == "argmax", args[0], ctx);
     if (name == "reduce") {
-        if (!args[1].is_scalar()) return std::nullopt;
-        op = operator_arg(args[0]);
-        xs = args[2];
-        z = args[1];
-    } else if (name == "sum" || name == "product" || name == "maximum" || name == "minimum" || name == "all" ||
-               name == "any") {
-        op = reduction_op(name);
-        xs = args[0];
+        if (operator_arg(args[0]) && args[1].is_scalar() && is_operand(args[2]))
+            return known_reduce(name, args, ctx);
+        return general_reduce(args[0], args[1], args[2], ctx);
     }
+    if (name == "sum" || name == "product" || name == "maximum" || name == "minimum" || name == "all" || name == "any")
+        return known_reduce(name, args, ctx);
+    return std::nullopt;
+}
+
+// sum/product/maximum/minimum/all/any and `reduce` with an operator section,
+// along the innermost axis of a rank-1 or rank-2 array: one reduce plan with
+// every producer fused in.
+std::optional<Value> CpuCompiledBackend::known_reduce(const std::string& name, std::span<const Value> args,
+                                                      EvalContext& ctx) {
+    const bool is_reduce = name == "reduce";
+    const std::optional<ir::AssocOp> op = is_reduce ? operator_arg(args[0]) : reduction_op(name);
+    const Value& xs = is_reduce ? args[2] : args[0];
     if (!op || !is_operand(xs)) return std::nullopt;
     const Shape s = shape_of(xs);
     if (s.size() != 1 && s.size() != 2) return std::nullopt;
@@ -553,7 +969,7 @@ std::optional<Value> CpuCompiledBackend::consumer(const std::string& name, std::
         });
         const HostBuffer& out = r.outputs.at("out");
         Value v = s.size() == 1 ? Value(scalar_from(out, elem, 0)) : Value(array_from(out, elem, {s[0]}));
-        if (z.is_unit()) return v;
+        if (!is_reduce) return v;
         // reduce f z xs folds from z: combine z with each row's total (the operators commute).
         static const std::map<ir::AssocOp, const char*> names = {
             {ir::AssocOp::Add, "+"}, {ir::AssocOp::Mul, "*"}, {ir::AssocOp::Min, "min"},
@@ -561,43 +977,186 @@ std::optional<Value> CpuCompiledBackend::consumer(const std::string& name, std::
         const evalimpl::BuiltinDef* def = evalimpl::find_builtin(names.at(*op));
         EvalContext reference = ctx;
         reference.backend = nullptr;
-        const Value pair[2] = {z, v};
+        const Value pair[2] = {args[1], v};
         return evalimpl::apply_builtin(*def, nullptr, pair, reference, Loc{});
     } catch (const Decline&) {
         return std::nullopt;
     }
 }
 
-// scan/scanExclusive (rank 1 or 2, per row) and segscan (rank 1) with an
-// operator section: one scan plan with the producers fused in.
+// reduce f z xs with any associative function (and arrays of tuples): the
+// optional monoid over f, the first element of each row folded with z.
+std::optional<Value> CpuCompiledBackend::general_reduce(const Value& f, const Value& z, const Value& xs,
+                                                        EvalContext& ctx) {
+    std::vector<Scalar> zs;
+    if (!f.is_function() || !is_like(xs) || !scalar_leaves(z, zs)) return std::nullopt;
+    const Shape s = like_shape(xs);
+    const std::vector<Prim> prims = prims_of(xs);
+    if ((s.size() != 1 && s.size() != 2) || zs.size() != prims.size()) return std::nullopt;
+    const Type et = elem_type(xs);
+    auto zkeep = std::make_shared<const std::vector<Scalar>>(zs);
+    try {
+        FuseContext fc(ctx);
+        std::vector<std::string> outs = {"valid"};
+        for (size_t k = 0; k < prims.size(); ++k) outs.push_back("out" + std::to_string(k));
+        PlanResult r = run("reduce", fc, [&](ir::PlanBuilder& pb) {
+            const UserOp op{&fc, f, et};
+            const ir::PullTuple src = folded_input(fc, op, zkeep, pulls_of(xs, fc),
+                                                   [](ir::KernelBuilder&, const std::vector<ir::ExprPtr>& i) {
+                                                       return column_zero(i)[0];
+                                                   });
+            ir::lower_reduce(pb, "reduce", src, optional_combine(op, scalar_types(prims)), outs);
+        });
+        const HostBuffer& valid = r.outputs.at("valid");
+        const int64_t rows = s.size() == 1 ? 1 : s[0];
+        std::vector<Value> results;
+        for (size_t k = 0; k < prims.size(); ++k) {
+            const HostBuffer& out = r.outputs.at(outs[k + 1]);
+            if (s.size() == 1) {
+                results.emplace_back(valid.bytes[0] != std::byte{0} ? scalar_from(out, prims[k], 0) : zs[k]);
+                continue;
+            }
+            ArrayPtr a = array_from(out, prims[k], {rows});
+            for (int64_t row = 0; row < rows; ++row)
+                if (valid.bytes[row] == std::byte{0}) a->set(row, zs[k]);  // an empty row folds to z
+            results.emplace_back(a);
+        }
+        return rebuild(z, results);
+    } catch (const Decline&) {
+        return std::nullopt;
+    }
+}
+
+// count p xs: the predicate compiled into a sum of 0/1 ints (wrapping as the
+// reference's int counter does).
+std::optional<Value> CpuCompiledBackend::count(const Value& p, const Value& xs, EvalContext& ctx) {
+    if (!p.is_function() || !is_like(xs)) return std::nullopt;
+    const Shape s = like_shape(xs);
+    if (s.size() != 1 && s.size() != 2) return std::nullopt;
+    const Type et = elem_type(xs);
+    try {
+        FuseContext fc(ctx);
+        PlanResult r = run("count", fc, [&](ir::PlanBuilder& pb) {
+            const std::vector<PullArray> x = pulls_of(xs, fc);
+            PullArray ones{x[0].shape, ir::ScalarType::I32, nullptr};
+            ones.at = [&fc, x, p, et](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
+                const ir::ExprPtr keep = compiled::compile_call(fc, kb, p, element_at(kb, x, i), {et}).at(0);
+                return ir::select(keep, ir::const_int(1, ir::ScalarType::I32), ir::const_int(0, ir::ScalarType::I32));
+            };
+            ir::lower_reduce(pb, "count", ones, ir::known_combine(ir::AssocOp::Add, ir::ScalarType::I32), "out");
+        });
+        const HostBuffer& out = r.outputs.at("out");
+        return s.size() == 1 ? Value(scalar_from(out, Prim::Int, 0)) : Value(array_from(out, Prim::Int, {s[0]}));
+    } catch (const Decline&) {
+        return std::nullopt;
+    }
+}
+
+// argmax/argmin: a reduction of (value, index) pairs. NaN is never better
+// (as in the reference), and among equals the smaller index wins, which
+// makes the operator commutative as well as associative.
+std::optional<Value> CpuCompiledBackend::arg_extreme(bool largest, const Value& xs, EvalContext& ctx) {
+    if (!is_operand(xs)) return std::nullopt;
+    const Shape s = shape_of(xs);
+    if ((s.size() != 1 && s.size() != 2) || s.back() == 0) return std::nullopt;  // the reference raises "empty"
+    const ir::ScalarType t = ir::scalar_of(elem_of(xs));
+    using ir::BinaryOp;
+    ir::Combine op;
+    op.types = {t, ir::ScalarType::I64};
+    ir::ExprPtr worst = is_float(t)               ? ir::const_float(std::nan(""), t)
+                        : t == ir::ScalarType::Bool ? ir::const_bool(!largest)
+                                                    : ir::neutral_of(largest ? ir::AssocOp::Max : ir::AssocOp::Min, t);
+    op.neutral = {worst, ir::const_int(std::numeric_limits<int64_t>::max())};
+    op.commutative = true;
+    op.fn = [largest, t](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& a, const std::vector<ir::ExprPtr>& b) {
+        auto nan = [&](const ir::ExprPtr& x) { return is_float(t) ? ir::binary(BinaryOp::Ne, x, x) : ir::const_bool(false); };
+        auto better = [&](const ir::ExprPtr& x, const ir::ExprPtr& cur) {
+            const ir::ExprPtr order = largest ? ir::binary(BinaryOp::Lt, cur, x) : ir::binary(BinaryOp::Lt, x, cur);
+            return ir::binary(BinaryOp::And, ir::unary(ir::UnaryOp::Not, nan(x)), ir::binary(BinaryOp::Or, nan(cur), order));
+        };
+        const ir::ExprPtr b_better = kb.bind("better", better(b[0], a[0]));
+        const ir::ExprPtr a_better = kb.bind("worse", better(a[0], b[0]));
+        const ir::ExprPtr tie = ir::binary(BinaryOp::And, ir::unary(ir::UnaryOp::Not, a_better),
+                                           ir::binary(BinaryOp::Lt, b[1], a[1]));
+        const ir::ExprPtr take_b = kb.bind("take", ir::binary(BinaryOp::Or, b_better, tie));
+        return std::vector<ir::ExprPtr>{ir::select(take_b, b[0], a[0]), ir::select(take_b, b[1], a[1])};
+    };
+    try {
+        FuseContext fc(ctx);
+        PlanResult r = run(largest ? "argmax" : "argmin", fc, [&](ir::PlanBuilder& pb) {
+            const PullArray x = pull_of(xs, fc);
+            ir::PullTuple src{x.shape, {t, ir::ScalarType::I64}, nullptr};
+            src.at = [x](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
+                return std::vector<ir::ExprPtr>{x.at(kb, i), ir::cast(ir::ScalarType::I64, i.back())};
+            };
+            ir::lower_reduce(pb, largest ? "argmax" : "argmin", src, op, {"best", "index"});
+        });
+        const HostBuffer& idx = r.outputs.at("index");
+        const int64_t rows = s.size() == 1 ? 1 : s[0];
+        auto out = std::make_shared<Array>(Prim::Int, Shape{rows});
+        for (int64_t row = 0; row < rows; ++row)
+            out->set(row, Scalar::of_int(static_cast<int32_t>(scalar_from(idx, Prim::Long, row).l)));
+        return s.size() == 1 ? Value(out->get(0)) : Value(out);
+    } catch (const Decline&) {
+        return std::nullopt;
+    }
+}
+
+// scan/scanExclusive (rank 1 or 2, per row) and segscan (rank 1): one scan
+// plan with the producers fused in. An operator section on one array takes
+// the direct path; any other function (or an array of tuples) the optional
+// monoid over it.
 std::optional<Value> CpuCompiledBackend::scan(const std::string& name, std::span<const Value> args,
                                               EvalContext& ctx) {
-    const std::optional<ir::AssocOp> op = operator_arg(args[0]);
+    const Value& f = args[0];
     const Value& xs = args.back();
-    if (!op || !args[1].is_scalar() || !is_operand(xs)) return std::nullopt;
-    const Shape s = shape_of(xs);
+    std::vector<Scalar> zs;
+    if (!f.is_function() || !is_like(xs) || !scalar_leaves(args[1], zs)) return std::nullopt;
+    const Shape s = like_shape(xs);
     const bool segmented = name == "segscan";
     if (s.size() != 1 && (segmented || s.size() != 2)) return std::nullopt;
     // Mismatched flags are the reference evaluator's error to raise.
     if (segmented && (!is_operand(args[2]) || elem_of(args[2]) != Prim::Bool || shape_of(args[2]) != s))
         return std::nullopt;
-    const Prim elem = elem_of(xs);
-    auto z = std::make_shared<const Value>(args[1]);  // its address keys the lifted parameter
-    const ir::Combine combine = ir::known_combine(*op, ir::scalar_of(elem));
+    const std::vector<Prim> prims = prims_of(xs);
+    if (zs.size() != prims.size()) return std::nullopt;
+    const std::optional<ir::AssocOp> known = prims.size() == 1 ? operator_arg(f) : std::nullopt;
+    auto zkeep = std::make_shared<const std::vector<Scalar>>(zs);
+    const Type et = elem_type(xs);
     try {
         FuseContext fc(ctx);
+        std::vector<std::string> outs;
+        for (size_t k = 0; k < prims.size(); ++k) outs.push_back("out" + std::to_string(k));
         PlanResult r = run(name, fc, [&](ir::PlanBuilder& pb) {
-            const PullArray x = pull_of(xs, fc);
-            if (segmented) {
-                const PullArray flags = pull_of(args[2], fc);
-                ir::lower_segscan(pb, name, flags, seed_segments(fc, flags, x, *op, z), combine, "out");
-            } else if (name == "scan") {
-                ir::lower_scan(pb, name, seed_rows(fc, x, *op, z), combine, ir::ScanKind::Inclusive, "out");
-            } else {
-                ir::lower_scan(pb, name, shift_rows(fc, x, z), combine, ir::ScanKind::Inclusive, "out");
+            const std::vector<PullArray> x = pulls_of(xs, fc);
+            std::optional<PullArray> flags;
+            if (segmented) flags = pull_of(args[2], fc);
+            auto starts = [flags](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
+                const ir::ExprPtr first = column_zero(i)[0];
+                return flags ? ir::binary(ir::BinaryOp::Or, flags->at(kb, i), first) : first;
+            };
+            if (known) {  // the direct path: z folded into the input with the operator
+                const auto z = std::make_shared<const Value>(args[1]);
+                const ir::Combine combine = ir::known_combine(*known, ir::scalar_of(prims[0]));
+                if (segmented)
+                    ir::lower_segscan(pb, name, *flags, seed_segments(fc, *flags, x[0], *known, z), combine, outs[0]);
+                else if (name == "scan")
+                    ir::lower_scan(pb, name, seed_rows(fc, x[0], *known, z), combine, ir::ScanKind::Inclusive, outs[0]);
+                else
+                    ir::lower_scan(pb, name, shift_rows(fc, x[0], z), combine, ir::ScanKind::Inclusive, outs[0]);
+                return;
             }
+            const UserOp op{&fc, f, et};
+            const ir::PullTuple src =
+                name == "scanExclusive" ? shifted_input(fc, zkeep, x) : folded_input(fc, op, zkeep, x, starts);
+            std::vector<std::string> all = outs;
+            all.insert(all.begin(), "valid");
+            ir::lower_scan(pb, name, src, flags ? &*flags : nullptr, optional_combine(op, scalar_types(prims)),
+                           ir::ScanKind::Inclusive, all);
         });
-        return Value(array_from(r.outputs.at("out"), elem, s));
+        std::vector<Value> results;
+        for (size_t k = 0; k < prims.size(); ++k) results.emplace_back(array_from(r.outputs.at(outs[k]), prims[k], s));
+        return rebuild(args[1], results);
     } catch (const Decline&) {
         return std::nullopt;
     }
@@ -605,74 +1164,176 @@ std::optional<Value> CpuCompiledBackend::scan(const std::string& name, std::span
 
 // ++, interleave (push arrays: each thread writes into both parts) and
 // transpose (shared-memory tiles) are not index maps of one source, so they
-// run at once as their own plan, with their producers fused in. Mismatched
-// shapes decline: the reference evaluator raises the error.
+// run at once as their own plan (one kernel per leaf of an array of tuples),
+// with their producers fused in. Mismatched shapes decline: the reference
+// evaluator raises the error.
 std::optional<Value> CpuCompiledBackend::push(const std::string& name, std::span<const Value> args,
                                               EvalContext& ctx) {
     for (const Value& v : args)
-        if (!is_operand(v)) return std::nullopt;
-    Shape s = shape_of(args[0]);
+        if (!is_like(v)) return std::nullopt;
+    Shape s = like_shape(args[0]);
     if (name == "transpose") {
         if (s.size() != 2) return std::nullopt;
         std::swap(s[0], s[1]);
     } else {
-        const Shape b = shape_of(args[1]);
+        const Shape b = like_shape(args[1]);
         const bool fits = name == "++" ? Shape(s.begin() + 1, s.end()) == Shape(b.begin() + 1, b.end()) : s == b;
-        if (!fits || b.size() != s.size()) return std::nullopt;
+        if (!fits || b.size() != s.size() || leaves(args[1]).size() != leaves(args[0]).size()) return std::nullopt;
         s[0] += b[0];
     }
-    const Prim elem = elem_of(args[0]);
+    const std::vector<Value> as = leaves(args[0]);
     try {
         FuseContext fc(ctx);
+        std::vector<std::string> outs;
         PlanResult r = run(name, fc, [&](ir::PlanBuilder& pb) {
-            const PullArray a = pull_of(args[0], fc);
-            if (name == "transpose") return ir::lower_transpose(pb, "transpose", a, "out");
-            const PullArray b = pull_of(args[1], fc);
-            if (name == "++") return ir::lower_concat(pb, "concat", a, b, "out");
-            ir::lower_interleave(pb, name, a, b, "out");
+            const std::vector<PullArray> a = pulls_of(args[0], fc);
+            std::vector<PullArray> b;
+            if (name != "transpose") b = pulls_of(args[1], fc);
+            for (size_t k = 0; k < a.size(); ++k) {
+                outs.push_back(a.size() == 1 ? "out" : "out" + std::to_string(k));
+                const std::string kernel = pb.fresh(name == "++" ? "concat" : name);
+                if (name == "transpose")
+                    ir::lower_transpose(pb, kernel, a[k], outs[k]);
+                else if (name == "++")
+                    ir::lower_concat(pb, kernel, a[k], b[k], outs[k]);
+                else
+                    ir::lower_interleave(pb, kernel, a[k], b[k], outs[k]);
+            }
         });
-        return Value(array_from(r.outputs.at("out"), elem, s));
+        std::vector<Value> results;
+        for (size_t k = 0; k < as.size(); ++k) results.emplace_back(array_from(r.outputs.at(outs[k]), elem_of(as[k]), s));
+        return rebuild(args[0], results);
     } catch (const Decline&) {
         return std::nullopt;
     }
 }
 
-// filter p xs (rank 1): the predicate compiled into the flags of a
-// flags -> scan -> scatter plan; the kept count is read back and sizes the result.
+// filter p xs (rank 1, arrays of tuples too): the predicate compiled into the
+// flags of a flags -> scan -> scatter plan; the kept count is read back and
+// sizes the result.
 std::optional<Value> CpuCompiledBackend::filter(std::span<const Value> args, EvalContext& ctx) {
     const Value& xs = args[1];
-    if (!args[0].is_function() || !is_operand(xs) || shape_of(xs).size() != 1) return std::nullopt;
-    const Prim elem = elem_of(xs);
+    if (!args[0].is_function() || !is_like(xs) || like_shape(xs).size() != 1) return std::nullopt;
+    const std::vector<Prim> prims = prims_of(xs);
+    const Type et = elem_type(xs);
     try {
         FuseContext fc(ctx);
+        std::vector<std::string> outs;
+        for (size_t k = 0; k < prims.size(); ++k) outs.push_back(prims.size() == 1 ? "out" : "out" + std::to_string(k));
         PlanResult r = run("filter", fc, [&](ir::PlanBuilder& pb) {
-            const PullArray x = pull_of(xs, fc);
-            PullArray keep{x.shape, ir::ScalarType::Bool, nullptr};
-            keep.at = [&fc, x, p = args[0]](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
-                return compiled::compile_call(fc, kb, p, {kb.bind("e", x.at(kb, i))}).at(0);
+            const std::vector<PullArray> x = pulls_of(xs, fc);
+            PullArray keep{x[0].shape, ir::ScalarType::Bool, nullptr};
+            keep.at = [&fc, x, p = args[0], et](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
+                return compiled::compile_call(fc, kb, p, element_at(kb, x, i), {et}).at(0);
             };
-            ir::lower_filter(pb, "filter", keep, {x}, {"out"}, "count");
+            ir::lower_filter(pb, "filter", keep, x, outs, "count");
         });
-        return Value(array_from(r.outputs.at("out"), elem, {r.scalars.at("count").i}));
+        const int64_t n = r.scalars.at("count").i;
+        std::vector<Value> results;
+        for (size_t k = 0; k < prims.size(); ++k) results.emplace_back(array_from(r.outputs.at(outs[k]), prims[k], {n}));
+        return rebuild(xs, results);
     } catch (const Decline&) {
         return std::nullopt;
     }
 }
 
+// permute f dest g vals with an operator section: atomics (or a CAS loop)
+// combine every element into dest[g i]; the target function is compiled into
+// the kernel. Integer results are exact; float sums depend on the order.
+std::optional<Value> CpuCompiledBackend::permute(std::span<const Value> args, EvalContext& ctx) {
+    const std::optional<ir::AssocOp> op = operator_arg(args[0]);
+    const Value &dest = args[1], &g = args[2], &vals = args[3];
+    if (!op || !is_operand(dest) || !is_operand(vals) || !g.is_function() || elem_of(dest) == Prim::Bool)
+        return std::nullopt;
+    const Prim elem = elem_of(dest);
+    try {
+        FuseContext fc(ctx);
+        PlanResult r = run("permute", fc, [&](ir::PlanBuilder& pb) {
+            const PullArray v = pull_of(vals, fc);
+            PullArray target{v.shape, ir::ScalarType::I64, nullptr};
+            target.at = [&fc, g, shape = v.shape](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
+                const ir::ExprPtr flat = ir::cast(ir::ScalarType::I32, linear_index(kb, i, shape));  // an int, as in the reference
+                return ir::cast(ir::ScalarType::I64, compiled::compile_call(fc, kb, g, {flat}).at(0));
+            };
+            ir::lower_permute(pb, "permute", pull_of(dest, fc), target, v, ir::known_combine(*op, ir::scalar_of(elem)),
+                              "out");
+        });
+        return Value(array_from(r.outputs.at("out"), elem, shape_of(dest)));
+    } catch (const Decline&) {
+        return std::nullopt;
+    }
+}
+
+// scatter dest idx vals (rank 1 or 2, arrays of tuples too): deterministic,
+// the last write wins. Mismatched extents decline: the reference raises.
+std::optional<Value> CpuCompiledBackend::scatter(std::span<const Value> args, EvalContext& ctx) {
+    const Value &dest = args[0], &idx = args[1], &vals = args[2];
+    if (!is_like(dest) || !is_operand(idx) || !is_like(vals) || shape_of(idx).size() != 1) return std::nullopt;
+    const Shape ds = like_shape(dest), vs = like_shape(vals);
+    if (ds.size() > 2 || vs[0] != shape_of(idx)[0] || Shape(ds.begin() + 1, ds.end()) != Shape(vs.begin() + 1, vs.end()) ||
+        leaves(dest).size() != leaves(vals).size())
+        return std::nullopt;
+    const std::vector<Prim> prims = prims_of(dest);
+    try {
+        FuseContext fc(ctx);
+        std::vector<std::string> outs;
+        for (size_t k = 0; k < prims.size(); ++k) outs.push_back(prims.size() == 1 ? "out" : "out" + std::to_string(k));
+        PlanResult r = run("scatter", fc, [&](ir::PlanBuilder& pb) {
+            const std::vector<PullArray> d = pulls_of(dest, fc), v = pulls_of(vals, fc);
+            const PullArray i = pull_of(idx, fc);
+            for (size_t k = 0; k < d.size(); ++k) ir::lower_scatter(pb, pb.fresh("scatter"), d[k], i, v[k], outs[k]);
+        });
+        std::vector<Value> results;
+        for (size_t k = 0; k < prims.size(); ++k) results.emplace_back(array_from(r.outputs.at(outs[k]), prims[k], ds));
+        return rebuild(dest, results);
+    } catch (const Decline&) {
+        return std::nullopt;
+    }
+}
+
+// ---------------------------------------------------------------- entry
 std::optional<Value> CpuCompiledBackend::apply_builtin(std::string_view name_view, const Type& type,
                                                        std::span<const Value> args, EvalContext& ctx, const Loc& loc) {
-    const std::string name(name_view);
+    std::optional<Value> r = compile_builtin(std::string(name_view), type, args, ctx, loc);
+    if (!r && (std::any_of(args.begin(), args.end(), holds_array) || (type && holds_array_type(type, args.size()))))
+        ++stats.reference_builtins[std::string(name_view)];
+    return r;
+}
+
+std::optional<Value> CpuCompiledBackend::compile_builtin(const std::string& name, const Type& type,
+                                                         std::span<const Value> args, EvalContext& ctx,
+                                                         const Loc& loc) {
     for (const Value& v : args)
-        if (v.is_tuple() || v.is_string()) return std::nullopt;  // arrays of tuples are not compiled yet
+        if (v.is_string()) return std::nullopt;  // file I/O: the reference evaluator's
+    // Shapes are known without computing anything.
+    if ((name == "length" || name == "rows" || name == "cols" || name == "shape") && is_like(args[0])) {
+        const Shape s = like_shape(args[0]);
+        auto int_of = [](int64_t n) { return Value(Scalar::of_int(static_cast<int32_t>(n))); };
+        if (name == "length") return int_of(s[0]);
+        if (name != "shape") return s.size() == 2 ? std::optional(int_of(s[name == "rows" ? 0 : 1])) : std::nullopt;
+        if (s.size() == 1) return int_of(s[0]);
+        std::vector<Value> t;
+        for (int64_t e : s) t.push_back(int_of(e));
+        return Value(std::move(t));
+    }
+    // An array of tuples is a tuple of arrays: zip pairs them, unzip is the identity.
+    if (name == "zip" && is_like(Value(std::vector<Value>(args.begin(), args.end())))) return Value(std::vector<Value>(args.begin(), args.end()));
+    if (name == "unzip" && is_like(args[0])) return args[0];
+    // iterate: host control flow; its steps build the graph (bounded by kMaxFusedNodes).
+    if (name == "iterate" && args[0].is_scalar() && args[1].is_function()) {
+        Value x = args[2];
+        for (int64_t k = 0, n = args[0].scalar().as_long(); k < n; ++k) {
+            evalimpl::check_cancel(ctx, loc);
+            x = evalimpl::apply_value(args[1], std::span<const Value>(&x, 1), ctx, loc);
+        }
+        return x;
+    }
+    if (name == "random") return random(args[0], ctx);
     if (std::optional<Value> r = consumer(name, args, ctx)) return r;
     EvalContext reference = ctx;
     reference.backend = nullptr;
     last_ctx_ = reference;
-    const evalimpl::BuiltinDef* def = evalimpl::find_builtin(name);
-    Replay replay = [def, type, a = std::vector<Value>(args.begin(), args.end()), loc, reference]() mutable {
-        return force(evalimpl::apply_builtin(*def, type, a, reference, loc));
-    };
-    return producer(name, type, args, replay, reference, loc);
+    return producer(name, type, args, reference, loc);
 }
 
 // ---------------------------------------------------------------- interface

@@ -24,6 +24,9 @@ struct BackendStats {
     int64_t cache_hits = 0;    // a plan whose kernels were already compiled
     int64_t cache_misses = 0;
     int64_t reference_replays = 0;  // delayed nodes forced by the reference evaluator
+    // Builtins on arrays the backend declined (the reference evaluator
+    // computed them), by name: what is still outside the compiled subset.
+    std::map<std::string, int64_t> reference_builtins;
     Counters total;                 // summed over every launch
     Counters last;                  // the last plan run
     std::string last_plan;          // its name
