@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 
+#include "codegen/lower_common.h"
 #include "lang/diagnostics.h"
 
 namespace shoal::compiled {
@@ -142,9 +143,54 @@ struct CVal {
     std::vector<CVal> tuple;
     Value host;
     bool is_tuple = false;
+    // A nested array computed in the thread (it depends on the element), as
+    // a pull array: consumed by sequential loops, never materialised.
+    std::shared_ptr<const ir::PullArray> pull;
+    // A lambda written inside the function (`count (\x -> x == b) xs`): its
+    // node and the scope it closes over, applied by inlining.
+    std::shared_ptr<const struct LocalLambda> lambda;
 };
 
-CVal scalar_val(IExpr e) { return CVal{std::move(e), {}, {}, false}; }
+CVal pull_val(ir::PullArray p) {
+    CVal v;
+    v.pull = std::make_shared<const ir::PullArray>(std::move(p));
+    return v;
+}
+
+bool is_array_val(const CVal& v) { return v.pull || v.host.is_array(); }
+
+// Whether any Var in e names one of `names` (shadowing ignored: conservative).
+bool mentions(const Expr& e, const std::function<bool(const std::string&)>& names) {
+    if (e.kind == ExprKind::Var && names(e.text)) return true;
+    for (const shoal::ExprPtr& k : e.kids)
+        if (k && mentions(*k, names)) return true;
+    for (const IndexArg& a : e.indices)
+        for (const shoal::ExprPtr& k : {a.index, a.lo, a.hi, a.step})
+            if (k && mentions(*k, names)) return true;
+    return false;
+}
+
+// Whether e or a subexpression has an array type: array work worth hoisting.
+bool does_array_work(const Expr& e) {
+    if (e.type && mentions_array(e.type)) return true;
+    for (const shoal::ExprPtr& k : e.kids)
+        if (k && does_array_work(*k)) return true;
+    for (const IndexArg& a : e.indices)
+        for (const shoal::ExprPtr& k : {a.index, a.lo, a.hi, a.step})
+            if (k && does_array_work(*k)) return true;
+    return false;
+}
+
+CVal scalar_val(IExpr e) {
+    CVal v;
+    v.scalar = std::move(e);
+    return v;
+}
+CVal host_val(Value h) {
+    CVal v;
+    v.host = std::move(h);
+    return v;
+}
 
 void leaves_of(const CVal& v, std::vector<IExpr>& out) {
     if (v.is_tuple) {
@@ -175,9 +221,33 @@ void leaf_types(const Type& type, std::vector<ScalarType>& out) {
     out.push_back(scalar_of(prim_of(t)));
 }
 
+struct Scope {
+    const evalimpl::Callable* closure;
+    std::vector<std::pair<std::string, CVal>> locals;
+};
+
+struct LocalLambda {
+    const Expr* node;
+    Scope scope;
+};
+
 class Compiler {
 public:
     Compiler(FuseContext& fc, KernelBuilder& kb) : fc_(fc), kb_(kb) {}
+
+    // Applies a function value: a host function, or a lambda written inside
+    // the function being compiled (inlined in the scope it closes over).
+    CVal apply(const CVal& f, std::vector<CVal> args) {
+        if (f.lambda) {
+            const Expr& lam = *f.lambda->node;
+            if (args.size() != lam.params.size()) decline("a partial or over-application of a lambda");
+            Scope scope = f.lambda->scope;
+            for (size_t k = 0; k < args.size(); ++k) bind(scope, *lam.params[k], args[k]);
+            return expr(*lam.kids[0], scope);
+        }
+        if (!f.host.is_function()) decline("applying a non-function");
+        return call(f.host, std::move(args));
+    }
 
     CVal call(const Value& fn, std::vector<CVal> args) {
         const Callable& c = as_callable(fn);
@@ -197,10 +267,6 @@ public:
     }
 
 private:
-    struct Scope {
-        const Callable* closure;
-        std::vector<std::pair<std::string, CVal>> locals;
-    };
 
     void bind(Scope& s, const Pattern& p, const CVal& v) {
         switch (p.kind) {
@@ -222,8 +288,8 @@ private:
             for (const Value& x : v.tuple()) t.tuple.push_back(host_value(x, key));
             return t;
         }
-        if (v.is_delayed()) return CVal{nullptr, {}, force(v), false};
-        if (v.is_array() || v.is_function()) return CVal{nullptr, {}, v, false};
+        if (v.is_delayed()) return host_val(force(v));
+        if (v.is_array() || v.is_function()) return host_val(v);
         decline("a captured value of this kind");
     }
 
@@ -239,10 +305,13 @@ private:
         if (std::optional<Value> v = s.closure->resolve(e, fc_.eval_context())) return host_value(*v, &e);
         const evalimpl::BuiltinDef* def = evalimpl::find_builtin(e.text);
         if (!def) decline("the name " + e.text);
-        return CVal{nullptr, {}, evalimpl::apply_builtin(*def, e.type, {}, fc_.eval_context(), e.loc), false};
+        return host_val(evalimpl::apply_builtin(*def, e.type, {}, fc_.eval_context(), e.loc));
     }
 
     CVal builtin(const std::string& name, const std::vector<CVal>& args) {
+        if (std::any_of(args.begin(), args.end(), [](const CVal& a) { return is_array_val(a) || a.lambda; }) ||
+            name == "iota" || name == "fill" || name == "generate")
+            return array_builtin(name, args);
         std::vector<IExpr> xs;
         for (const CVal& a : args) {
             if (!a.scalar) decline("a non-scalar argument of " + name);
@@ -274,8 +343,8 @@ private:
         CVal f = expr(*head, s);
         std::vector<CVal> args;
         for (const Expr* a : apps) args.push_back(expr(*a->kids[1], s));
-        if (!f.host.is_function()) decline("applying a non-function");
-        return call(f.host, std::move(args));
+        loc_ = e.loc;  // the call site, for errors raised by array builtins
+        return apply(f, std::move(args));
     }
 
     // && and || short-circuit: the right operand may index out of bounds
@@ -338,41 +407,223 @@ private:
         return v;
     }
 
-    // a[i, j]: a captured host array indexed to a scalar, with the reference
-    // evaluator's bounds check and message (negative indices count from the end).
+    // a[i, j]: a captured or nested array indexed to a scalar, with the
+    // reference evaluator's bounds check and message (negative indices count
+    // from the end); a[lo:hi] on a vector is a nested array.
     CVal index(const Expr& e, Scope& s) {
         CVal a = expr(*e.kids[0], s);
-        if (!a.host.is_array()) decline("indexing something other than a captured array");
-        const ArrayPtr& arr = a.host.array();
-        if (e.indices.size() != static_cast<size_t>(arr->rank())) decline("a partial index");
-        const FuseContext::Input& in = fc_.input(arr);
-        const ScalarType elem = scalar_of(arr->elem);
-        kb_.buffer_param(in.buffer, elem, Access::Read);
-        std::vector<IExpr> idx, ok;
+        if (!is_array_val(a)) decline("indexing something other than an array");
+        const ir::PullArray arr = as_pull(a);
+        if (e.indices.size() != static_cast<size_t>(arr.rank())) decline("a partial index");
+        if (e.indices.size() == 1 && e.indices[0].is_slice) return slice(arr, e.indices[0], s);
+        std::vector<IExpr> written, idx, ok, extents;  // written: as given (for the message); idx: from the start
         for (size_t k = 0; k < e.indices.size(); ++k) {
-            if (e.indices[k].is_slice) decline("a slice inside a function");
-            IExpr n = use_extent(in.extents[k]);
+            if (e.indices[k].is_slice) decline("a slice of a matrix inside a function");
+            IExpr n = kb_.bind("n", ir::use_params(kb_, arr.shape[k]));
             IExpr i = kb_.bind("i", cast(ScalarType::I64, scalar(*e.indices[k].index, s)));
-            idx.push_back(i);
+            extents.push_back(n);
+            written.push_back(i);
+            idx.push_back(kb_.bind("j", select(binary(BinaryOp::Lt, i, const_int(0)), binary(BinaryOp::Add, i, n), i)));
             ok.push_back(kb_.bind("ok", binary(BinaryOp::And, binary(BinaryOp::Ge, i, unary(UnaryOp::Neg, n)),
                                                binary(BinaryOp::Lt, i, n))));
         }
         const std::string r = kb_.fresh("x");
-        kb_.emit(let(r, zero_of(elem)));
+        kb_.emit(let(r, zero_of(arr.elem)));
         kb_.open();
-        IExpr flat = const_int(0);
-        for (size_t k = 0; k < idx.size(); ++k) {
-            IExpr n = use_extent(in.extents[k]);
-            IExpr j = select(binary(BinaryOp::Lt, idx[k], const_int(0)), binary(BinaryOp::Add, idx[k], n), idx[k]);
-            flat = binary(BinaryOp::Add, binary(BinaryOp::Mul, flat, n), j);
-        }
-        kb_.emit(assign(r, load(in.buffer, flat, elem)));
+        kb_.emit(assign(r, arr.at(kb_, idx)));
         std::vector<StmtPtr> then_body = kb_.close();
-        kb_.emit(if_then(all_of(ok), std::move(then_body), first_failure(e, idx, ok, in)));
-        return scalar_val(ir::var(r, elem));
+        kb_.emit(if_then(all_of(ok), std::move(then_body), first_failure(e, written, ok, extents)));
+        return scalar_val(ir::var(r, arr.elem));
     }
 
-    IExpr use_extent(const IExpr& n) { return param(kb_.scalar_param(n->name, ScalarType::I64), ScalarType::I64); }
+    // a[lo:hi] (step 1) on a vector: Python's clamping, as ops::select_slice.
+    CVal slice(const ir::PullArray& a, const IndexArg& sel, Scope& s) {
+        if (sel.step) decline("a slice with a step inside a function");
+        const IExpr n = kb_.bind("n", ir::use_params(kb_, a.shape[0]));
+        auto bound = [&](const shoal::ExprPtr& x, IExpr fallback) {
+            if (!x) return fallback;
+            IExpr v = kb_.bind("b", cast(ScalarType::I64, scalar(*x, s)));
+            v = select(binary(BinaryOp::Lt, v, const_int(0)), binary(BinaryOp::Max, binary(BinaryOp::Add, v, n), const_int(0)), v);
+            return kb_.bind("b", binary(BinaryOp::Min, v, n));
+        };
+        const IExpr lo = bound(sel.lo, const_int(0)), hi = bound(sel.hi, n);
+        return pull_val(ir::slice_rows(a, lo, kb_.bind("count", binary(BinaryOp::Max, binary(BinaryOp::Sub, hi, lo), const_int(0)))));
+    }
+
+    // [e0, e1, ...] of scalars computed in the thread: element k selects
+    // among the already computed values.
+    CVal array_literal(const Expr& e, Scope& s) {
+        if (e.kids.empty()) decline("an empty array literal inside a function");
+        std::vector<IExpr> xs;
+        for (const shoal::ExprPtr& k : e.kids) xs.push_back(kb_.bind("lit", single(expr(*k, s))));
+        ir::PullArray out{{const_int(static_cast<int64_t>(xs.size()))}, xs[0]->type, nullptr};
+        out.at = [xs](KernelBuilder&, const std::vector<IExpr>& i) {
+            IExpr v = xs.back();
+            for (size_t k = xs.size() - 1; k-- > 0;)
+                v = select(binary(BinaryOp::Eq, i[0], const_int(static_cast<int64_t>(k))), xs[k], v);
+            return v;
+        };
+        return pull_val(out);
+    }
+
+    // An array operand as a pull array: a captured host array reads its buffer.
+    ir::PullArray as_pull(const CVal& v) {
+        if (v.pull) return *v.pull;
+        const ArrayPtr& a = v.host.array();
+        const FuseContext::Input& in = fc_.input(a);
+        std::vector<std::string> extents;
+        for (const auto& e : in.extents) extents.push_back(e->name);
+        return ir::buffer_array(in.buffer, scalar_of(a->elem), extents);
+    }
+
+    // Array builtins inside a function (nested data parallelism): producers
+    // give nested pull arrays, consumers sequential loops in the thread.
+    CVal array_builtin(const std::string& name, const std::vector<CVal>& args) {
+        if (name == "length") return scalar_val(cast(ScalarType::I32, ir::use_params(kb_, as_pull(args[0]).shape[0])));
+        if (name == "sum" || name == "product" || name == "maximum" || name == "minimum" || name == "all" || name == "any") {
+            static const std::map<std::string, ir::AssocOp> ops = {
+                {"sum", ir::AssocOp::Add}, {"product", ir::AssocOp::Mul}, {"maximum", ir::AssocOp::Max},
+                {"minimum", ir::AssocOp::Min}, {"all", ir::AssocOp::And}, {"any", ir::AssocOp::Or}};
+            const ir::PullArray a = vector_arg(args[0]);
+            const ir::AssocOp op = ops.at(name);
+            return fold(a, ir::neutral_of(op, a.elem), [op](IExpr acc, IExpr x) { return ir::apply_op(op, acc, x); });
+        }
+        if (name == "reduce" && args[1].scalar) {
+            const CVal& f = args[0];
+            return fold(vector_arg(args[2]), args[1].scalar, [&](IExpr acc, IExpr x) {
+                return single(apply(f, {scalar_val(acc), scalar_val(x)}));
+            });
+        }
+        if (name == "count") {
+            const CVal& p = args[0];
+            return fold(vector_arg(args[1]), const_int(0, ScalarType::I32), [&](IExpr acc, IExpr x) {
+                IExpr keep = single(apply(p, {scalar_val(x)}));
+                return binary(BinaryOp::Add, acc, select(keep, const_int(1, ScalarType::I32), const_int(0, ScalarType::I32)));
+            });
+        }
+        if (name == "take" || name == "drop") {
+            if (!args[0].scalar) decline("a non-scalar count");
+            const ir::PullArray a = as_pull(args[1]);
+            return pull_val(name == "take" ? ir::take_array(a, args[0].scalar) : ir::drop_array(a, args[0].scalar));
+        }
+        if (name == "reverse") return pull_val(ir::reverse_array(as_pull(args[0])));
+        if (name == "gather") return pull_val(ir::gather_array(vector_arg(args[0]), as_pull(args[1]), loc_));
+        if (name == "map" || name == "zipWith" || name == "zipWith3") return nested_map(name, args);
+        if ((name == "iota" || name == "fill" || name == "generate") && args[0].scalar) {
+            ir::PullArray out{{kb_.bind("n", binary(BinaryOp::Max, cast(ScalarType::I64, args[0].scalar), const_int(0)))},
+                              ScalarType::I32, nullptr};
+            if (name == "iota") {
+                out.at = [](KernelBuilder&, const std::vector<IExpr>& i) { return cast(ScalarType::I32, i[0]); };
+            } else if (name == "fill") {
+                if (!args[1].scalar) decline("fill with a non-scalar");
+                out.elem = args[1].scalar->type;
+                out.at = [v = args[1].scalar](KernelBuilder&, const std::vector<IExpr>&) { return v; };
+            } else {
+                const CVal f = args[1];
+                out.elem = element_type(f, 1);
+                out.at = [this, f](KernelBuilder&, const std::vector<IExpr>& i) {
+                    return single(apply(f, {scalar_val(cast(ScalarType::I32, i[0]))}));
+                };
+            }
+            return pull_val(out);
+        }
+        if (find_builtin_arity(name) == static_cast<int>(args.size()) && is_elementwise(name)) return nested_elementwise(name, args);
+        decline("the array function " + name + " inside a function");
+    }
+
+    static bool is_elementwise(const std::string& name) {
+        return binary_ops().count(name) || name == "**" || name == "pow" || name == "atan2" || name == "negate" ||
+               name == "!" || name == "~" || name == "abs" || name == "floor" || name == "ceil" || name == "round" ||
+               is_math_function(name) || conversion_target(name).has_value();
+    }
+    static int find_builtin_arity(const std::string& name) {
+        const evalimpl::BuiltinDef* d = evalimpl::find_builtin(name);
+        return d ? d->arity : -1;
+    }
+
+    // The scalar result type of fn applied to `arity` scalar arguments, from its type.
+    static ScalarType element_type(const CVal& fn, int arity) {
+        Type t;
+        int applied = 0;
+        if (fn.lambda) {
+            t = fn.lambda->node->type;
+        } else if (fn.host.is_function()) {
+            const evalimpl::CallableView v = as_callable(fn.host).view();
+            t = v.builtin ? v.type : v.lambda->type;
+            applied = static_cast<int>(v.builtin ? v.args.size() : v.bound);
+        }
+        if (!t) decline("an untyped function");
+        for (int k = 0; k < arity + applied; ++k) t = func_result(t);
+        if (!is_prim(t)) decline("a function returning a non-scalar");
+        return scalar_of(prim_of(t));
+    }
+
+    ir::PullArray vector_arg(const CVal& v) {
+        if (!is_array_val(v)) decline("a non-array argument");
+        ir::PullArray a = as_pull(v);
+        if (a.rank() != 1) decline("a nested array of rank " + std::to_string(a.rank()));
+        return a;
+    }
+
+    static IExpr single(const CVal& v) {
+        if (!v.scalar) decline("a non-scalar element");
+        return v.scalar;
+    }
+
+    // acc = init; for k in [0, n): acc = step(acc, a[k]) -- sequential, in the
+    // reference evaluator's order.
+    CVal fold(const ir::PullArray& a, IExpr init, const std::function<IExpr(IExpr, IExpr)>& step) {
+        const std::string acc = kb_.fresh("acc");
+        kb_.emit(let(acc, init));
+        const IExpr n = kb_.bind("n", ir::use_params(kb_, a.shape[0]));
+        ir::lowering::thread_loop(kb_, "k", const_int(0), n, const_int(1), [&](IExpr k) {
+            const IExpr x = kb_.bind("x", a.at(kb_, {k}));
+            kb_.emit(assign(acc, step(ir::var(acc, init->type), x)));
+        });
+        return scalar_val(ir::var(acc, init->type));
+    }
+
+    CVal nested_map(const std::string& name, const std::vector<CVal>& args) {
+        const CVal f = args[0];
+        std::vector<ir::PullArray> srcs;
+        for (size_t k = 1; k < args.size(); ++k) srcs.push_back(vector_arg(args[k]));
+        ir::PullArray out{{equal_extents(name, srcs)}, element_type(f, static_cast<int>(srcs.size())), nullptr};
+        out.at = [this, f, srcs](KernelBuilder& kb, const std::vector<IExpr>& i) {
+            std::vector<CVal> xs;
+            for (const ir::PullArray& p : srcs) xs.push_back(scalar_val(kb.bind("e", p.at(kb, i))));
+            return single(apply(f, xs));
+        };
+        return pull_val(out);
+    }
+
+    CVal nested_elementwise(const std::string& name, const std::vector<CVal>& args) {
+        std::vector<ir::PullArray> srcs;
+        for (const CVal& a : args)
+            if (is_array_val(a)) srcs.push_back(vector_arg(a));
+        std::vector<IExpr> probe;
+        for (const CVal& a : args) probe.push_back(is_array_val(a) ? ir::param("x", as_pull(a).elem) : single(a));
+        ir::PullArray out{{equal_extents(name, srcs)}, emit_builtin(name, probe)->type, nullptr};
+        out.at = [this, name, args](KernelBuilder& kb, const std::vector<IExpr>& i) {
+            std::vector<IExpr> xs;
+            for (const CVal& a : args) xs.push_back(is_array_val(a) ? kb.bind("e", as_pull(a).at(kb, i)) : a.scalar);
+            return emit_builtin(name, xs);
+        };
+        return pull_val(out);
+    }
+
+    // The common extent of vectors combined elementwise; a mismatch is the
+    // reference's error, and the result keeps the shorter extent (no thread
+    // reads past an end).
+    IExpr equal_extents(const std::string& name, const std::vector<ir::PullArray>& xs) {
+        IExpr n = kb_.bind("n", ir::use_params(kb_, xs[0].shape[0]));
+        for (size_t k = 1; k < xs.size(); ++k) {
+            const IExpr m = kb_.bind("n", ir::use_params(kb_, xs[k].shape[0]));
+            const int code = kb_.add_check("shape mismatch in " + name + ": ({index}) vs ({extent})", loc_);
+            kb_.emit(if_then(binary(BinaryOp::Ne, n, m), {ir::error(code, n, m)}));
+            n = kb_.bind("n", binary(BinaryOp::Min, n, m));
+        }
+        return n;
+    }
 
     static IExpr all_of(const std::vector<IExpr>& xs) {
         IExpr r = xs[0];
@@ -382,20 +633,71 @@ private:
 
     // The error of the first axis out of range (the reference checks axes in order).
     std::vector<StmtPtr> first_failure(const Expr& e, const std::vector<IExpr>& idx, const std::vector<IExpr>& ok,
-                                       const FuseContext::Input& in) {
+                                       const std::vector<IExpr>& extents) {
         std::vector<StmtPtr> chain;
         for (size_t k = idx.size(); k-- > 0;) {
             const Loc loc = e.indices[k].loc.valid() ? e.indices[k].loc : e.loc;
             const int code = kb_.add_check("index {index} is out of bounds for axis " + std::to_string(k) +
                                                " with extent {extent}",
                                            loc);
-            std::vector<StmtPtr> fail{ir::error(code, idx[k], use_extent(in.extents[k]))};
+            std::vector<StmtPtr> fail{ir::error(code, idx[k], extents[k])};
             chain = {if_then(unary(UnaryOp::Not, ok[k]), std::move(fail), std::move(chain))};
         }
         return chain;
     }
 
+    // A subexpression doing array work that does not depend on the
+    // function's parameters or locals (nor draws random numbers, whose stream
+    // advances per call) is loop invariant: hoisted out of the kernel.
+    static bool hoistable(const Expr& e, const Scope& s) {
+        switch (e.kind) {
+            case ExprKind::App:
+            case ExprKind::Index:
+            case ExprKind::Binary:
+            case ExprKind::Unary:
+            case ExprKind::Let:
+            case ExprKind::If:
+            case ExprKind::ArrayLit:
+            case ExprKind::LoopFor:
+            case ExprKind::LoopWhile:
+            case ExprKind::With: break;
+            default: return false;
+        }
+        if (!e.type || is_func(e.type) || !does_array_work(e)) return false;
+        return !mentions(e, [&](const std::string& n) {
+            if (n == "random") return true;
+            for (const auto& [local, v] : s.locals)
+                if (local == n) return true;
+            return false;
+        });
+    }
+
+    // Computes a hoisted expression on the host (once per plan). An error is
+    // raised where, and only if, the kernel reaches the expression: the
+    // reference evaluator might never evaluate it (an untaken branch).
+    CVal hoist(const Expr& e, Scope& s) {
+        const Value* known = fc_.hoisted(&e, s.closure);
+        if (known) return host_value(*known, &e);
+        Value v;
+        try {
+            v = force(s.closure->evaluate_inside(e, fc_.eval_context()));
+        } catch (const Error& err) {
+            if (err.kind == ErrorKind::Interrupted || err.kind == ErrorKind::Internal) throw;
+            std::vector<ScalarType> types;
+            leaf_types(e.type, types);  // an array-valued failure declines here
+            const int code = kb_.add_check(err.message, err.loc);
+            kb_.emit(ir::error(code, const_int(0), const_int(0)));
+            std::vector<IExpr> zeros;
+            for (ScalarType t : types) zeros.push_back(zero_of(t));
+            size_t at = 0;
+            return from_leaves(e.type, zeros, at);
+        }
+        fc_.remember_hoisted(&e, s.closure, v);
+        return host_value(v, &e);
+    }
+
     CVal expr(const Expr& e, Scope& s) {
+        if (hoistable(e, s)) return hoist(e, s);
         switch (e.kind) {
             case ExprKind::IntLit:
             case ExprKind::FloatLit: return literal(e, false);
@@ -406,20 +708,32 @@ private:
             case ExprKind::If: return if_expr(e, s);
             case ExprKind::Index: return index(e, s);
             case ExprKind::Annot: return expr(*e.kids[0], s);
+            case ExprKind::ArrayLit: return array_literal(e, s);
+            case ExprKind::Lambda: {
+                CVal v;
+                v.lambda = std::make_shared<const LocalLambda>(LocalLambda{&e, s});
+                return v;
+            }
             case ExprKind::Tuple: {
                 CVal t;
                 t.is_tuple = true;
                 for (const shoal::ExprPtr& k : e.kids) t.tuple.push_back(expr(*k, s));
                 return t;
             }
-            case ExprKind::Binary:
+            case ExprKind::Binary: {
                 if (e.text == "&&" || e.text == "||") return short_circuit(e, s);
-                return builtin(e.text, {expr(*e.kids[0], s), expr(*e.kids[1], s)});
+                CVal a = expr(*e.kids[0], s);
+                CVal b = expr(*e.kids[1], s);
+                loc_ = e.loc;
+                return builtin(e.text, {a, b});
+            }
             case ExprKind::Unary: {
                 const Expr& x = *e.kids[0];
                 if (e.text == "negate" && (x.kind == ExprKind::IntLit || x.kind == ExprKind::FloatLit))
                     return literal(x, true);
-                return builtin(e.text, {expr(x, s)});
+                CVal a = expr(x, s);
+                loc_ = e.loc;
+                return builtin(e.text, {a});
             }
             default: decline("this kind of expression inside a function");
         }
@@ -427,6 +741,7 @@ private:
 
     FuseContext& fc_;
     KernelBuilder& kb_;
+    Loc loc_;  // the builtin call being compiled
 };
 
 }  // namespace

@@ -4,14 +4,18 @@
 // built. Literals and captured scalars become kernel scalar parameters
 // (lambda lifting: the kernel text never depends on their values, so
 // `saxpy 2.0 x y` and `saxpy 3.0 x y` share one kernel); captured host arrays
-// become buffer parameters. Anything outside the compiled subset throws
-// Decline, and the caller leaves the whole expression to the reference
-// evaluator.
+// become buffer parameters. Nested array expressions that do not depend on
+// the function's parameters are hoisted: computed once on the host before the
+// kernel (Barracuda's addSum); those that do become sequential loops in the
+// thread (nested data parallelism, flattened by hand: ndp). Anything outside
+// the compiled subset throws Decline, and the caller leaves the whole
+// expression to the reference evaluator.
 #pragma once
 #include <map>
 #include <memory>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "codegen/kernel_builder.h"
@@ -45,6 +49,13 @@ public:
     const Input& input(const ArrayPtr& a);
 
     EvalContext& eval_context() { return ctx_; }
+    // Loop-invariant expressions hoisted out of the kernel, computed once per
+    // plan: key (expression, closure) -> value.
+    const Value* hoisted(const void* expr, const void* closure) const {
+        auto it = hoisted_.find({expr, closure});
+        return it == hoisted_.end() ? nullptr : &it->second;
+    }
+    void remember_hoisted(const void* expr, const void* closure, Value v) { hoisted_[{expr, closure}] = std::move(v); }
     const std::map<std::string, Scalar>& scalars() const { return scalars_; }
     const std::map<std::string, ArrayPtr>& buffers() const { return buffers_; }
 
@@ -54,6 +65,7 @@ private:
     std::map<std::string, ArrayPtr> buffers_;
     std::map<std::tuple<const void*, Prim, int64_t>, std::string> lifted_;
     std::map<const Array*, Input> inputs_;
+    std::map<std::pair<const void*, const void*>, Value> hoisted_;
     int counter_ = 0;
 };
 

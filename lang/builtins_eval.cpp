@@ -525,6 +525,9 @@ public:
 
     CallableView view() const override { return CallableView{nullptr, 0, &def_, type_, args_}; }
     std::optional<Value> resolve(const Expr&, EvalContext&) const override { return std::nullopt; }
+    Value evaluate_inside(const Expr& sub, EvalContext&) const override {
+        user_error(ErrorKind::Internal, sub.loc, "a builtin has no body to evaluate inside");
+    }
 
 private:
     const BuiltinDef& def_;

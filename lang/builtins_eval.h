@@ -36,6 +36,11 @@ public:
     // globals (a generalised global specialised as the evaluator would);
     // nullopt when it names a builtin. Always nullopt for builtins.
     virtual std::optional<Value> resolve(const Expr& var, EvalContext& ctx) const = 0;
+    // Evaluates `sub`, a subexpression of a closure's body whose free
+    // variables are all bound in the closure's environment (the compiler
+    // hoists such loop-invariant expressions out of kernels). Builtins have
+    // no body: an internal error.
+    virtual Value evaluate_inside(const Expr& sub, EvalContext& ctx) const = 0;
 
     // Applies the function to one or more arguments (more than it takes: the
     // result is applied to the rest). `loc` is the call site, for errors.

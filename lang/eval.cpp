@@ -75,6 +75,10 @@ public:
 
     CallableView view() const override { return CallableView{lambda_, bound_, nullptr, nullptr, {}}; }
     std::optional<Value> resolve(const Expr& var, EvalContext& ctx) const override;
+    Value evaluate_inside(const Expr& sub, EvalContext& ctx) const override {
+        // Shares ownership of the whole lambda, which contains `sub`.
+        return eval(ExprPtr(lambda_, const_cast<Expr*>(&sub)), env_, ctx);
+    }
 
 private:
     ExprPtr lambda_;

@@ -134,6 +134,15 @@ Prim prim_of(const Type& t) {
     return p->prim;
 }
 
+bool mentions_array(const Type& t) {
+    const Type p = prune(t);
+    if (is_array(p)) return true;
+    if (!is_tuple(p)) return false;
+    for (const Type& k : p->args)
+        if (mentions_array(k)) return true;
+    return false;
+}
+
 int array_rank(const Type& t) {
     Type p = prune(t);
     if (p->kind != TypeKind::Array) return 0;

@@ -135,11 +135,6 @@ bool holds_array(const Value& v) {
     if (v.is_tuple()) return std::any_of(v.tuple().begin(), v.tuple().end(), holds_array);
     return v.is_array() || v.is_delayed();
 }
-bool mentions_array(const Type& t) {
-    const Type p = prune(t);
-    if (is_array(p)) return true;
-    return is_tuple(p) && std::any_of(p->args.begin(), p->args.end(), mentions_array);
-}
 bool holds_array_type(const Type& fn_type, size_t arity) {
     Type t = fn_type;
     for (size_t k = 0; k < arity; ++k) t = func_result(t);
@@ -187,9 +182,12 @@ Value rebuild(const Value& like, const std::vector<Value>& ls) {
     return rebuild(like, ls, at);
 }
 
-// The value of Shoal type `t` (scalars and tuples of them) built from leaves.
+// The value of Shoal type `t` built from leaves: one per scalar of a tuple of
+// scalars, or one per array of an array of tuples (which the type checker may
+// also write as a tuple of arrays).
 Value rebuild_type(const Type& t, const std::vector<Value>& ls, size_t& at) {
     const Type p = prune(t);
+    if (is_array(p)) return rebuild_type(array_elem(p), ls, at);
     if (!is_tuple(p)) return ls.at(at++);
     std::vector<Value> out;
     for (const Type& k : p->args) out.push_back(rebuild_type(k, ls, at));
@@ -218,9 +216,11 @@ bool scalar_leaves(const Value& v, std::vector<Scalar>& out) {
     return true;
 }
 
-// The leaf element types of a Shoal type made of scalars and tuples.
+// The leaf element types of a Shoal type made of scalars, tuples and arrays
+// of them (the element types of an array of tuples).
 bool prim_leaves(const Type& t, std::vector<Prim>& out) {
-    const Type p = prune(t);
+    Type p = prune(t);
+    if (is_array(p)) p = prune(array_elem(p));
     if (is_prim(p)) {
         out.push_back(prim_of(p));
         return true;
@@ -407,7 +407,8 @@ std::vector<ArrayPtr> CpuCompiledBackend::materialise(const NodeGroup& g) {
         std::vector<ArrayPtr> arrays;
         for (size_t k = 0; k < outs.size(); ++k) arrays.push_back(array_from(r.outputs.at(outs[k]), g.elems[k], g.shape));
         return arrays;
-    } catch (const Decline&) {
+    } catch (const Decline& d) {
+        ++stats.declines[d.why];
         return {};
     }
 }
@@ -521,9 +522,11 @@ namespace {
 
 // The reference evaluator's result of one builtin call, forced (a node whose
 // function turns out not to compile is computed this way).
-Replay make_replay(const std::string& name, const Type& type, std::span<const Value> args,
-                   const EvalContext& reference, const Loc& loc) {
+Replay make_replay(const std::string& name, const Type& type, std::span<const Value> args, const EvalContext& ctx,
+                   const Loc& loc) {
     const evalimpl::BuiltinDef* def = evalimpl::find_builtin(name);
+    EvalContext reference = ctx;
+    reference.backend = nullptr;
     return [def, type, a = std::vector<Value>(args.begin(), args.end()), loc, ctx = reference]() mutable {
         return force(evalimpl::apply_builtin(*def, type, a, ctx, loc));
     };
@@ -742,7 +745,7 @@ std::optional<Value> CpuCompiledBackend::map_node(const std::string& name, const
                                                   const Loc& loc) {
     const Type r = result_of(type, static_cast<int>(a.size()));
     std::vector<Prim> elems;
-    if (!is_array(r) || !prim_leaves(array_elem(r), elems)) return std::nullopt;
+    if (!mentions_array(r) || !prim_leaves(r, elems)) return std::nullopt;
     for (size_t k = 1; k < a.size(); ++k)
         if (!is_like(a[k])) return std::nullopt;
     for (size_t k = 2; k < a.size(); ++k) ops::require_same_shape(like_shape(a[1]), like_shape(a[k]), name.c_str(), loc);
@@ -762,7 +765,7 @@ std::optional<Value> CpuCompiledBackend::map_node(const std::string& name, const
     const std::vector<Value> members =
         tuple_nodes(elems, like_shape(a[1]), pull, make_replay(name, type, a, ctx, loc), ctx, operands);
     size_t at = 0;
-    return rebuild_type(array_elem(r), members, at);
+    return rebuild_type(r, members, at);
 }
 
 // Index maps (reverse, gather, take, drop, reshape, flatten): fused pull
@@ -912,7 +915,7 @@ std::optional<Value> CpuCompiledBackend::producer(const std::string& name, const
         const std::optional<Shape> s = shape_arg(a[0]);
         const Type r = result_of(type, 2);
         std::vector<Prim> elems;
-        if (!s || s->empty() || !is_array(r) || !prim_leaves(array_elem(r), elems)) return std::nullopt;
+        if (!s || s->empty() || !mentions_array(r) || !prim_leaves(r, elems)) return std::nullopt;
         auto pull = [s = *s, fn = a[1], elems](FuseContext& fc) {
             ir::PullTuple out{extents(fc, s), scalar_types(elems), nullptr};
             out.at = [&fc, fn](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
@@ -925,7 +928,7 @@ std::optional<Value> CpuCompiledBackend::producer(const std::string& name, const
         const std::vector<Value> members =
             tuple_nodes(elems, *s, pull, make_replay(name, type, args, ctx, loc), ctx, {});
         size_t at = 0;
-        return rebuild_type(array_elem(r), members, at);
+        return rebuild_type(r, members, at);
     }
     return index_map(name, type, a, ctx, loc);
 }
@@ -979,7 +982,8 @@ std::optional<Value> CpuCompiledBackend::known_reduce(const std::string& name, s
         reference.backend = nullptr;
         const Value pair[2] = {args[1], v};
         return evalimpl::apply_builtin(*def, nullptr, pair, reference, Loc{});
-    } catch (const Decline&) {
+    } catch (const Decline& d) {
+        ++stats.declines[d.why];
         return std::nullopt;
     }
 }
@@ -1022,7 +1026,8 @@ std::optional<Value> CpuCompiledBackend::general_reduce(const Value& f, const Va
             results.emplace_back(a);
         }
         return rebuild(z, results);
-    } catch (const Decline&) {
+    } catch (const Decline& d) {
+        ++stats.declines[d.why];
         return std::nullopt;
     }
 }
@@ -1047,7 +1052,8 @@ std::optional<Value> CpuCompiledBackend::count(const Value& p, const Value& xs, 
         });
         const HostBuffer& out = r.outputs.at("out");
         return s.size() == 1 ? Value(scalar_from(out, Prim::Int, 0)) : Value(array_from(out, Prim::Int, {s[0]}));
-    } catch (const Decline&) {
+    } catch (const Decline& d) {
+        ++stats.declines[d.why];
         return std::nullopt;
     }
 }
@@ -1097,7 +1103,8 @@ std::optional<Value> CpuCompiledBackend::arg_extreme(bool largest, const Value& 
         for (int64_t row = 0; row < rows; ++row)
             out->set(row, Scalar::of_int(static_cast<int32_t>(scalar_from(idx, Prim::Long, row).l)));
         return s.size() == 1 ? Value(out->get(0)) : Value(out);
-    } catch (const Decline&) {
+    } catch (const Decline& d) {
+        ++stats.declines[d.why];
         return std::nullopt;
     }
 }
@@ -1157,7 +1164,8 @@ std::optional<Value> CpuCompiledBackend::scan(const std::string& name, std::span
         std::vector<Value> results;
         for (size_t k = 0; k < prims.size(); ++k) results.emplace_back(array_from(r.outputs.at(outs[k]), prims[k], s));
         return rebuild(args[1], results);
-    } catch (const Decline&) {
+    } catch (const Decline& d) {
+        ++stats.declines[d.why];
         return std::nullopt;
     }
 }
@@ -1203,7 +1211,8 @@ std::optional<Value> CpuCompiledBackend::push(const std::string& name, std::span
         std::vector<Value> results;
         for (size_t k = 0; k < as.size(); ++k) results.emplace_back(array_from(r.outputs.at(outs[k]), elem_of(as[k]), s));
         return rebuild(args[0], results);
-    } catch (const Decline&) {
+    } catch (const Decline& d) {
+        ++stats.declines[d.why];
         return std::nullopt;
     }
 }
@@ -1232,7 +1241,8 @@ std::optional<Value> CpuCompiledBackend::filter(std::span<const Value> args, Eva
         std::vector<Value> results;
         for (size_t k = 0; k < prims.size(); ++k) results.emplace_back(array_from(r.outputs.at(outs[k]), prims[k], {n}));
         return rebuild(xs, results);
-    } catch (const Decline&) {
+    } catch (const Decline& d) {
+        ++stats.declines[d.why];
         return std::nullopt;
     }
 }
@@ -1259,7 +1269,8 @@ std::optional<Value> CpuCompiledBackend::permute(std::span<const Value> args, Ev
                               "out");
         });
         return Value(array_from(r.outputs.at("out"), elem, shape_of(dest)));
-    } catch (const Decline&) {
+    } catch (const Decline& d) {
+        ++stats.declines[d.why];
         return std::nullopt;
     }
 }
@@ -1286,7 +1297,8 @@ std::optional<Value> CpuCompiledBackend::scatter(std::span<const Value> args, Ev
         std::vector<Value> results;
         for (size_t k = 0; k < prims.size(); ++k) results.emplace_back(array_from(r.outputs.at(outs[k]), prims[k], ds));
         return rebuild(dest, results);
-    } catch (const Decline&) {
+    } catch (const Decline& d) {
+        ++stats.declines[d.why];
         return std::nullopt;
     }
 }
@@ -1330,10 +1342,10 @@ std::optional<Value> CpuCompiledBackend::compile_builtin(const std::string& name
     }
     if (name == "random") return random(args[0], ctx);
     if (std::optional<Value> r = consumer(name, args, ctx)) return r;
-    EvalContext reference = ctx;
-    reference.backend = nullptr;
-    last_ctx_ = reference;
-    return producer(name, type, args, reference, loc);
+    // Nodes keep the context with this backend: functions compiled into
+    // them hoist invariant array expressions, computed by this backend too.
+    last_ctx_ = ctx;
+    return producer(name, type, args, ctx, loc);
 }
 
 // ---------------------------------------------------------------- interface

@@ -27,6 +27,7 @@ struct BackendStats {
     // Builtins on arrays the backend declined (the reference evaluator
     // computed them), by name: what is still outside the compiled subset.
     std::map<std::string, int64_t> reference_builtins;
+    std::map<std::string, int64_t> declines;  // why functions did not compile (compile_function's Decline)
     Counters total;                 // summed over every launch
     Counters last;                  // the last plan run
     std::string last_plan;          // its name

@@ -181,3 +181,97 @@ TEST_CASE("compiled backend: :ir and :cuda show the plan") {
     CHECK(out.all.find("__global__") != std::string::npos);
     CHECK(out.all.find("backend reference") != std::string::npos);
 }
+
+// The builtins the reference evaluator computed for a program run with the
+// compiled backend ("name x count ..."), empty when everything compiled.
+std::string reference_fallbacks(const std::string& program) {
+    set_compiled_backend_factory(cpu::make_compiled_backend);
+    Session s;
+    Capture out;
+    s.execute(":set backend compiled\n:set check on", "<t>", out);
+    s.execute(program, "<t>", out);
+    const cpu::BackendStats& st = cpu::backend_stats(*s.compiled_backend());
+    std::string fallbacks;
+    for (const auto& [b, n] : st.reference_builtins) fallbacks += " " + b + " x" + std::to_string(n);
+    if (st.reference_replays) fallbacks += " replays x" + std::to_string(st.reference_replays);
+    for (const auto& [why, n] : st.declines) fallbacks += " [" + why + "]";
+    return fallbacks;
+}
+
+TEST_CASE("compiled backend: tuples, general folds, permutations and random agree and never fall back") {
+    const char* programs[] = {
+        // arrays of tuples
+        "let a = map float (iota 6)\nlet b = iota 6\nlet p = zip a b\nmap (\\(x, i) -> x * float i) p\nunzip p",
+        "let p = map (\\i -> (i, float i * 0.5)) (iota 5)\np\nmap (\\(i, f) -> (f, i + 1)) p\nfilter (\\(i, f) -> i % 2 == 0) p",
+        "let p = zip (iota 4) (map (\\i -> i > 1) (iota 4))\nreverse p\np ++ p\ninterleave p p\ntake 2 p\ngather [3, 0] p",
+        "fill 3 (1, 2.5)\ngenerate (2, 3) (\\i j -> (i + j, float i - float j))",
+        // folds with any function, on tuples too
+        "reduce (\\a b -> a + b) 3 (iota 10)\nreduce (\\a b -> if a > b then a else b) 0 [4, 9, 2]\nreduce (\\a b -> max a b) (-5) (map negate (iota 4))",
+        "reduce (\\(s, n) (t, m) -> (s + t, n + m)) (0.0, 0) (zip (map float (iota 100)) (fill 100 1))",
+        "let m = generate (3, 4) (\\i j -> i * 4 + j)\nreduce (\\a b -> a * b) 1 m\nreduce (\\a b -> a + b) 7 (generate (3, 0) (\\i j -> i))",
+        "reduce (\\a b -> a - b) 100 (iota 0)\nreduce (\\a b -> a * b) 3 (iota 1)",
+        "scan (\\a b -> a + b) 0 (iota 10)\nscanExclusive (\\a b -> a + b) 5 (iota 10)\nscan (\\a b -> min a b) 3 (map (\\i -> 9 - i) (iota 6))",
+        "scan (\\(s, n) (t, m) -> (s + t, max n m)) (0, 0) (zip (iota 8) (map (\\i -> (i * 5) % 7) (iota 8)))",
+        "scan (\\a b -> a * b) 1 (generate (3, 4) (\\i j -> i + j + 1))\nscanExclusive max 0 (generate (2, 3) (\\i j -> j - i))",
+        "let f = map (\\i -> i % 4 == 0) (iota 12)\nsegscan (\\a b -> a + b) 0 f (iota 12)\nsegscan (\\a b -> a * b) 1 f (map (\\i -> i % 3 + 1) (iota 12))",
+        // count, argmax, argmin
+        "count (\\x -> x % 3 == 0) (iota 100)\ncount (\\x -> x > 2) (generate (3, 5) (\\i j -> i + j))",
+        "let v = [3.0, 7.0, 7.0, -1.0, 7.0]\nargmax v\nargmin v\nargmax (generate (2, 3) (\\i j -> (i * 3 + j) % 4))\nargmin [2, 1, 1, 5]",
+        "let n = sqrt (-1.0)\nargmax [n, 1.0, 3.0, 3.0]\nargmin [n, n]\nargmax [1.0, n, 5.0]",
+        // permute and scatter
+        "permute (+) (fill 5 0) (\\i -> i % 5) (iota 23)\npermute max (fill 3 0) (\\i -> i % 3) (iota 10)",
+        "permute (+) (fill 4 0.0) (\\i -> if i < 10 then i % 4 else 9) (map float (iota 12))\npermute min (fill 2 100) (\\i -> i - 1) (iota 4)",
+        "scatter (fill 5 0) [1, 3, 1, 7] [10, 20, 30, 40]\nscatter (zip (fill 3 0) (fill 3 false)) [2, 0] (zip [5, 6] [true, true])",
+        "scatter (generate (3, 2) (\\i j -> i * 2 + j)) [2, 2] (generate (2, 2) (\\i j -> 100 + i))",
+        // random, shapes, reshape, iterate
+        "let r = random 1000\nr[0]\nr[999]\nsum r\nrandom (2, 3)\nlet q = random 5\nq",
+        "let m = generate (2, 3) (\\i j -> i * 3 + j)\nlength m\nrows m\ncols m\nshape m\nshape (iota 4)\nlength (zip (iota 3) (iota 3))",
+        "reshape (3, 2) (iota 6)\nflatten (generate (2, 3) (\\i j -> i - j))\nsum (reshape (2, 2) (map float (iota 4)))",
+        "iterate 5 (\\x -> x * 2 + 1) (iota 4)\niterate 300 (\\x -> x + 1) (fill 3 0)\nlet y = iterate 40 (\\x -> x + x) (fill 2 1)\ny",
+    };
+    for (const char* p : programs) {
+        differential(p);
+        INFO("program:\n" << p);
+        CHECK(reference_fallbacks(p) == "");
+    }
+}
+
+TEST_CASE("compiled backend: nested arrays are hoisted when invariant and loops in the thread otherwise") {
+    const char* programs[] = {
+        // invariant: computed once before the kernel (addSum)
+        "let ys = map float (iota 100)\nmap (\\x -> x + sum ys) (map float (iota 5))\nmap (\\x -> x * maximum (ys * 2.0)) [1.0, 2.0]",
+        // an invariant error raised only where the branch runs
+        "let ys = iota 3\nmap (\\i -> if i > 100 then ys[7] else i) (iota 4)\nmap (\\i -> if i > 1 then ys[7] else i) (iota 4)",
+        // element dependent: sequential loops in the thread (ndp)
+        "let xs = map float (iota 50)\nmap (\\i -> sum (take i xs)) (iota 10)\nmap (\\i -> sum (xs[i:] * xs[i:])) (iota 5)",
+        "let xs = iota 30\ngenerate 5 (\\b -> count (\\x -> x % 5 == b) xs)\nmap (\\i -> maximum (drop i (reverse xs))) (iota 4)",
+        "let xs = iota 10\nmap (\\i -> reduce (\\a b -> a * 2 + b) i (take 3 xs)) (iota 4)\nmap (\\i -> length (take i xs)) (iota 12)",
+        "let xs = iota 10\nmap (\\i -> sum (map (\\x -> x * i) (take i xs))) (iota 5)\nmap (\\i -> sum (zipWith (+) (take i xs) (drop 2 xs))) (iota 5)",
+        "let xs = iota 10\nmap (\\i -> sum (generate i (\\j -> j * j)) + sum (iota i) + sum (fill i 2)) (iota 6)\nmap (\\i -> xs[-i - 1]) (iota 3)",
+        "let xs = iota 10\nmap (\\i -> sum (gather [i, 0] xs)) (iota 3)\nmap (\\i -> xs[i:i + 2][1]) (iota 3)\nmap (\\i -> xs[20 + i]) (iota 2)",
+    };
+    for (const char* p : programs) {
+        differential(p);
+        INFO("program:\n" << p);
+        CHECK(reference_fallbacks(p) == "");
+    }
+}
+
+TEST_CASE("compiled backend: builtins left to the reference evaluator (report)") {
+    for (const char* name : {"rmse", "saxpy", "sdot", "sine", "blackscholes", "forward_difference", "spencer",
+                             "addsum", "histogram", "filter", "prefix_sum", "segscan", "jacobi", "bitonic", "ndp"}) {
+        std::ifstream in(std::string(SHOAL_SOURCE_DIR) + "/examples/" + name + ".shoal");
+        std::stringstream text;
+        text << in.rdbuf();
+        set_compiled_backend_factory(cpu::make_compiled_backend);
+        Session s;
+        Capture out;
+        s.execute(":set backend compiled", "<t>", out);
+        s.execute(text.str(), "<t>", out);
+        std::string fallbacks;
+        for (const auto& [b, n] : cpu::backend_stats(*s.compiled_backend()).reference_builtins)
+            fallbacks += " " + b + "x" + std::to_string(n);
+        for (const auto& [why, n] : cpu::backend_stats(*s.compiled_backend()).declines) fallbacks += " [" + why + "]";
+        MESSAGE(std::string(name) << ":" << fallbacks << " replays " << cpu::backend_stats(*s.compiled_backend()).reference_replays);
+    }
+}
