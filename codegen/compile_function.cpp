@@ -450,6 +450,79 @@ private:
         return pull_val(ir::slice_rows(a, lo, kb_.bind("count", binary(BinaryOp::Max, binary(BinaryOp::Sub, hi, lo), const_int(0)))));
     }
 
+    // The state of a loop in the thread: mutable variables for its scalars.
+    std::vector<IExpr> loop_state(const Expr& e, Scope& s, std::vector<ScalarType>& types) {
+        leaf_types(e.type, types);  // arrays as loop state decline
+        std::vector<IExpr> init;
+        leaves_of(expr(*e.kids[0], s), init);
+        std::vector<IExpr> vars;
+        for (const IExpr& v : init) {
+            const std::string name = kb_.fresh("state");
+            kb_.emit(let(name, v));
+            vars.push_back(ir::var(name, v->type));
+        }
+        return vars;
+    }
+
+    // Evaluates the loop body with the pattern bound to the state and assigns
+    // the new state (computed completely before any variable changes).
+    void loop_step(const Expr& e, Scope& s, const std::vector<IExpr>& state, const shoal::ExprPtr& body,
+                   const std::function<void(Scope&)>& bind_more) {
+        const size_t mark = s.locals.size();
+        size_t at = 0;
+        bind(s, *e.pattern, from_leaves(e.type, state, at));
+        bind_more(s);
+        std::vector<IExpr> next;
+        leaves_of(expr(*body, s), next);
+        s.locals.resize(mark);
+        next = bind_all(next);
+        for (size_t k = 0; k < state.size(); ++k) kb_.emit(assign(state[k]->name, next[k]));
+    }
+
+    std::vector<IExpr> bind_all(const std::vector<IExpr>& xs) {
+        std::vector<IExpr> out;
+        for (const IExpr& x : xs) out.push_back(kb_.bind("next", x));
+        return out;
+    }
+
+    // loop p = init for i < n do body: a sequential For in the thread.
+    CVal loop_for(const Expr& e, Scope& s) {
+        std::vector<ScalarType> types;
+        const std::vector<IExpr> state = loop_state(e, s, types);
+        const IExpr n = kb_.bind("trips", cast(ScalarType::I64, scalar(*e.kids[1], s)));
+        const ScalarType counter = scalar_of(prim_of(e.kids[1]->type));
+        ir::lowering::thread_loop(kb_, "step", const_int(0), n, const_int(1), [&](IExpr i) {
+            loop_step(e, s, state, e.kids[2], [&](Scope& inner) {
+                inner.locals.emplace_back(e.counter, scalar_val(kb_.bind("i", cast(counter, i))));
+            });
+        });
+        size_t at = 0;
+        return from_leaves(e.type, state, at);
+    }
+
+    // loop p = init while c do body: the condition is computed before the
+    // loop and again after each step (it may need statements of its own).
+    CVal loop_while(const Expr& e, Scope& s) {
+        std::vector<ScalarType> types;
+        const std::vector<IExpr> state = loop_state(e, s, types);
+        auto condition = [&] {
+            const size_t mark = s.locals.size();
+            size_t at = 0;
+            bind(s, *e.pattern, from_leaves(e.type, state, at));
+            IExpr c = scalar(*e.kids[1], s);
+            s.locals.resize(mark);
+            return c;
+        };
+        const std::string go = kb_.fresh("go");
+        kb_.emit(let(go, condition()));
+        kb_.open();
+        loop_step(e, s, state, e.kids[2], [](Scope&) {});
+        kb_.emit(assign(go, condition()));
+        kb_.emit(ir::while_loop(ir::var(go, ScalarType::Bool), kb_.close()));
+        size_t at = 0;
+        return from_leaves(e.type, state, at);
+    }
+
     // [e0, e1, ...] of scalars computed in the thread: element k selects
     // among the already computed values.
     CVal array_literal(const Expr& e, Scope& s) {
@@ -525,10 +598,27 @@ private:
                     return single(apply(f, {scalar_val(cast(ScalarType::I32, i[0]))}));
                 };
             }
+            out.shape[0] = limit_extent(name, out.shape[0], out.elem);
             return pull_val(out);
         }
         if (find_builtin_arity(name) == static_cast<int>(args.size()) && is_elementwise(name)) return nested_elementwise(name, args);
         decline("the array function " + name + " inside a function");
+    }
+
+    // A nested array is never materialised, but the reference evaluator
+    // allocates it: the same size limit applies (the message names the limit
+    // in elements, since the kernel cannot format the bytes).
+    // Returns the extent to loop over: none when the check failed (the
+    // error is reported when the kernel ends).
+    IExpr limit_extent(const std::string& name, const IExpr& n, ScalarType elem) {
+        const int64_t most = std::min<int64_t>(std::numeric_limits<int32_t>::max(),
+                                               max_array_bytes() / static_cast<int64_t>(ir::scalar_size(elem)));
+        const int code = kb_.add_check(name + ": array of shape ({index}) is too large: more than the limit of {extent} "
+                                              "elements (set SHOAL_MAX_ARRAY_BYTES to change it)",
+                                       loc_);
+        const IExpr too_large = kb_.bind("too_large", binary(BinaryOp::Gt, n, const_int(most)));
+        kb_.emit(if_then(too_large, {ir::error(code, n, const_int(most))}));
+        return kb_.bind("n", select(too_large, const_int(0), n));
     }
 
     static bool is_elementwise(const std::string& name) {
@@ -709,6 +799,8 @@ private:
             case ExprKind::Index: return index(e, s);
             case ExprKind::Annot: return expr(*e.kids[0], s);
             case ExprKind::ArrayLit: return array_literal(e, s);
+            case ExprKind::LoopFor: return loop_for(e, s);
+            case ExprKind::LoopWhile: return loop_while(e, s);
             case ExprKind::Lambda: {
                 CVal v;
                 v.lambda = std::make_shared<const LocalLambda>(LocalLambda{&e, s});
