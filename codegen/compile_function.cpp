@@ -116,18 +116,58 @@ IExpr emit_unary(const std::string& name, const IExpr& x) {
 
 }  // namespace
 
-IExpr emit_builtin(const std::string& name, const std::vector<IExpr>& args) {
+namespace {
+
+// x ** y on integers as lang/array_ops.h's Pow: exact repeated squaring in
+// unsigned arithmetic (wrapping); a negative exponent gives 0, except for
+// base 1 (1) and base -1 (+-1 by parity).
+IExpr integer_power(KernelBuilder& kb, const IExpr& x, const IExpr& y) {
+    const ScalarType t = x->type;
+    const ScalarType u = t == ScalarType::I64 ? ScalarType::U64 : ScalarType::U32;
+    auto mutable_var = [&](const std::string& prefix, IExpr v) {
+        const std::string n = kb.fresh(prefix);
+        kb.emit(let(n, std::move(v)));
+        return ir::var(n, u);
+    };
+    const IExpr result = mutable_var("power", const_int(1, u));
+    const IExpr base = mutable_var("base", cast(u, x));
+    const IExpr e = mutable_var("exponent", cast(u, y));
+    kb.open();
+    kb.emit(if_then(binary(BinaryOp::Ne, binary(BinaryOp::And, e, const_int(1, u)), const_int(0, u)),
+                    {assign(result->name, binary(BinaryOp::Mul, result, base))}));
+    kb.emit(assign(base->name, binary(BinaryOp::Mul, base, base)));
+    kb.emit(assign(e->name, binary(BinaryOp::Shr, e, const_int(1, u))));
+    kb.emit(ir::while_loop(binary(BinaryOp::Ne, e, const_int(0, u)), kb.close()));
+    const IExpr one = const_int(1, t), minus_one = const_int(-1, t);
+    const IExpr odd = binary(BinaryOp::Ne, binary(BinaryOp::And, y, one), const_int(0, t));
+    const IExpr negative = select(binary(BinaryOp::Eq, x, one), one,
+                                  select(binary(BinaryOp::Eq, x, minus_one), select(odd, minus_one, one), const_int(0, t)));
+    return kb.bind("raised", select(binary(BinaryOp::Lt, y, const_int(0, t)), negative, cast(t, result)));
+}
+
+}  // namespace
+
+IExpr emit_builtin(KernelBuilder& kb, const std::string& name, const std::vector<IExpr>& args) {
     if (args.size() == 1) return emit_unary(name, args[0]);
     if (args.size() != 2) decline("the function " + name);
     const ScalarType t = args[0]->type;
     if (name == "**" || name == "pow" || name == "atan2") {
-        // Integer ** is exact repeated squaring in the reference: not compiled yet.
-        if (!is_float(t)) decline("integer " + name);
+        if (!is_float(t)) {
+            if (name == "atan2" || t == ScalarType::Bool) decline("integer " + name);
+            return integer_power(kb, args[0], args[1]);
+        }
         return ir::call(name == "atan2" ? "atan2" : "pow", args, t);
     }
     auto it = binary_ops().find(name);
     if (it == binary_ops().end()) decline("the function " + name);
     return binary(it->second, args[0], args[1]);
+}
+
+ScalarType builtin_result(const std::string& name, const std::vector<ScalarType>& operands) {
+    KernelBuilder scratch("probe", 32);  // emits nothing anyone runs
+    std::vector<IExpr> xs;
+    for (ScalarType t : operands) xs.push_back(ir::param("x", t));
+    return emit_builtin(scratch, name, xs)->type;
 }
 
 // ---------------------------------------------------------------- closures
@@ -317,7 +357,7 @@ private:
             if (!a.scalar) decline("a non-scalar argument of " + name);
             xs.push_back(a.scalar);
         }
-        return scalar_val(emit_builtin(name, xs));
+        return scalar_val(emit_builtin(kb_, name, xs));
     }
 
     CVal literal(const Expr& e, bool negative) {
@@ -690,13 +730,13 @@ private:
         std::vector<ir::PullArray> srcs;
         for (const CVal& a : args)
             if (is_array_val(a)) srcs.push_back(vector_arg(a));
-        std::vector<IExpr> probe;
-        for (const CVal& a : args) probe.push_back(is_array_val(a) ? ir::param("x", as_pull(a).elem) : single(a));
-        ir::PullArray out{{equal_extents(name, srcs)}, emit_builtin(name, probe)->type, nullptr};
+        std::vector<ScalarType> types;
+        for (const CVal& a : args) types.push_back(is_array_val(a) ? as_pull(a).elem : single(a)->type);
+        ir::PullArray out{{equal_extents(name, srcs)}, builtin_result(name, types), nullptr};
         out.at = [this, name, args](KernelBuilder& kb, const std::vector<IExpr>& i) {
             std::vector<IExpr> xs;
             for (const CVal& a : args) xs.push_back(is_array_val(a) ? kb.bind("e", as_pull(a).at(kb, i)) : a.scalar);
-            return emit_builtin(name, xs);
+            return emit_builtin(kb, name, xs);
         };
         return pull_val(out);
     }

@@ -73,9 +73,12 @@ ir::ExprPtr zero_of(ir::ScalarType t);
 
 // A builtin operator or scalar function (`+`, `sqrt`, `float`, ...) applied
 // to IR operands (their type is the operand type); throws Decline for the
-// others. Semantics follow lang/array_ops.h (wrapping integers, division by
-// zero gives 0, fmin/fmax) -- the IR defines the same.
-ir::ExprPtr emit_builtin(const std::string& name, const std::vector<ir::ExprPtr>& args);
+// others. Most are one expression; integer ** emits a loop into kb.
+// Semantics follow lang/array_ops.h (wrapping integers, division by zero
+// gives 0, fmin/fmax) -- the IR defines the same.
+ir::ExprPtr emit_builtin(ir::KernelBuilder& kb, const std::string& name, const std::vector<ir::ExprPtr>& args);
+// The result type of a builtin on operands of these types (Decline if none).
+ir::ScalarType builtin_result(const std::string& name, const std::vector<ir::ScalarType>& operands);
 
 // Emits `fn` (a closure or a partially applied builtin) applied to scalar
 // arguments; returns the leaves of its result (one per tuple component).

@@ -334,8 +334,7 @@ PullArray seed_segments(FuseContext& fc, const PullArray& flags, const PullArray
 std::optional<Prim> elementwise_result(const std::string& name, Prim operand, size_t arity) {
     const ir::ScalarType t = ir::scalar_of(operand);
     try {
-        std::vector<ir::ExprPtr> xs(arity, ir::param("x", t));
-        const ir::ScalarType r = compiled::emit_builtin(name, xs)->type;
+        const ir::ScalarType r = compiled::builtin_result(name, std::vector<ir::ScalarType>(arity, t));
         for (Prim p : {Prim::Bool, Prim::Int, Prim::Long, Prim::Float, Prim::Double})
             if (ir::scalar_of(p) == r) return p;
     } catch (const Decline&) {
@@ -874,7 +873,7 @@ std::optional<Value> CpuCompiledBackend::producer(const std::string& name, const
                 std::vector<ir::ExprPtr> xs;
                 for (size_t k = 0; k < srcs.size(); ++k)
                     xs.push_back(srcs[k].at ? srcs[k].at(kb, i) : fc.lift(kb, (*keep)[k].scalar(), &(*keep)[k]));
-                return compiled::emit_builtin(name, xs);
+                return compiled::emit_builtin(kb, name, xs);
             };
             return out;
         };

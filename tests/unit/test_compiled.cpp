@@ -227,6 +227,8 @@ TEST_CASE("compiled backend: tuples, general folds, permutations and random agre
         "let r = random 1000\nr[0]\nr[999]\nsum r\nrandom (2, 3)\nlet q = random 5\nq",
         "let m = generate (2, 3) (\\i j -> i * 3 + j)\nlength m\nrows m\ncols m\nshape m\nshape (iota 4)\nlength (zip (iota 3) (iota 3))",
         "reshape (3, 2) (iota 6)\nflatten (generate (2, 3) (\\i j -> i - j))\nsum (reshape (2, 2) (map float (iota 4)))",
+        // integer powers: repeated squaring, wrapping, negative exponents
+        "let b = map (\\i -> i - 3) (iota 7)\nb ** 3\nb ** (-1)\nb ** (-2)\n2 ** iota 40\nmap (\\i -> long i ** 21) (iota 5)",
         "iterate 5 (\\x -> x * 2 + 1) (iota 4)\niterate 300 (\\x -> x + 1) (fill 3 0)\nlet y = iterate 40 (\\x -> x + x) (fill 2 1)\ny",
     };
     for (const char* p : programs) {
