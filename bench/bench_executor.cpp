@@ -1,11 +1,14 @@
 // The CPU executor on fused kernels, timed side by side with numpy by
 // bench/run.sh (which prints the ratios). Prints one line per case:
 //   <case> <n> <ns per element>
+// `shoal_bench_executor CASE [N]` runs one case (and size) only, for profiling.
 // The kernels are built from the same lowerings the compiler uses: SAXPY
 // (one map), a sum, and RMSE's fused sum (map (d*d) (x - y)) (one reduction).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <vector>
 
@@ -39,8 +42,12 @@ void report(const char* name, int64_t n, double seconds) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+    const char* only_case = argc > 1 ? argv[1] : nullptr;
+    const int64_t only_n = argc > 2 ? std::atoll(argv[2]) : 0;
+    auto wanted = [&](const char* name) { return !only_case || std::strcmp(only_case, name) == 0; };
     for (int64_t n : {int64_t(1) << 20, int64_t(1) << 24}) {
+        if (only_n && n != only_n) continue;
         std::vector<float> x(static_cast<size_t>(n)), y(static_cast<size_t>(n));
         for (int64_t i = 0; i < n; ++i) {
             x[static_cast<size_t>(i)] = static_cast<float>(i % 1000) * 0.001f;
@@ -57,7 +64,7 @@ int main() {
         PullArray px = buffer_array("x", ScalarType::F32, {"n"});
         PullArray py = buffer_array("y", ScalarType::F32, {"n"});
 
-        {  // saxpy: a * x + y
+        if (wanted("saxpy")) {  // a * x + y
             PullArray ax = px;
             ax.at = [px](KernelBuilder& kb, const std::vector<ExprPtr>& i) {
                 kb.scalar_param("a", ScalarType::F32);
@@ -69,13 +76,13 @@ int main() {
             LaunchPlan plan = pb.finish();
             report("saxpy", n, best_seconds(reps, [&] { cpu::run_plan(plan, args, opt); }));
         }
-        {  // sum x
+        if (wanted("sum")) {
             PlanBuilder pb("sum");
             lower_reduce(pb, "sum", px, known_combine(AssocOp::Add, ScalarType::F32), "out");
             LaunchPlan plan = pb.finish();
             report("sum", n, best_seconds(reps, [&] { cpu::run_plan(plan, args, opt); }));
         }
-        {  // rmse's reduction: sum (map (\d -> d * d) (x - y))
+        if (wanted("rmse")) {  // rmse's reduction: sum (map (\d -> d * d) (x - y))
             PullArray d = zip_with(px, py, BinaryOp::Sub);
             PullArray sq = d;
             sq.at = [d](KernelBuilder& kb, const std::vector<ExprPtr>& i) {

@@ -1,16 +1,52 @@
 #!/usr/bin/env bash
-# Runs the CPU executor and numpy side by side on the same cases and prints
-# ns/element and the ratio (executor / numpy; below 1 means Shoal is faster).
-# numpy comes from a venv under build/ (created on first use).
+# Runs Shoal and numpy side by side on the same inputs and prints, per case,
+# ns/element on each side and the ratio shoal/numpy (below 1: Shoal is faster):
+#   1. the CPU executor alone, on plans built by the lowerings (bench_executor);
+#   2. whole programs (examples/*.shoal) through a session with the compiled
+#      backend (bench_programs), against their numpy versions.
+# The machines are noisy: each side is timed ROUNDS times (default 2),
+# alternating with the other, and keeps its best. numpy comes from a venv in
+# the build directory, created on first use, as are the programs' inputs.
+#   BUILD=dir   the CMake build directory (default build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cmake -S . -B build >/dev/null
-cmake --build build -j "$(nproc)" --target shoal_bench_executor >/dev/null
-if [ ! -x build/bench-venv/bin/python ]; then
-  python3 -m venv build/bench-venv && build/bench-venv/bin/pip install -q numpy
+build=${BUILD:-build}
+rounds=${ROUNDS:-2}
+cmake -S . -B "$build" >/dev/null
+cmake --build "$build" -j "$(nproc)" --target shoal_bench_executor shoal_bench_programs >/dev/null
+python=$build/bench-venv/bin/python
+if [ ! -x "$python" ]; then
+  python3 -m venv "$build/bench-venv" && "$build/bench-venv/bin/pip" install -q numpy
 fi
-./build/bench/shoal_bench_executor > build/bench-shoal.txt
-build/bench-venv/bin/python bench/bench_numpy.py > build/bench-numpy.txt
-echo "case      n          shoal ns/elem  numpy ns/elem  ratio"
-paste build/bench-shoal.txt build/bench-numpy.txt |
-  awk '{ printf "%-8s %-10s %13.2f %14.2f %6.2f\n", $1, $2, $3, $6, $3 / $6 }'
+# The inputs (about 350 MB), written again when the script that makes them changes.
+data=$build/bench-data
+stamp=$(sha1sum bench/programs_numpy.py | cut -c1-16)
+if [ "$(cat "$data/stamp" 2>/dev/null)" != "$stamp" ]; then
+  rm -rf "$data" && "$python" bench/programs_numpy.py data "$data" && echo "$stamp" >"$data/stamp"
+fi
+
+out=$build/bench-results
+rm -rf "$out" && mkdir -p "$out"
+for r in $(seq "$rounds"); do
+  "$build/bench/shoal_bench_executor" >"$out/executor-shoal.$r"
+  "$python" bench/bench_numpy.py >"$out/executor-numpy.$r"
+  "$build/bench/shoal_bench_programs" "$data" >"$out/programs-shoal.$r"
+  "$python" bench/programs_numpy.py time "$data" >"$out/programs-numpy.$r"
+done
+
+# table TITLE NAME: the best of every round per (case, n), both sides.
+table() {
+  echo "$1 (load average $(cut -d' ' -f1-3 /proc/loadavg))"
+  printf "%-13s %-9s %14s %14s %7s\n" case n "shoal ns/elem" "numpy ns/elem" ratio
+  awk '
+    FNR == 1 { side = FILENAME ~ /-shoal\./ ? "s" : "n" }
+    { key = $1 " " $2; v = $3 + 0
+      if (!(key in seen)) { seen[key] = 1; order[++count] = key }
+      if (!((side, key) in best) || v < best[side, key]) best[side, key] = v }
+    END { for (i = 1; i <= count; ++i) { k = order[i]; split(k, f, " ")
+            printf "%-13s %-9s %14.3f %14.3f %7.2f\n", f[1], f[2], best["s", k], best["n", k], best["s", k] / best["n", k] } }
+  ' "$out/$2"-shoal.* "$out/$2"-numpy.*
+}
+table "CPU executor, plans built by the lowerings" executor
+echo
+table "Whole programs, compiled backend" programs

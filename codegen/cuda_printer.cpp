@@ -679,6 +679,9 @@ std::string CudaPrinter::print_call(const Expr& e) {
     for (size_t i = 0; i < e.args.size(); ++i) args += (i ? ", " : "") + print_expr(e.args[i]);
     ScalarType t = e.type;
     const std::string& f = e.name;
+    if (f == "bits")
+        return t == ScalarType::U32 ? "__float_as_uint(" + args + ")"
+                                    : "(unsigned long long)__double_as_longlong(" + args + ")";
     if (is_float(t)) {
         std::string base = f == "abs" ? "fabs" : f == "min" ? "fmin" : f == "max" ? "fmax" : f;
         return base + (t == ScalarType::F32 ? "f" : "") + "(" + args + ")";

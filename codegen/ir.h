@@ -66,7 +66,8 @@ enum class ExprKind : uint8_t {
     Select,     // c ? a : b (both sides evaluated; no side effects in Expr)
     Cast,       // (type) a  with Shoal's conversion rules (float->int truncates, NaN->0, saturates)
     Call,       // a math function: name in {sqrt exp log sin cos tan asin acos atan atan2 sinh cosh
-                //   tanh abs floor ceil round min max pow erf fmod mulhi}
+                //   tanh abs floor ceil round min max pow erf fmod mulhi}, or bits: the bit pattern of
+                //   an f32/f64 as the u32/u64 of its width (__float_as_uint; radix sort keys)
     Shuffle,    // warp shuffle over all 32 lanes of the warp: shuffle_op, a = value, b = lane/delta
 };
 

@@ -5,6 +5,7 @@
 #include <set>
 #include <sstream>
 
+#include "codegen/pipeline.h"
 #include "lang/diagnostics.h"
 
 namespace shoal::ir {
@@ -95,9 +96,10 @@ void PlanBuilder::register_params(const Kernel& k) {
     }
 }
 
+// Every kernel of every plan goes through the optimisation pipeline, once, here.
 int PlanBuilder::add_kernel(Kernel k) {
     register_params(k);
-    plan_.kernels.push_back(std::move(k));
+    plan_.kernels.push_back(optimize_kernel(k));
     return static_cast<int>(plan_.kernels.size()) - 1;
 }
 

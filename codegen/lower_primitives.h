@@ -23,6 +23,8 @@
 //   ++/interleave push arrays: each thread writes both parts (Obsidian concP/unpairP)
 //   transpose    32x32 shared tiles padded to 33 columns (no bank conflicts)
 //   filter       flags -> exclusive scan -> scatter, the count read back to the host
+//   sort         stable LSD radix sort, per pass: block digit histograms, one-block
+//                scan of them, stable scatter through a block-local sort (no atomics)
 #pragma once
 #include <functional>
 #include <optional>
@@ -42,6 +44,8 @@ struct LoweringOptions {
     int64_t max_blocks = 1024;         // grid cap; grid-stride loops and chunks cover the rest
     int transpose_tile = 32;           // transpose: tile edge (elements)
     int transpose_rows = 8;            // transpose: block = tile x rows threads, each thread tile/rows elements
+    int radix_bits = 4;                // sort: bits per LSD radix pass (2^radix_bits digits, < block_size)
+    int sort_items_per_thread = 8;     // sort: each thread ranks this many adjacent keys per tile
 };
 
 // ---------------------------------------------------------------- operators
@@ -155,5 +159,14 @@ void lower_transpose(PlanBuilder& pb, const std::string& name, const PullArray& 
 // is read back into the plan scalar `count` and sizes the outputs.
 void lower_filter(PlanBuilder& pb, const std::string& name, const PullArray& keep, const std::vector<PullArray>& vals,
                   const std::vector<std::string>& outs, const std::string& count, const LoweringOptions& opt = {});
+
+// sort / sortByKey: a stable ascending radix sort in the reference's order
+// (NaNs last and equal to each other, -0.0 equal to 0.0; keys keep their
+// exact bits). Keys are bool, i32, i64, f32 or f64. Without vals: sorts each
+// innermost row of keys (any rank) into keys_out. With vals: keys are rank 1,
+// keys_out gets them sorted and vals_out[k] the rows of vals[k] (any rank and
+// type, outer extent = the number of keys) in the same stable order.
+void lower_sort(PlanBuilder& pb, const std::string& name, const PullArray& keys, const std::vector<PullArray>& vals,
+                const std::string& keys_out, const std::vector<std::string>& vals_out, const LoweringOptions& opt = {});
 
 }  // namespace shoal::ir

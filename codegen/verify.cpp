@@ -109,7 +109,7 @@ std::string bad_name_reason(const std::string& name) {
 
 struct CallSig {
     int arity;
-    enum Kind { Float, Numeric, Integer } kind;
+    enum Kind { Float, Numeric, Integer, Bits } kind;  // Bits: float argument, unsigned result of its width
 };
 
 const std::map<std::string, CallSig>& call_signatures() {
@@ -121,7 +121,7 @@ const std::map<std::string, CallSig>& call_signatures() {
         {"tanh", {1, CallSig::Float}},  {"floor", {1, CallSig::Float}}, {"ceil", {1, CallSig::Float}},
         {"round", {1, CallSig::Float}}, {"pow", {2, CallSig::Float}},   {"erf", {1, CallSig::Float}},
         {"fmod", {2, CallSig::Float}},  {"abs", {1, CallSig::Numeric}}, {"min", {2, CallSig::Numeric}},
-        {"max", {2, CallSig::Numeric}}, {"mulhi", {2, CallSig::Integer}},
+        {"max", {2, CallSig::Numeric}}, {"mulhi", {2, CallSig::Integer}}, {"bits", {1, CallSig::Bits}},
     };
     return sigs;
 }
@@ -742,11 +742,17 @@ private:
         const CallSig& sig = it->second;
         require(static_cast<int>(e->args.size()) == sig.arity,
                 e->name + " takes " + std::to_string(sig.arity) + " arguments, given " + std::to_string(e->args.size()));
-        for (const auto& a : e->args) {
-            require(a != nullptr, "null argument of " + e->name);
+        for (const auto& a : e->args) require(a != nullptr, "null argument of " + e->name);
+        if (sig.kind == CallSig::Bits) {
+            const ScalarType from = e->args[0]->type;
+            require(is_float(from) && e->type == (from == ScalarType::F32 ? ScalarType::U32 : ScalarType::U64),
+                    "bits of " + std::string(scalar_name(from)) + " as " + scalar_name(e->type) +
+                        ": needs f32 -> u32 or f64 -> u64");
+            return;
+        }
+        for (const auto& a : e->args)
             require(a->type == e->type, "argument " + show(a) + " of " + e->name + " is " + scalar_name(a->type) +
                                             ", the result " + scalar_name(e->type));
-        }
         bool ok = sig.kind == CallSig::Float     ? is_float(e->type)
                   : sig.kind == CallSig::Integer ? is_integer(e->type)
                                                  : is_numeric(e->type);

@@ -481,7 +481,7 @@ struct SessionCommands {
         if (arg.empty()) {
             out.text("print " + std::to_string(s.settings_.print_threshold) + "\ncheck " +
                      (s.settings_.check ? "on" : "off") + "\nseed " + std::to_string(s.settings_.seed) +
-                     "\nbackend " + (s.settings_.compiled ? "compiled" : "reference"));
+                     "\nbackend " + (s.settings_.compiled && s.compiled_backend() ? "compiled" : "reference"));
             return true;
         }
         size_t sp = arg.find_first_of(" \t");

@@ -37,7 +37,9 @@ struct SessionSettings {
     int print_threshold = 20;   // :set print N
     uint64_t seed = kDefaultSeed;  // :seed k
     bool check = false;         // :set check on|off (used by the array compiler)
-    bool compiled = false;      // :set backend compiled|reference
+    // :set backend compiled|reference. Compiled is the default wherever the
+    // program registered the array compiler (below); else the reference evaluator.
+    bool compiled = true;
 };
 
 // The array compiler lives in libraries that depend on this one, so the

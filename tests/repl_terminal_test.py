@@ -286,8 +286,9 @@ def session_one(p, r, home):
     out = p.run("f myLongVariable")
     r.check("bindings intact after Ctrl-C", out == ["8"], repr(out))
 
-    # The same inside a builtin working through a large array.
-    long_map = "sum (map (\\x -> x * 2) (iota 50000000))"
+    # The same inside kernels working through a lot of data: nested loops in
+    # every thread (about 10^10 operations, far more than a second's work).
+    long_map = "sum (map (\\i -> sum (map (\\j -> i * j) (iota 100000))) (iota 100000))"
     p.line(long_map)
     p.wait(lambda ls: p.last_nonblank() == PROMPT + long_map)
     before = p.prompt_count()

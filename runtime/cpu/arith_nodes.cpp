@@ -1,6 +1,8 @@
 // Arithmetic vector nodes: Unary, Binary, Select, Cast, Call, copies. Each
 // node is a template over the lane type and the scalar function (scalar_ops.h)
-// so its lane loop is a tight, inlinable, vectorisable loop.
+// so its lane loop is a tight, inlinable, vectorisable loop; the loops are
+// SHOAL_LANE_LOOP functions (lanes.h), also compiled for AVX2.
+#include <bit>
 #include <cstring>
 
 #include "runtime/cpu/nodes.h"
@@ -14,15 +16,41 @@ using ir::BinaryOp;
 using ir::ScalarType;
 using ir::UnaryOp;
 
+// ---------------------------------------------------------------- lane loops
+template <class T, class R, R (*F)(T)>
+SHOAL_LANE_LOOP void unary_lanes(const Mask& m, R* o, const T* x) {
+    for_lanes(m, [&](int i) { o[i] = F(x[i]); });
+}
+
+template <class T, class R, R (*F)(T, T)>
+SHOAL_LANE_LOOP void binary_lanes(const Mask& m, R* o, const T* x, const T* y) {
+    for_lanes(m, [&](int i) { o[i] = F(x[i], y[i]); });
+}
+
+// One operand the same in every lane: s (on the left or the right of F).
+template <class T, class R, R (*F)(T, T), bool ScalarLeft>
+SHOAL_LANE_LOOP void binary_scalar_lanes(const Mask& m, R* o, T s, const T* x) {
+    for_lanes(m, [&](int i) { o[i] = ScalarLeft ? F(s, x[i]) : F(x[i], s); });
+}
+
+template <class T>
+SHOAL_LANE_LOOP void select_lanes(const Mask& m, T* o, const uint8_t* c, const T* x, const T* y) {
+    for_lanes(m, [&](int i) { o[i] = c[i] ? x[i] : y[i]; });
+}
+
+template <class T>
+SHOAL_LANE_LOOP void fill_lanes(const Mask& m, T* o, T v) {
+    for_lanes(m, [&](int i) { o[i] = v; });
+}
+
+// ---------------------------------------------------------------- nodes
+// compute_lane0: the scalar path of a block-uniform value (one lane).
 template <class T, class R, R (*F)(T)>
 struct Unary final : ExprNode {
     int a;
     explicit Unary(int a_) : a(a_) {}
-    void compute(Frame& f, const Mask& m) override {
-        R* o = f.reg<R>(out);
-        const T* x = f.reg<T>(a);
-        for_lanes(m, [&](int i) { o[i] = F(x[i]); });
-    }
+    void compute(Frame& f, const Mask& m) override { unary_lanes<T, R, F>(m, f.out<R>(out), f.in<T>(a)); }
+    void compute_lane0(Frame& f) override { f.out<R>(out)[0] = F(f.in<T>(a)[0]); }
 };
 
 template <class T, class R, R (*F)(T, T)>
@@ -30,10 +58,22 @@ struct Binary final : ExprNode {
     int a, b;
     Binary(int a_, int b_) : a(a_), b(b_) {}
     void compute(Frame& f, const Mask& m) override {
-        R* o = f.reg<R>(out);
-        const T* x = f.reg<T>(a);
-        const T* y = f.reg<T>(b);
-        for_lanes(m, [&](int i) { o[i] = F(x[i], y[i]); });
+        binary_lanes<T, R, F>(m, f.out<R>(out), f.in<T>(a), f.in<T>(b));
+    }
+    void compute_lane0(Frame& f) override { f.out<R>(out)[0] = F(f.in<T>(a)[0], f.in<T>(b)[0]); }
+};
+
+// A binary operation with a block-uniform operand, read once from lane 0 (a
+// constant's register, or a uniform node evaluated for lane 0 here): no
+// broadcast pass, one lane vector less to stream.
+template <class T, class R, R (*F)(T, T), bool ScalarLeft>
+struct BinaryScalar final : ExprNode {
+    int lanes;
+    ValueRef scalar;
+    BinaryScalar(int l, ValueRef s) : lanes(l), scalar(s) {}
+    void compute(Frame& f, const Mask& m) override {
+        if (scalar.node) scalar.node->eval_lane0(f);
+        binary_scalar_lanes<T, R, F, ScalarLeft>(m, f.out<R>(out), f.in<T>(scalar.reg)[0], f.in<T>(lanes));
     }
 };
 
@@ -42,11 +82,10 @@ struct Select final : ExprNode {
     int c, a, b;
     Select(int c_, int a_, int b_) : c(c_), a(a_), b(b_) {}
     void compute(Frame& f, const Mask& m) override {
-        T* o = f.reg<T>(out);
-        const uint8_t* cv = f.reg<uint8_t>(c);
-        const T* x = f.reg<T>(a);
-        const T* y = f.reg<T>(b);
-        for_lanes(m, [&](int i) { o[i] = cv[i] ? x[i] : y[i]; });
+        select_lanes(m, f.out<T>(out), f.in<uint8_t>(c), f.in<T>(a), f.in<T>(b));
+    }
+    void compute_lane0(Frame& f) override {
+        f.out<T>(out)[0] = f.in<uint8_t>(c)[0] ? f.in<T>(a)[0] : f.in<T>(b)[0];
     }
 };
 
@@ -55,8 +94,8 @@ struct Copy final : ExprNode {
     int a;
     explicit Copy(int a_) : a(a_) {}
     void compute(Frame& f, const Mask& m) override {
-        T* o = f.reg<T>(out);
-        const T* x = f.reg<T>(a);
+        T* o = f.out<T>(out);
+        const T* x = f.in<T>(a);
         if (m.is_range()) std::memmove(o + m.lo, x + m.lo, sizeof(T) * size_t(m.count));
         else for_lanes(m, [&](int i) { o[i] = x[i]; });
     }
@@ -68,10 +107,18 @@ struct Broadcast final : ExprNode {
     int src_reg;
     Broadcast(ExprNode* s, int r) : src(s), src_reg(r) {}
     void compute(Frame& f, const Mask& m) override {
-        if (src) src->eval(f, Mask::range(0, 1));
-        const T v = f.reg<T>(src_reg)[0];
-        T* o = f.reg<T>(out);
-        for_lanes(m, [&](int i) { o[i] = v; });
+        if (src) src->eval_lane0(f);
+        fill_lanes(m, f.out<T>(out), f.in<T>(src_reg)[0]);
+    }
+};
+
+template <class T>
+struct AffineLanes final : ExprNode {
+    AffineIndex a;
+    explicit AffineLanes(const AffineIndex& a_) : a(a_) {}
+    void compute(Frame& f, const Mask& m) override {
+        const auto [base, stride] = affine_parts<T>(f, a);
+        affine_lanes(m, base, stride, f.out<T>(out));
     }
 };
 
@@ -120,8 +167,18 @@ template <class T> T identity(T x) { return x; }
 template <class T, T (*F)(T)> std::unique_ptr<ExprNode> unary_node(int a) {
     return std::make_unique<Unary<T, T, F>>(a);
 }
-template <class T, class R, R (*F)(T, T)> std::unique_ptr<ExprNode> binary_node(int a, int b) {
-    return std::make_unique<Binary<T, R, F>>(a, b);
+
+// The operands of a binary node: two lane vectors, or one and a scalar.
+struct BinaryOperands {
+    int a = -1, b = -1;  // registers; the scalar's when scalar_side names it
+    int scalar_side = -1;  // 0: a is the scalar, 1: b is, -1: neither
+    ExprNode* scalar_node = nullptr;
+};
+
+template <class T, class R, R (*F)(T, T)> std::unique_ptr<ExprNode> binary_node(const BinaryOperands& o) {
+    if (o.scalar_side == 0) return std::make_unique<BinaryScalar<T, R, F, true>>(o.b, ValueRef{o.scalar_node, o.a});
+    if (o.scalar_side == 1) return std::make_unique<BinaryScalar<T, R, F, false>>(o.a, ValueRef{o.scalar_node, o.b});
+    return std::make_unique<Binary<T, R, F>>(o.a, o.b);
 }
 
 template <class T> std::unique_ptr<ExprNode> unary_typed(UnaryOp op, int a) {
@@ -139,47 +196,47 @@ template <class T> std::unique_ptr<ExprNode> unary_typed(UnaryOp op, int a) {
     return nullptr;
 }
 
-template <class T> std::unique_ptr<ExprNode> comparison(BinaryOp op, int a, int b) {
+template <class T> std::unique_ptr<ExprNode> comparison(BinaryOp op, const BinaryOperands& a) {
     switch (op) {
-        case BinaryOp::Eq: return binary_node<T, uint8_t, eq<T>>(a, b);
-        case BinaryOp::Ne: return binary_node<T, uint8_t, ne<T>>(a, b);
-        case BinaryOp::Lt: return binary_node<T, uint8_t, lt<T>>(a, b);
-        case BinaryOp::Le: return binary_node<T, uint8_t, le<T>>(a, b);
-        case BinaryOp::Gt: return binary_node<T, uint8_t, gt<T>>(a, b);
-        case BinaryOp::Ge: return binary_node<T, uint8_t, ge<T>>(a, b);
+        case BinaryOp::Eq: return binary_node<T, uint8_t, eq<T>>(a);
+        case BinaryOp::Ne: return binary_node<T, uint8_t, ne<T>>(a);
+        case BinaryOp::Lt: return binary_node<T, uint8_t, lt<T>>(a);
+        case BinaryOp::Le: return binary_node<T, uint8_t, le<T>>(a);
+        case BinaryOp::Gt: return binary_node<T, uint8_t, gt<T>>(a);
+        case BinaryOp::Ge: return binary_node<T, uint8_t, ge<T>>(a);
         default: return nullptr;
     }
 }
 
-template <class T> std::unique_ptr<ExprNode> binary_typed(BinaryOp op, int a, int b) {
-    if (auto c = comparison<T>(op, a, b)) return c;
+template <class T> std::unique_ptr<ExprNode> binary_typed(BinaryOp op, const BinaryOperands& a) {
+    if (auto c = comparison<T>(op, a)) return c;
     switch (op) {
-        case BinaryOp::Min: return binary_node<T, T, ops::min<T>>(a, b);
-        case BinaryOp::Max: return binary_node<T, T, ops::max<T>>(a, b);
+        case BinaryOp::Min: return binary_node<T, T, ops::min<T>>(a);
+        case BinaryOp::Max: return binary_node<T, T, ops::max<T>>(a);
         default: break;
     }
     if constexpr (!is_fp_v<T>) {  // bool And/Or/Xor on 0/1 bytes are the logical ones
         switch (op) {
-            case BinaryOp::And: return binary_node<T, T, bit_and<T>>(a, b);
-            case BinaryOp::Or: return binary_node<T, T, bit_or<T>>(a, b);
-            case BinaryOp::Xor: return binary_node<T, T, bit_xor<T>>(a, b);
+            case BinaryOp::And: return binary_node<T, T, bit_and<T>>(a);
+            case BinaryOp::Or: return binary_node<T, T, bit_or<T>>(a);
+            case BinaryOp::Xor: return binary_node<T, T, bit_xor<T>>(a);
             default: break;
         }
     }
     if constexpr (is_int_v<T>) {
         switch (op) {
-            case BinaryOp::Shl: return binary_node<T, T, ops::shl<T>>(a, b);
-            case BinaryOp::Shr: return binary_node<T, T, ops::shr<T>>(a, b);
+            case BinaryOp::Shl: return binary_node<T, T, ops::shl<T>>(a);
+            case BinaryOp::Shr: return binary_node<T, T, ops::shr<T>>(a);
             default: break;
         }
     }
     if constexpr (!is_bool_v<T>) {
         switch (op) {
-            case BinaryOp::Add: return binary_node<T, T, ops::add<T>>(a, b);
-            case BinaryOp::Sub: return binary_node<T, T, ops::sub<T>>(a, b);
-            case BinaryOp::Mul: return binary_node<T, T, ops::mul<T>>(a, b);
-            case BinaryOp::Div: return binary_node<T, T, ops::div<T>>(a, b);
-            case BinaryOp::Mod: return binary_node<T, T, ops::mod<T>>(a, b);
+            case BinaryOp::Add: return binary_node<T, T, ops::add<T>>(a);
+            case BinaryOp::Sub: return binary_node<T, T, ops::sub<T>>(a);
+            case BinaryOp::Mul: return binary_node<T, T, ops::mul<T>>(a);
+            case BinaryOp::Div: return binary_node<T, T, ops::div<T>>(a);
+            case BinaryOp::Mod: return binary_node<T, T, ops::mod<T>>(a);
             default: break;
         }
     }
@@ -205,31 +262,19 @@ template <class T> T f_ceil(T x) { return std::ceil(x); }
 template <class T> T f_round(T x) { return std::round(x); }  // halves away from zero, as CUDA's roundf
 template <class T> T f_atan2(T y, T x) { return std::atan2(y, x); }
 
+// A node type per function: the loop calls it directly (and vectorises sqrt).
 template <class T> std::unique_ptr<ExprNode> float_unary_call(const std::string& fn, int a) {
-    struct Entry { const char* name; T (*f)(T); };
+    using Make = std::unique_ptr<ExprNode> (*)(int);
+    struct Entry { const char* name; Make make; };
     static const Entry table[] = {
-        {"sqrt", f_sqrt<T>}, {"exp", f_exp<T>},   {"log", f_log<T>},     {"sin", f_sin<T>},
-        {"cos", f_cos<T>},   {"tan", f_tan<T>},   {"asin", f_asin<T>},   {"acos", f_acos<T>},
-        {"atan", f_atan<T>}, {"sinh", f_sinh<T>}, {"cosh", f_cosh<T>},   {"tanh", f_tanh<T>},
-        {"erf", f_erf<T>},
+        {"sqrt", unary_node<T, f_sqrt<T>>}, {"exp", unary_node<T, f_exp<T>>},   {"log", unary_node<T, f_log<T>>},
+        {"sin", unary_node<T, f_sin<T>>},   {"cos", unary_node<T, f_cos<T>>},   {"tan", unary_node<T, f_tan<T>>},
+        {"asin", unary_node<T, f_asin<T>>}, {"acos", unary_node<T, f_acos<T>>}, {"atan", unary_node<T, f_atan<T>>},
+        {"sinh", unary_node<T, f_sinh<T>>}, {"cosh", unary_node<T, f_cosh<T>>}, {"tanh", unary_node<T, f_tanh<T>>},
+        {"erf", unary_node<T, f_erf<T>>},
     };
-    // These run once per lane; a function pointer call costs little next to the
-    // libm call itself, so one node type serves all of them.
-    for (const auto& e : table) {
-        if (fn == e.name) {
-            struct Node final : ExprNode {
-                int a;
-                T (*f)(T);
-                Node(int a_, T (*f_)(T)) : a(a_), f(f_) {}
-                void compute(Frame& fr, const Mask& m) override {
-                    T* o = fr.reg<T>(out);
-                    const T* x = fr.reg<T>(a);
-                    for_lanes(m, [&](int i) { o[i] = f(x[i]); });
-                }
-            };
-            return std::make_unique<Node>(a, e.f);
-        }
-    }
+    for (const auto& e : table)
+        if (fn == e.name) return e.make(a);
     return nullptr;
 }
 
@@ -247,14 +292,15 @@ template <class T> std::unique_ptr<ExprNode> call_typed(const std::string& fn, c
         return nullptr;
     }
     if (a.size() != 2) return nullptr;
-    if (fn == "min") return binary_node<T, T, ops::min<T>>(a[0], a[1]);
-    if (fn == "max") return binary_node<T, T, ops::max<T>>(a[0], a[1]);
-    if (fn == "pow") return binary_node<T, T, ops::pow<T>>(a[0], a[1]);
-    if (fn == "fmod") return binary_node<T, T, ops::mod<T>>(a[0], a[1]);
+    const BinaryOperands ab{a[0], a[1]};
+    if (fn == "min") return binary_node<T, T, ops::min<T>>(ab);
+    if (fn == "max") return binary_node<T, T, ops::max<T>>(ab);
+    if (fn == "pow") return binary_node<T, T, ops::pow<T>>(ab);
+    if (fn == "fmod") return binary_node<T, T, ops::mod<T>>(ab);
     if constexpr (is_fp_v<T>) {
-        if (fn == "atan2") return binary_node<T, T, f_atan2<T>>(a[0], a[1]);
+        if (fn == "atan2") return binary_node<T, T, f_atan2<T>>(ab);
     } else {
-        if (fn == "mulhi") return binary_node<T, T, ops::mulhi<T>>(a[0], a[1]);
+        if (fn == "mulhi") return binary_node<T, T, ops::mulhi<T>>(ab);
     }
     return nullptr;
 }
@@ -266,7 +312,14 @@ std::unique_ptr<ExprNode> make_unary(UnaryOp op, ScalarType t, int a) {
 }
 
 std::unique_ptr<ExprNode> make_binary(BinaryOp op, ScalarType operand, int a, int b) {
-    return with_type(operand, [&](auto tag) { return binary_typed<typename decltype(tag)::type>(op, a, b); });
+    const BinaryOperands ab{a, b};
+    return with_type(operand, [&](auto tag) { return binary_typed<typename decltype(tag)::type>(op, ab); });
+}
+
+std::unique_ptr<ExprNode> make_binary(BinaryOp op, ScalarType operand, int lanes, ValueRef scalar, bool scalar_left) {
+    const BinaryOperands o = scalar_left ? BinaryOperands{scalar.reg, lanes, 0, scalar.node}
+                                         : BinaryOperands{lanes, scalar.reg, 1, scalar.node};
+    return with_type(operand, [&](auto tag) { return binary_typed<typename decltype(tag)::type>(op, o); });
 }
 
 std::unique_ptr<ExprNode> make_select(ScalarType t, int c, int a, int b) {
@@ -285,8 +338,16 @@ std::unique_ptr<ExprNode> make_cast(ScalarType from, ScalarType to, int a) {
     });
 }
 
+template <class U, class F> U bits_of(F x) { return std::bit_cast<U>(x); }
+
 std::unique_ptr<ExprNode> make_call(const std::string& fn, ScalarType operand, const std::vector<int>& args) {
     if (operand == ScalarType::Bool) return nullptr;
+    // The one call whose result type differs from its operand's (f32 -> u32, f64 -> u64).
+    if (fn == "bits") {
+        if (operand == ScalarType::F32) return std::make_unique<Unary<float, uint32_t, bits_of<uint32_t, float>>>(args[0]);
+        if (operand == ScalarType::F64) return std::make_unique<Unary<double, uint64_t, bits_of<uint64_t, double>>>(args[0]);
+        return nullptr;
+    }
     return with_type(operand, [&](auto tag) -> std::unique_ptr<ExprNode> {
         using T = typename decltype(tag)::type;
         if constexpr (is_bool_v<T>) return nullptr;
@@ -306,13 +367,22 @@ std::unique_ptr<ExprNode> make_broadcast(ScalarType t, ExprNode* src, int src_re
     });
 }
 
+std::unique_ptr<ExprNode> make_affine_lanes(ScalarType t, ExprNode* base_node, int base, ExprNode* stride_node,
+                                            int stride) {
+    const AffineIndex a{base_node, base, stride_node, stride};
+    return with_type(t, [&](auto tag) -> std::unique_ptr<ExprNode> {
+        using T = typename decltype(tag)::type;
+        if constexpr (is_int_v<T>) return std::make_unique<AffineLanes<T>>(a);
+        else return nullptr;
+    });
+}
+
 void broadcast(Frame& f, int reg, ScalarType t, int64_t i, double d) {
     with_type(t, [&](auto tag) {
         using T = typename decltype(tag)::type;
         T v = is_fp_v<T> ? ops::convert<T>(d) : ops::convert<T>(i);
         if constexpr (is_bool_v<T>) v = i != 0;
-        T* o = f.reg<T>(reg);
-        for (int k = 0; k < f.prog->block_size; ++k) o[k] = v;
+        fill_lanes(Mask::range(0, f.prog->block_size), f.reg<T>(reg), v);
     });
 }
 

@@ -485,7 +485,9 @@ PlanResult CpuCompiledBackend::run(const std::string& name, FuseContext& fc,
         if (s.source == ir::ScalarSource::Input) args.scalars[s.name] = host_value(fc.scalars().at(s.name));
     for (const auto& [buffer, array] : fc.buffers())
         args.buffers[buffer] = BufferArg{array->bytes.data(), array->size()};
-    PlanResult r = run_plan(*it->second, args, options_);
+    ExecOptions options = options_;
+    options.cancel = fc.eval_context().cancel;  // Ctrl-C stops a running kernel
+    PlanResult r = run_plan(*it->second, args, options);
     ++stats.plans_run;
     stats.last = r.total;
     stats.last_plan = name;

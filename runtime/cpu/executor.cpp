@@ -30,6 +30,10 @@ void compile_fail(const ir::Kernel& k, const std::string& what) {
     throw Error(ErrorKind::Internal, Loc{}, "CPU executor: kernel '" + k.name + "': " + what);
 }
 
+void check_cancel(const LaunchState& s) {
+    if (s.cancel && s.cancel->load(std::memory_order_relaxed)) throw Error(ErrorKind::Interrupted, Loc{}, "interrupted");
+}
+
 void LaunchState::record_error(uint64_t key, int code, int64_t index, int64_t extent) {
     std::lock_guard lock(error_mutex);
     if (key >= error_key.load(std::memory_order_relaxed)) return;
@@ -62,25 +66,29 @@ size_t align64(size_t n) { return (n + 63) & ~size_t(63); }
 Frame make_frame(const Program& prog, LaunchState& state) {
     thread_local Arena arena;
     const auto bs = size_t(prog.block_size);
-    const size_t regs = align64(size_t(prog.num_regs) * bs * 8);
+    const size_t regs = prog.reg_bytes;
+    const size_t pointers = align64(2 * size_t(prog.num_regs) * sizeof(std::byte*));
     const size_t masks = align64(size_t(prog.num_mask_slots) * bs * sizeof(uint16_t));
     const size_t shared = align64(prog.shared_bytes);
     const size_t tracks = prog.check ? prog.shared_elements * sizeof(SharedTrack) : 0;
-    std::byte* base = arena.get(regs + masks + shared + tracks);
+    std::byte* base = arena.get(regs + pointers + masks + shared + tracks);
     // Zeroed so that a (buggy) read of an unset register or shared word is
     // at least deterministic; tracks must start at epoch 0.
     std::memset(base, 0, regs);
-    std::memset(base + regs + masks, 0, shared + tracks);
+    std::memset(base + regs + pointers + masks, 0, shared + tracks);
 
     Frame f;
     f.prog = &prog;
     f.launch = &state;
     f.buffers = state.buffers.data();
     f.regs = base;
-    f.reg_stride = bs * 8;
-    f.masks = reinterpret_cast<uint16_t*>(base + regs);
-    f.shared = base + regs + masks;
-    f.tracks = reinterpret_cast<SharedTrack*>(base + regs + masks + shared);
+    f.reg_offset = prog.reg_offset.data();
+    f.read_at = reinterpret_cast<std::byte**>(base + regs);
+    f.write_at = f.read_at + prog.num_regs;
+    for (int r = 0; r < prog.num_regs; ++r) f.read_at[r] = f.write_at[r] = base + prog.reg_offset[size_t(r)];
+    f.masks = reinterpret_cast<uint16_t*>(base + regs + pointers);
+    f.shared = base + regs + pointers + masks;
+    f.tracks = reinterpret_cast<SharedTrack*>(f.shared + shared);
     const std::vector<RegInit>* init_lists[] = {&prog.inits, &state.inits};
     for (const std::vector<RegInit>* inits : init_lists) {
         for (const RegInit& init : *inits) {
@@ -121,6 +129,7 @@ struct Job {
     const Program* prog;
     LaunchState* state;
     int64_t blocks;
+    int64_t chunk = 1;  // blocks claimed at once
     std::atomic<int64_t> next{0};
     std::atomic<int64_t> done{0};
     std::atomic<bool> failed{false};
@@ -133,14 +142,17 @@ struct Job {
         failed.store(true);
     }
 
-    void finish_block() {
-        if (done.fetch_add(1) + 1 == blocks) done.notify_all();
+    void finish_blocks(int64_t n) {
+        if (done.fetch_add(n) + n == blocks) done.notify_all();
     }
 
-    // Claims and runs blocks until none is left. After a failure the
-    // remaining blocks are claimed and skipped (so `done` reaches `blocks`).
+    // Claims chunks of blocks and runs them until none is left; the shared
+    // counters and `done` are touched once per chunk, not per block (both
+    // workers updating one cache line per block costs more than a small
+    // block). After a failure the remaining blocks are claimed and skipped
+    // (so `done` reaches `blocks`).
     void work() {
-        int64_t b = next.fetch_add(1);
+        int64_t b = next.fetch_add(chunk);
         if (b >= blocks) return;
         Frame f;
         try {
@@ -148,16 +160,18 @@ struct Job {
         } catch (...) {
             fail_with(std::current_exception());
         }
-        for (; b < blocks; b = next.fetch_add(1)) {
-            if (!failed.load(std::memory_order_relaxed)) {
+        for (; b < blocks; b = next.fetch_add(chunk)) {
+            const int64_t end = std::min(blocks, b + chunk);
+            for (int64_t k = b; k < end && !failed.load(std::memory_order_relaxed); ++k) {
                 try {
-                    run_block(f, b);
+                    check_cancel(*state);
+                    run_block(f, k);
                 } catch (...) {
                     fail_with(std::current_exception());
                 }
-                merge(*state, f.counters);
             }
-            finish_block();
+            merge(*state, f.counters);  // before finishing: the launch may return right after
+            finish_blocks(end - b);
         }
     }
 
@@ -167,8 +181,9 @@ struct Job {
 };
 
 int worker_count(const ExecOptions& options, int64_t blocks) {
-    int n = options.threads > 0 ? options.threads : int(std::max(1u, std::thread::hardware_concurrency()));
-    return int(std::min<int64_t>(n, blocks));
+    // Asked once: glibc reads a sysfs file for every call.
+    static const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
+    return int(std::min<int64_t>(options.threads > 0 ? options.threads : cores, blocks));
 }
 
 void run_blocks(const Program& prog, LaunchState& state, const ExecOptions& options) {
@@ -176,7 +191,9 @@ void run_blocks(const Program& prog, LaunchState& state, const ExecOptions& opti
     job->prog = &prog;
     job->state = &state;
     job->blocks = state.grid;
-    const int helpers = worker_count(options, state.grid) - 1;
+    const int workers = worker_count(options, state.grid);
+    const int helpers = workers - 1;
+    job->chunk = std::max<int64_t>(1, state.grid / (int64_t(workers) * 16));  // small enough to balance
     if (helpers > 0) {
         ThreadPool& pool = ThreadPool::instance();
         pool.ensure(helpers);
@@ -218,6 +235,31 @@ void bind_buffers(const ir::Kernel& k, const LaunchArgs& args, LaunchState& stat
         } else if (!args.scalars.count(prm.name)) {
             compile_fail(k, "no scalar argument for parameter '" + prm.name + "'");
         }
+    }
+}
+
+// Which buffers may be read or written in place (BoundBuffer): decided per
+// launch, as two arguments may share memory.
+void bind_aliasing(const ir::Kernel& k, const Program& prog, LaunchState& state) {
+    std::vector<std::pair<uintptr_t, uintptr_t>> spans;  // [start, end) bytes by slot
+    for (const auto& prm : k.params) {
+        if (prm.kind != ir::ParamKind::Buffer) continue;
+        const BoundBuffer& b = state.buffers[spans.size()];
+        const auto start = reinterpret_cast<uintptr_t>(b.data);
+        spans.emplace_back(start, start + uintptr_t(b.elements) * ir::scalar_size(prm.type));
+    }
+    auto overlap = [&](size_t a, size_t b) {
+        return spans[a].first < spans[b].second && spans[b].first < spans[a].second;
+    };
+    for (size_t a = 0; a < spans.size(); ++a) {
+        bool overlaps_written = false, overlaps_any = false;
+        for (size_t b = 0; b < spans.size(); ++b) {
+            if (b == a || !overlap(a, b)) continue;
+            overlaps_any = true;
+            overlaps_written = overlaps_written || prog.written[b];
+        }
+        state.buffers[a].read_in_place = !prog.written[a] && !overlaps_written;
+        state.buffers[a].write_in_place = !overlaps_any;
     }
 }
 
@@ -303,9 +345,11 @@ private:
 
 KernelError run_kernel(const ir::Kernel& k, const LaunchArgs& args, const ExecOptions& options, Counters& counters) {
     LaunchState state;
+    state.cancel = options.cancel;
     bind_buffers(k, args, state);
     std::shared_ptr<const Program> prog = ProgramCache::instance().get(k, options);
     bind_scalars(k, *prog, args, state);
+    bind_aliasing(k, *prog, state);
     ++counters.launches;
     if (state.grid > 0 && !prog->body.empty()) run_blocks(*prog, state, options);
     counters.global_bytes_loaded += state.bytes_loaded.load();

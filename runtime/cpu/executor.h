@@ -8,6 +8,7 @@
 // It is both Shoal's backend without a GPU and the proof that the generated
 // kernels are right: the same IR the CUDA printer prints runs here.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -82,6 +83,10 @@ struct ExecOptions {
     // the thread and the index.
     bool check = false;
     int threads = 0;  // worker threads for blocks; 0 = all cores
+    // Set by another thread to stop the launch (Ctrl-C, the session's cancel
+    // flag): looked at before every block and every loop trip, the launch
+    // then throws Error(Interrupted, "interrupted").
+    const std::atomic<bool>* cancel = nullptr;
 };
 
 // The first failed Error statement of a launch (code < 0: none). "First" is

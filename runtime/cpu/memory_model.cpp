@@ -48,21 +48,17 @@ int count_distinct(uint64_t* v, int n) {
     return distinct;
 }
 
+// The sectors the whole span touches, plus one per warp boundary inside it
+// that falls within a sector (that sector is touched by both warps). All
+// boundaries are alike: they are whole warps apart, a multiple of 32 bytes.
 int64_t contiguous_sectors(int64_t first, int lo, int hi, size_t elem_size) {
-    int64_t total = 0;
+    if (hi <= lo) return 0;
     const auto size = int64_t(elem_size);
-    // Whole warps starting on a sector boundary: every warp touches the same
-    // number of sectors (the common case, in closed form).
-    if (lo % kWarp == 0 && hi % kWarp == 0 && (first * size) % 32 == 0 && (kWarp * size) % 32 == 0)
-        return int64_t(hi - lo) * size / 32;
-    for (int a = lo; a < hi;) {
-        const int b = std::min(hi, (a / kWarp + 1) * kWarp);  // end of a's warp
-        const int64_t begin = (first + (a - lo)) * size;
-        const int64_t end = (first + (b - lo)) * size;  // exclusive
-        total += (end - 1) / 32 - begin / 32 + 1;
-        a = b;
-    }
-    return total;
+    const int64_t begin = first * size, end = (first + (hi - lo)) * size;  // bytes, end exclusive
+    const int64_t spanned = (end - 1) / 32 - begin / 32 + 1;
+    const int64_t boundaries = (hi - 1) / kWarp - lo / kWarp;
+    const bool inside_sector = ((first - lo) * size) % 32 != 0;
+    return spanned + (inside_sector ? boundaries : 0);
 }
 
 int64_t scattered_sectors(const int64_t* index, const Mask& m, size_t elem_size) {

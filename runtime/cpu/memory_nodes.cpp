@@ -71,34 +71,104 @@ T read_elem(const T* p) {
     else return *p;
 }
 
+// Whether lanes first.. of a contiguous access of m's lanes are in bounds.
+bool span_in_bounds(int64_t first, const Mask& m, int64_t extent) { return first >= 0 && first <= extent - m.count; }
+
+// The first element of a contiguous affine access: lane m.lo's index.
+int64_t first_index(int64_t base, const Mask& m) { return int64_t(uint64_t(base) + uint64_t(m.lo)); }
+
+// Asks for the cache line holding p. GCC deletes a loop of nothing but
+// __builtin_prefetch (no side effects, to the optimiser), hence the asm.
+inline void prefetch(const void* p) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    asm volatile("prefetcht0 %0" : : "m"(*static_cast<const char*>(p)));
+#else
+    __builtin_prefetch(p);
+#endif
+}
+
+// AccessHints::prefetch: the elements the lanes of range m will access on
+// the loop's next trip (first + Frame::prefetch_ahead..), if in buf.
+template <class T>
+void prefetch_next_trip(const Frame& f, const Mask& m, const BoundBuffer& buf, int64_t first) {
+    const int64_t ahead = f.prefetch_ahead;
+    if (ahead <= 0 || ahead > buf.elements - m.count - first) return;
+    const T* next = reinterpret_cast<const T*>(buf.data) + first + ahead;
+    for (int k = 0; k < m.count; k += 64 / int(sizeof(T))) prefetch(next + k);
+}
+
+// The lanes of range m read elements first.. of buf: copied into the output
+// register, or, where the launch allows it, left in place (the register
+// then reads the buffer; not when a store has the output written elsewhere).
+template <class T>
+void load_contiguous(Frame& f, const Mask& m, int out, AccessHints hints, const BoundBuffer& buf, int64_t first,
+                     const std::string& name) {
+    check_span(f, "load of global", name, first, m, buf.elements);
+    if (hints.prefetch) prefetch_next_trip<T>(f, m, buf, first);
+    const T* src = reinterpret_cast<const T*>(buf.data) + first;
+    if (hints.in_place && buf.read_in_place && f.writes_own(out)) {
+        // Lane i at src + (i - lo): an address computed as an integer, as it
+        // may lie before the buffer.
+        f.read_at[out] = reinterpret_cast<std::byte*>(reinterpret_cast<uintptr_t>(src) - uintptr_t(m.lo) * sizeof(T));
+    } else {
+        std::memcpy(f.out<T>(out) + m.lo, src, sizeof(T) * size_t(m.count));
+    }
+    f.counters.bytes_loaded += int64_t(sizeof(T)) * m.count;
+    f.counters.sectors += contiguous_sectors(first, m.lo, m.hi, sizeof(T));
+}
+
+template <class T>
+void load_scattered(Frame& f, const Mask& m, T* o, const int64_t* ix, const BoundBuffer& buf,
+                    const std::string& name) {
+    const T* base = reinterpret_cast<const T*>(buf.data);
+    for_lanes(m, [&](int i) {
+        const int64_t k = ix[i];
+        if (uint64_t(k) >= uint64_t(buf.elements)) out_of_bounds(f, "load of global", name, i, k, buf.elements);
+        o[i] = read_elem(base + k);
+    });
+    f.counters.bytes_loaded += int64_t(sizeof(T)) * m.count;
+    f.counters.sectors += scattered_sectors(ix, m, sizeof(T));
+}
+
 template <class T>
 struct GlobalLoad final : ExprNode {
     GlobalRef mem;
     int index;
-    GlobalLoad(GlobalRef m, int i) : mem(std::move(m)), index(i) {}
+    AccessHints hints;
+    GlobalLoad(GlobalRef m, int i, AccessHints h) : mem(std::move(m)), index(i), hints(h) {}
 
     void compute(Frame& f, const Mask& m) override {
-        T* o = f.reg<T>(out);
-        const int64_t* ix = f.reg<int64_t>(index);
+        const int64_t* ix = f.in<int64_t>(index);
         const BoundBuffer buf = f.buffers[mem.slot];
-        const T* base = reinterpret_cast<const T*>(buf.data);
         if constexpr (!is_bool_v<T>) {
-            if (m.is_range() && is_consecutive(ix, m.lo, m.hi)) {
-                const int64_t first = ix[m.lo];
-                check_span(f, "load of global", mem.name, first, m, buf.elements);
-                std::memcpy(o + m.lo, base + first, sizeof(T) * size_t(m.count));
-                f.counters.bytes_loaded += int64_t(sizeof(T)) * m.count;
-                f.counters.sectors += contiguous_sectors(first, m.lo, m.hi, sizeof(T));
-                return;
-            }
+            if (m.is_range() && is_consecutive(ix, m.lo, m.hi))
+                return load_contiguous<T>(f, m, out, hints, buf, ix[m.lo], mem.name);
         }
-        for_lanes(m, [&](int i) {
-            const int64_t k = ix[i];
-            if (uint64_t(k) >= uint64_t(buf.elements)) out_of_bounds(f, "load of global", mem.name, i, k, buf.elements);
-            o[i] = read_elem(base + k);
-        });
-        f.counters.bytes_loaded += int64_t(sizeof(T)) * m.count;
-        f.counters.sectors += scattered_sectors(ix, m, sizeof(T));
+        load_scattered(f, m, f.out<T>(out), ix, buf, mem.name);
+    }
+};
+
+// A load at base + lane * stride: contiguous for stride 1 without looking at
+// lanes; other strides (and lane lists) compute the index lanes.
+template <class T>
+struct AffineGlobalLoad final : ExprNode {
+    GlobalRef mem;
+    AffineIndex index;
+    int lanes;  // scratch: the index lanes
+    AccessHints hints;
+    AffineGlobalLoad(GlobalRef m, const AffineIndex& i, int l, AccessHints h)
+        : mem(std::move(m)), index(i), lanes(l), hints(h) {}
+
+    void compute(Frame& f, const Mask& m) override {
+        const auto [base, stride] = affine_parts<int64_t>(f, index);
+        const BoundBuffer buf = f.buffers[mem.slot];
+        if constexpr (!is_bool_v<T>) {
+            if (m.is_range() && stride == 1)
+                return load_contiguous<T>(f, m, out, hints, buf, first_index(base, m), mem.name);
+        }
+        int64_t* ix = f.reg<int64_t>(lanes);
+        affine_lanes(m, base, stride, ix);
+        load_scattered(f, m, f.out<T>(out), ix, buf, mem.name);
     }
 };
 
@@ -110,8 +180,8 @@ struct SharedLoad final : ExprNode {
 
     void compute(Frame& f, const Mask& m) override {
         const SharedLayout& s = f.prog->shared[size_t(mem.index)];
-        T* o = f.reg<T>(out);
-        const int32_t* ix = f.reg<int32_t>(index);
+        T* o = f.out<T>(out);
+        const int32_t* ix = f.in<int32_t>(index);
         const T* base = reinterpret_cast<const T*>(f.shared + s.offset);
         if (!f.prog->check && m.is_range() && is_consecutive(ix, m.lo, m.hi)) {
             check_span(f, "load of shared", s.name, ix[m.lo], m, s.size);
@@ -135,6 +205,26 @@ void eval_all(const std::vector<ExprNode*>& nodes, Frame& f, const Mask& m) {
 }
 
 template <class T>
+void store_contiguous(Frame& f, const Mask& m, const T* v, const BoundBuffer& buf, int64_t first,
+                      const std::string& name) {
+    check_span(f, "store to global", name, first, m, buf.elements);
+    std::memcpy(reinterpret_cast<T*>(buf.data) + first, v + m.lo, sizeof(T) * size_t(m.count));
+    f.counters.sectors += contiguous_sectors(first, m.lo, m.hi, sizeof(T));
+}
+
+template <class T>
+void store_scattered(Frame& f, const Mask& m, const int64_t* ix, const T* v, const BoundBuffer& buf,
+                     const std::string& name) {
+    T* base = reinterpret_cast<T*>(buf.data);
+    for_lanes(m, [&](int i) {
+        const int64_t k = ix[i];
+        if (uint64_t(k) >= uint64_t(buf.elements)) out_of_bounds(f, "store to global", name, i, k, buf.elements);
+        base[k] = v[i];
+    });
+    f.counters.sectors += scattered_sectors(ix, m, sizeof(T));
+}
+
+template <class T>
 struct GlobalStore final : StmtNode {
     GlobalRef mem;
     std::vector<ExprNode*> operands;
@@ -144,24 +234,54 @@ struct GlobalStore final : StmtNode {
 
     void exec(Frame& f, const Mask& m) override {
         eval_all(operands, f, m);
-        const int64_t* ix = f.reg<int64_t>(index);
-        const T* v = f.reg<T>(value);
+        const int64_t* ix = f.in<int64_t>(index);
+        const T* v = f.in<T>(value);
         const BoundBuffer buf = f.buffers[mem.slot];
-        T* base = reinterpret_cast<T*>(buf.data);
         f.counters.bytes_stored += int64_t(sizeof(T)) * m.count;
-        if (m.is_range() && is_consecutive(ix, m.lo, m.hi)) {
-            const int64_t first = ix[m.lo];
-            check_span(f, "store to global", mem.name, first, m, buf.elements);
-            std::memcpy(base + first, v + m.lo, sizeof(T) * size_t(m.count));
+        if (m.is_range() && is_consecutive(ix, m.lo, m.hi)) return store_contiguous(f, m, v, buf, ix[m.lo], mem.name);
+        store_scattered(f, m, ix, v, buf, mem.name);
+    }
+};
+
+// A store at base + lane * stride. A contiguous one may have its value node
+// write the lanes straight into the buffer (no copy): the compiler allows it
+// (AccessHints::in_place), the launch when the buffer overlaps no other; the
+// span is checked first, so an out-of-bounds store takes the ordinary path
+// and fails after its value is computed, as before.
+template <class T>
+struct AffineGlobalStore final : StmtNode {
+    GlobalRef mem;
+    AffineIndex index;
+    int lanes;  // scratch: the index lanes
+    ExprNode* value_node;
+    int value;
+    AccessHints hints;
+    AffineGlobalStore(GlobalRef m, const AffineIndex& i, int l, ExprNode* vn, int v, AccessHints h)
+        : mem(std::move(m)), index(i), lanes(l), value_node(vn), value(v), hints(h) {}
+
+    void exec(Frame& f, const Mask& m) override {
+        const auto [base, stride] = affine_parts<int64_t>(f, index);
+        const BoundBuffer buf = f.buffers[mem.slot];
+        const bool contiguous = m.is_range() && stride == 1;
+        const int64_t first = first_index(base, m);
+        f.counters.bytes_stored += int64_t(sizeof(T)) * m.count;
+        const bool in_bounds = contiguous && span_in_bounds(first, m, buf.elements);
+        if (in_bounds && hints.prefetch) prefetch_next_trip<T>(f, m, buf, first);
+        if (in_bounds && hints.in_place && buf.write_in_place) {
+            // A failure inside leaves the redirection behind, harmlessly: the
+            // launch stops and the next one makes a fresh frame.
+            T* dst = reinterpret_cast<T*>(buf.data) + first;
+            value_node->eval_into(
+                f, m, reinterpret_cast<std::byte*>(reinterpret_cast<uintptr_t>(dst) - uintptr_t(m.lo) * sizeof(T)));
             f.counters.sectors += contiguous_sectors(first, m.lo, m.hi, sizeof(T));
             return;
         }
-        for_lanes(m, [&](int i) {
-            const int64_t k = ix[i];
-            if (uint64_t(k) >= uint64_t(buf.elements)) out_of_bounds(f, "store to global", mem.name, i, k, buf.elements);
-            base[k] = v[i];
-        });
-        f.counters.sectors += scattered_sectors(ix, m, sizeof(T));
+        if (value_node) value_node->eval(f, m);
+        const T* v = f.in<T>(value);
+        if (contiguous) return store_contiguous(f, m, v, buf, first, mem.name);
+        int64_t* ix = f.reg<int64_t>(lanes);
+        affine_lanes(m, base, stride, ix);
+        store_scattered(f, m, ix, v, buf, mem.name);
     }
 };
 
@@ -176,8 +296,8 @@ struct SharedStore final : StmtNode {
     void exec(Frame& f, const Mask& m) override {
         eval_all(operands, f, m);
         const SharedLayout& s = f.prog->shared[size_t(mem.index)];
-        const int32_t* ix = f.reg<int32_t>(index);
-        const T* v = f.reg<T>(value);
+        const int32_t* ix = f.in<int32_t>(index);
+        const T* v = f.in<T>(value);
         T* base = reinterpret_cast<T*>(f.shared + s.offset);
         if (!f.prog->check && m.is_range() && is_consecutive(ix, m.lo, m.hi)) {
             check_span(f, "store to shared", s.name, ix[m.lo], m, s.size);
@@ -272,13 +392,13 @@ struct AtomicNode final : StmtNode {
 
     void exec(Frame& f, const Mask& m) override {
         eval_all(a.nodes, f, m);
-        const T* v = f.reg<T>(a.value);
-        const T* cmp = a.compare >= 0 ? f.reg<T>(a.compare) : v;
+        const T* v = f.in<T>(a.value);
+        const T* cmp = a.compare >= 0 ? f.in<T>(a.compare) : v;
         T* result = a.result >= 0 ? f.reg<T>(a.result) : nullptr;
         f.counters.atomics += m.count;
         if constexpr (Shared) {
             const SharedLayout& s = f.prog->shared[size_t(shared.index)];
-            const int32_t* ix = f.reg<int32_t>(a.index);
+            const int32_t* ix = f.in<int32_t>(a.index);
             T* base = reinterpret_cast<T*>(f.shared + s.offset);
             for_lanes(m, [&](int i) {
                 const int32_t k = ix[i];
@@ -288,7 +408,7 @@ struct AtomicNode final : StmtNode {
                 if (result) result[i] = old;
             });
         } else {
-            const int64_t* ix = f.reg<int64_t>(a.index);
+            const int64_t* ix = f.in<int64_t>(a.index);
             const BoundBuffer buf = f.buffers[global.slot];
             T* base = reinterpret_cast<T*>(buf.data);
             for_lanes(m, [&](int i) {
@@ -336,9 +456,9 @@ struct Shuffle final : ExprNode {
         uint32_t active[1024 / kWarp] = {};
         for_lanes(m, [&](int i) { active[i / kWarp] |= 1u << (i % kWarp); });
         if (f.prog->check) check_full_warps(f, active, bs);
-        T* o = f.reg<T>(out);
-        const T* v = f.reg<T>(value);
-        const int32_t* b = f.reg<int32_t>(lane);
+        T* o = f.out<T>(out);
+        const T* v = f.in<T>(value);
+        const int32_t* b = f.in<int32_t>(lane);
         for_lanes(m, [&](int i) {
             const int src = shuffle_source(op, i % kWarp, uint32_t(b[i]));
             const int j = (i & ~(kWarp - 1)) + src;
@@ -367,9 +487,16 @@ struct Shuffle final : ExprNode {
 
 }  // namespace
 
-std::unique_ptr<ExprNode> make_load(ScalarType t, const GlobalRef& mem, int index) {
+std::unique_ptr<ExprNode> make_load(ScalarType t, const GlobalRef& mem, int index, AccessHints hints) {
     return with_type(t, [&](auto tag) -> std::unique_ptr<ExprNode> {
-        return std::make_unique<GlobalLoad<typename decltype(tag)::type>>(mem, index);
+        return std::make_unique<GlobalLoad<typename decltype(tag)::type>>(mem, index, hints);
+    });
+}
+
+std::unique_ptr<ExprNode> make_load(ScalarType t, const GlobalRef& mem, const AffineIndex& index, int lanes,
+                                    AccessHints hints) {
+    return with_type(t, [&](auto tag) -> std::unique_ptr<ExprNode> {
+        return std::make_unique<AffineGlobalLoad<typename decltype(tag)::type>>(mem, index, lanes, hints);
     });
 }
 
@@ -385,6 +512,14 @@ std::unique_ptr<StmtNode> make_store(ScalarType t, const GlobalRef& mem, ExprNod
     for (ExprNode* n : {index_node, value_node}) if (n) ops.push_back(n);
     return with_type(t, [&](auto tag) -> std::unique_ptr<StmtNode> {
         return std::make_unique<GlobalStore<typename decltype(tag)::type>>(mem, ops, index, value);
+    });
+}
+
+std::unique_ptr<StmtNode> make_store(ScalarType t, const GlobalRef& mem, const AffineIndex& index, int lanes,
+                                     ExprNode* value_node, int value, AccessHints hints) {
+    return with_type(t, [&](auto tag) -> std::unique_ptr<StmtNode> {
+        return std::make_unique<AffineGlobalStore<typename decltype(tag)::type>>(mem, index, lanes, value_node, value,
+                                                                                hints);
     });
 }
 

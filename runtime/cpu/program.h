@@ -11,6 +11,13 @@
 // a contiguous array of the node's C++ lane type) from its operands'
 // registers; a statement node runs under a Mask. Per-node dispatch is one
 // virtual call per block and phase (or loop iteration), never per lane.
+//
+// Registers are read and written through per-frame pointers (Frame::in,
+// Frame::out), normally the register's own storage. Two redirections save
+// the copies of contiguous memory traffic: a load from a buffer the launch
+// does not write leaves its register reading the buffer in place, and a
+// coalesced store lets its value's node write straight into the buffer. A
+// register that only ever holds a block-uniform value (lane 0) is 8 bytes.
 #pragma once
 #include <atomic>
 #include <cstddef>
@@ -39,6 +46,13 @@ struct SharedTrack {
 struct BoundBuffer {
     std::byte* data = nullptr;
     int64_t elements = 0;
+    // The kernel never writes it and it overlaps no buffer the kernel
+    // writes: its memory is constant during the launch, so a contiguous load
+    // may be read in place instead of copied.
+    bool read_in_place = false;
+    // It overlaps no other buffer of the launch: a coalesced store may have
+    // its value computed straight into it.
+    bool write_in_place = false;
 };
 
 // A register filled once per worker (constants, parameters, thread/block dims).
@@ -54,6 +68,7 @@ struct RegInit {
 // record and counters.
 struct LaunchState {
     int64_t grid = 0;
+    const std::atomic<bool>* cancel = nullptr;  // ExecOptions::cancel
     std::vector<BoundBuffer> buffers;  // by buffer slot (buffer parameters in order)
     std::vector<RegInit> inits;        // scalar parameters and gridDim, after Program::inits
 
@@ -80,17 +95,28 @@ struct Frame {
     const Program* prog = nullptr;
     LaunchState* launch = nullptr;
     const BoundBuffer* buffers = nullptr;  // launch->buffers.data(), one hop less per access
-    std::byte* regs = nullptr;        // num_regs registers of reg_stride bytes
-    size_t reg_stride = 0;
+    std::byte* regs = nullptr;        // the register file (Program::reg_offset)
+    const size_t* reg_offset = nullptr;
+    // Per register: where its lanes are read and where a node writes them
+    // (the register's own storage unless redirected, see the top of the file).
+    std::byte** read_at = nullptr;
+    std::byte** write_at = nullptr;
     uint16_t* masks = nullptr;        // num_mask_slots lists of block_size lanes
     std::byte* shared = nullptr;      // the block's shared memory
     SharedTrack* tracks = nullptr;    // check mode: one per shared element
     int64_t block = 0;
     int phase = 0;                    // index of the running Phase (for messages)
+    int64_t prefetch_ahead = 0;       // elements the innermost affine loop's index moves per trip, 0: none
     uint32_t epoch = 0;               // bumped at every phase start (race detection)
     LocalCounters counters;
 
-    template <class T> T* reg(int r) const { return reinterpret_cast<T*>(regs + size_t(r) * reg_stride); }
+    // The register's own storage (statements writing variables, lane-0 scalars).
+    template <class T> T* reg(int r) const { return reinterpret_cast<T*>(regs + reg_offset[r]); }
+    // Operand lanes, wherever they are.
+    template <class T> const T* in(int r) const { return reinterpret_cast<const T*>(read_at[r]); }
+    // Where an expression node writes its result lanes.
+    template <class T> T* out(int r) const { return reinterpret_cast<T*>(write_at[r]); }
+    bool writes_own(int r) const { return write_at[r] == regs + reg_offset[r]; }
     uint16_t* mask_buf(int slot) const;
 };
 
@@ -100,11 +126,32 @@ struct ExprNode {
     int out = -1;                   // result register
 
     virtual ~ExprNode() = default;
+    // compute() writes Frame::out(out); a load may then point the register's
+    // reads elsewhere (in place).
     void eval(Frame& f, const Mask& m) {
         for (ExprNode* in : inputs) in->eval(f, m);
+        f.read_at[out] = f.write_at[out];
         compute(f, m);
     }
+    // The same, this node's lanes written to dest (lane i at dest + i) instead
+    // of its register. Only this node's: the inputs may share the register
+    // number (temporaries are reused), so they run before the redirection.
+    void eval_into(Frame& f, const Mask& m, std::byte* dest) {
+        for (ExprNode* in : inputs) in->eval(f, m);
+        std::byte* own = f.write_at[out];
+        f.read_at[out] = f.write_at[out] = dest;
+        compute(f, m);
+        f.write_at[out] = own;
+    }
+    // Lane 0 only: a block-uniform value (compile.cpp), on the scalar path
+    // of nodes that have one.
+    void eval_lane0(Frame& f) {
+        for (ExprNode* in : inputs) in->eval_lane0(f);
+        f.read_at[out] = f.write_at[out];
+        compute_lane0(f);
+    }
     virtual void compute(Frame& f, const Mask& m) = 0;
+    virtual void compute_lane0(Frame& f) { compute(f, Mask::range(0, 1)); }
 };
 
 struct StmtNode {
@@ -136,6 +183,9 @@ struct Program {
     std::vector<int> scalar_regs;
     int grid_reg = -1;
     int num_regs = 0;
+    std::vector<size_t> reg_offset;  // bytes from the start of the register file
+    size_t reg_bytes = 0;            // the register file's size
+    std::vector<bool> written;       // by buffer slot: some Store or Atomic writes it
     int num_mask_slots = 0;
     size_t shared_bytes = 0;
     size_t shared_elements = 0;
@@ -158,6 +208,10 @@ inline uint16_t* Frame::mask_buf(int slot) const { return masks + size_t(slot) *
 // Error(Internal) for IR the executor cannot run (unknown names, unsupported
 // operation/type pairs). Arguments are checked by run_kernel when binding.
 std::unique_ptr<Program> compile(const ir::Kernel& k, const ExecOptions& options);
+
+// Throws Error(Interrupted) once the launch's cancel flag is set (loops call
+// it every trip, the scheduler before every block).
+void check_cancel(const LaunchState& s);
 
 // A check-mode violation or broken invariant: Error(Internal) naming the
 // kernel, the phase and `what`.

@@ -28,7 +28,7 @@ public:
             else read_back(s);
         }
         for (const auto& b : plan_.buffers)
-            if (b.role == ir::BufferRole::Output) {
+            if (b.role == ir::BufferRole::Output && !args_.outputs.count(b.name)) {
                 ensure_allocated(b);  // an output no launch touched (an empty result)
                 result_.outputs[b.name] = std::move(owned_[b.name]);
             }
@@ -47,14 +47,35 @@ private:
         return v;
     }
 
+    int64_t count(const ir::PlanBuffer& b) { return std::max<int64_t>(0, ir::eval_host_int(b.count, lookup_)); }
+
+    // Check mode fills new memory with 0xff bytes (see run_plan.h).
+    void fill_for_check(void* data, size_t bytes) const {
+        if (options_.check && bytes > 0) std::memset(data, 0xff, bytes);
+    }
+
     void ensure_allocated(const ir::PlanBuffer& b) {
         if (b.role == ir::BufferRole::Input || owned_.count(b.name)) return;
         HostBuffer hb;
         hb.elem = b.elem;
-        hb.count = std::max<int64_t>(0, ir::eval_host_int(b.count, lookup_));
-        hb.bytes.resize(static_cast<size_t>(hb.count) * ir::scalar_size(b.elem));
-        if (options_.check) std::memset(hb.bytes.data(), 0xff, hb.bytes.size());
+        hb.count = count(b);
+        hb.bytes = HostBytes(static_cast<size_t>(hb.count) * ir::scalar_size(b.elem));
+        fill_for_check(hb.bytes.data(), hb.bytes.size());
         owned_[b.name] = std::move(hb);
+    }
+
+    // An output in caller memory: bound (and sized) on first use.
+    BufferArg caller_output(const ir::PlanBuffer& b, const BufferArg& memory) {
+        auto [it, fresh] = caller_outputs_.try_emplace(b.name, memory);
+        if (fresh) {
+            const int64_t n = count(b);
+            SHOAL_INTERNAL_ASSERT(n <= memory.elements, "run_plan: output " + b.name + " needs " + std::to_string(n) +
+                                                            " elements, the caller gave " +
+                                                            std::to_string(memory.elements));
+            it->second.elements = n;
+            fill_for_check(memory.data, static_cast<size_t>(n) * ir::scalar_size(b.elem));
+        }
+        return it->second;
     }
 
     BufferArg buffer(const std::string& name) {
@@ -65,6 +86,7 @@ private:
             SHOAL_INTERNAL_ASSERT(it != args_.buffers.end(), "run_plan: input buffer " + name + " not bound");
             return it->second;
         }
+        if (auto it = args_.outputs.find(name); it != args_.outputs.end()) return caller_output(*b, it->second);
         ensure_allocated(*b);
         HostBuffer& hb = owned_[name];
         return BufferArg{hb.bytes.data(), hb.count};
@@ -127,6 +149,7 @@ private:
     const ExecOptions& options_;
     PlanResult result_;
     std::map<std::string, HostBuffer> owned_;
+    std::map<std::string, BufferArg> caller_outputs_;
     std::function<ir::HostValue(const std::string&)> lookup_ = [this](const std::string& n) { return scalar(n); };
 };
 

@@ -12,6 +12,7 @@
 
 #include "codegen/launch_plan.h"
 #include "runtime/cpu/executor.h"
+#include "runtime/cpu/host_memory.h"
 
 namespace shoal::cpu {
 
@@ -19,7 +20,7 @@ namespace shoal::cpu {
 struct HostBuffer {
     ir::ScalarType elem = ir::ScalarType::F32;
     int64_t count = 0;
-    std::vector<std::byte> bytes;
+    HostBytes bytes;
 
     template <class T> const T* data() const { return reinterpret_cast<const T*>(bytes.data()); }
     template <class T> T* data() { return reinterpret_cast<T*>(bytes.data()); }
@@ -28,10 +29,14 @@ struct HostBuffer {
 struct PlanArgs {
     std::map<std::string, ir::HostValue> scalars;  // every Input scalar
     std::map<std::string, BufferArg> buffers;      // every Input buffer (caller memory, not written)
+    // Optional: caller memory for Output buffers (at least the plan's count of
+    // elements), written in place, so the caller need not copy the result
+    // out of PlanResult::outputs (which then has no entry for it).
+    std::map<std::string, BufferArg> outputs;
 };
 
 struct PlanResult {
-    std::map<std::string, HostBuffer> outputs;        // every Output buffer
+    std::map<std::string, HostBuffer> outputs;        // every Output buffer not in PlanArgs::outputs
     std::map<std::string, ir::HostValue> scalars;     // every scalar that got a value (inputs, derived, read back)
     std::vector<Counters> kernel_counters;            // per plan kernel (index as in plan.kernels)
     Counters total;                                   // summed over all launches

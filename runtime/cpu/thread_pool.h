@@ -1,7 +1,11 @@
 // A process-wide pool of worker threads for the CPU executor. A launch hands
 // the pool "helper" tasks and also works itself, so it always progresses
-// even when every pool thread is busy with another launch.
+// even when every pool thread is busy with another launch. A thread that
+// finished a task watches for the next one a short while before it sleeps:
+// waking a sleeping thread takes longer than a small launch (a plan's
+// launches come back to back).
 #pragma once
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -30,6 +34,7 @@ private:
     std::mutex mutex_;
     std::condition_variable wake_;
     std::deque<std::function<void()>> tasks_;
+    std::atomic<int> queued_{0};  // tasks_.size(), read without the lock while watching
     std::vector<std::thread> threads_;
     bool stop_ = false;
 };

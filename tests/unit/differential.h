@@ -31,7 +31,7 @@ inline std::string run(const std::string& program, bool compiled) {
     Session s;
     Capture out;
     s.execute(":set check on", "<t>", out);
-    if (compiled) s.execute(":set backend compiled", "<t>", out);
+    s.execute(compiled ? ":set backend compiled" : ":set backend reference", "<t>", out);
     s.execute(program, "<t>", out);
     return out.all;
 }

@@ -1,0 +1,463 @@
+// Sorting (sort, sortByKey): a stable LSD radix sort (docs/compiler.md, "Sorting").
+//
+// The records being sorted are FIELDS moved together: the key in its own type
+// (so sorted keys keep their exact bits: -0.0 and NaN payloads survive), plus
+// an I64 payload: the original index for sortByKey (the permutation that then
+// gathers the values), the row index for a per-row sort of a matrix (the most
+// significant digits: rows are sorted by (row, key)). A pass sorts the records
+// stably by one radix_bits-wide digit of one field, least significant first:
+//   hist     block b counts the digits of its contiguous chunk (per-thread
+//            counters in shared memory) -> hist[digit * blocks + b]
+//   offsets  one block scans hist exclusively (digit-major order, so the
+//            offset of (digit, block) is where block b's items of that digit go)
+//   scatter  block b walks its chunk in tiles: a block-local stable sort of the
+//            tile by the digit (threads own adjacent items; an exclusive scan of
+//            the per-thread digit counts ranks them), then a coalesced write of
+//            the sorted tile to offset[digit][b] + rank within the digit
+// No atomics: the result is deterministic. Ping-pong buffers alternate so that
+// the last pass writes the output. The first pass reads the keys through the
+// PullArray, so a producer is fused into it.
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include "codegen/lower_common.h"
+#include "lang/diagnostics.h"
+
+namespace shoal::ir {
+
+using namespace lowering;
+
+namespace {
+
+ExprPtr i32(int64_t v) { return const_int(v, ScalarType::I32); }
+ExprPtr add(ExprPtr a, ExprPtr b) { return binary(BinaryOp::Add, std::move(a), std::move(b)); }
+ExprPtr mul(ExprPtr a, ExprPtr b) { return binary(BinaryOp::Mul, std::move(a), std::move(b)); }
+ExprPtr shared_i32(const std::string& mem, ExprPtr i) { return load(mem, std::move(i), ScalarType::I32, MemSpace::Shared); }
+
+ExprPtr zero_of(ScalarType t) {
+    if (t == ScalarType::Bool) return const_bool(false);
+    return is_float(t) ? const_float(0, t) : const_int(0, t);
+}
+
+// Shared arrays indexed through `padded` need this many slots for `count` elements.
+int64_t padded_size(int64_t count) { return count + count / 32; }
+
+// The key as an unsigned integer in the reference's order (less_nan_last):
+// integers with the sign bit flipped; floats with all bits flipped when
+// negative, else the sign bit set; every NaN is the largest value and -0.0 is
+// +0.0, so NaNs tie with each other and zeros with zeros (stability decides).
+ExprPtr ordered_bits(KernelBuilder& kb, ExprPtr x) {
+    switch (x->type) {
+        case ScalarType::Bool: return cast(ScalarType::U32, x);
+        case ScalarType::I32: return binary(BinaryOp::Xor, cast(ScalarType::U32, x), const_int(0x80000000, ScalarType::U32));
+        case ScalarType::I64: return binary(BinaryOp::Xor, cast(ScalarType::U64, x), const_int(INT64_MIN, ScalarType::U64));
+        case ScalarType::U32:
+        case ScalarType::U64: return x;
+        case ScalarType::F32:
+        case ScalarType::F64: {
+            const bool wide = x->type == ScalarType::F64;
+            const ScalarType u = wide ? ScalarType::U64 : ScalarType::U32;
+            const ExprPtr sign = const_int(wide ? INT64_MIN : int64_t{0x80000000}, u);
+            const ExprPtr ones = const_int(wide ? int64_t{-1} : int64_t{0xFFFFFFFF}, u);
+            const ExprPtr zero = zero_of(x->type);
+            ExprPtr b = kb.bind("key_bits", call("bits", {x}, u));
+            ExprPtr finite = select(binary(BinaryOp::Lt, x, zero), unary(UnaryOp::BitNot, b), binary(BinaryOp::Or, b, sign));
+            return select(binary(BinaryOp::Ne, x, x), ones, select(binary(BinaryOp::Eq, x, zero), sign, finite));
+        }
+    }
+    internal_error(__FILE__, __LINE__, "sort: unknown key type");
+}
+
+int key_bits(ScalarType t) { return t == ScalarType::Bool ? 1 : static_cast<int>(scalar_size(t)) * 8; }
+
+// One component of the records being sorted.
+struct Field {
+    ScalarType type;
+    bool is_key;  // digits of ordered_bits; else of a non-negative index
+    std::function<ExprPtr(KernelBuilder&, ExprPtr g)> initial;  // element g before the first pass
+};
+
+struct Pass {
+    size_t field;                       // the field whose digit orders this pass
+    int shift;                          // the digit is bits [shift, shift + radix_bits) (for comments)
+    std::vector<std::string> from, to;  // per field: buffer read ("" = Field::initial), buffer written
+    ExprPtr active;                     // host Bool: whether the pass runs; null: always
+};
+
+class RadixSort {
+public:
+    RadixSort(PlanBuilder& pb, std::string name, ExprPtr n, std::vector<Field> fields, const LoweringOptions& opt)
+        : pb_(pb), name_(std::move(name)), n_(std::move(n)), fields_(std::move(fields)), opt_(opt),
+          bs_(opt.block_size), radix_(1 << opt.radix_bits), tile_(int64_t{opt.block_size} * opt.sort_items_per_thread) {
+        SHOAL_INTERNAL_ASSERT(opt.radix_bits >= 1 && radix_ < bs_ && bs_ % radix_ == 0,
+                              "sort: 2^radix_bits digits must be fewer than the threads of a block");
+        SHOAL_INTERNAL_ASSERT(opt.sort_items_per_thread >= 1, "sort: sort_items_per_thread >= 1");
+        // Chunks of whole tiles, at most max_blocks of them (as in scans).
+        const ExprPtr tiles = param(pb.derived(pb.fresh(name_ + "_tiles"), ceil_div(n_, i64(tile_))), ScalarType::I64);
+        blocks_ = param(pb.derived(pb.fresh(name_ + "_blocks"), min_expr(tiles, i64(opt.max_blocks))), ScalarType::I64);
+        chunk_ = param(pb.derived(pb.fresh(name_ + "_chunk"), mul(ceil_div(tiles, blocks_), i64(tile_))),
+                       ScalarType::I64);
+        hist_ = pb.temp_buffer(pb.fresh(name_ + "_hist"), ScalarType::I64, mul(i64(radix_), blocks_));
+        offsets_ = pb.temp_buffer(pb.fresh(name_ + "_offsets"), ScalarType::I64, mul(i64(radix_), blocks_));
+        pass_ = pb.temp_buffer(pb.fresh(name_ + "_pass"), ScalarType::I32, i64(1));
+        scan_kernel_ = add_offsets_kernel();
+    }
+
+    // Passes that differ only in their digit share kernels: those read the
+    // pass number from the device (set by the first pass, advanced by the
+    // offsets kernel), so a sort has a handful of kernels, not three per pass.
+    void run(const std::vector<Pass>& passes) {
+        for (size_t p = 0; p < passes.size(); ++p) {
+            const Pass& ps = passes[p];
+            if (!first_pass_.count(ps.field)) first_pass_[ps.field] = static_cast<int>(p);
+            const auto key = std::make_tuple(ps.field, ps.from[ps.field], ps.to[ps.field]);
+            if (!kernels_.count(key)) {
+                const std::string id = std::to_string(kernels_.size());
+                kernels_[key] = {add_hist_kernel(name_ + "_histogram" + id, ps), add_scatter_kernel(name_ + "_scatter" + id, ps)};
+            }
+            auto when = [&](ExprPtr grid) { return ps.active ? select(ps.active, grid, i64(0)) : grid; };
+            const std::string what = "pass " + std::to_string(p) + " (" + (fields_[ps.field].is_key ? "key" : "row") +
+                                     " bits " + std::to_string(ps.shift) + "+): ";
+            pb_.launch(kernels_[key].first, when(blocks_), what + "digit counts of each block's chunk");
+            pb_.launch(scan_kernel_, when(min_expr(blocks_, i64(1))), what + "exclusive scan of the digit counts");
+            pb_.launch(kernels_[key].second, when(blocks_), what + "block-local sort, coalesced scatter");
+        }
+    }
+
+private:
+    // Element g of a field: from the pass's source buffer, or computed before the first pass.
+    ExprPtr read(KernelBuilder& kb, size_t f, const std::string& buffer, ExprPtr g) const {
+        if (buffer.empty()) return fields_[f].initial(kb, std::move(g));
+        kb.buffer_param(buffer, fields_[f].type, Access::Read);
+        return load(buffer, std::move(g), fields_[f].type);
+    }
+
+    // The pass's digit shift (I32): 0 in the first pass, else from the pass
+    // number on the device; `lag` is 1 after the offsets kernel advanced it.
+    ExprPtr digit_shift(KernelBuilder& kb, const Pass& ps, int lag) const {
+        if (ps.from[ps.field].empty()) return i32(0);
+        kb.buffer_param(pass_, ScalarType::I32, Access::Read);
+        ExprPtr pass = binary(BinaryOp::Sub, load(pass_, i64(0), ScalarType::I32), i32(first_pass_.at(ps.field) + lag));
+        return kb.bind("shift", mul(pass, i32(opt_.radix_bits)));
+    }
+
+    // The digit of a field value at this shift, as I32.
+    ExprPtr digit(KernelBuilder& kb, const Pass& ps, ExprPtr shift, ExprPtr x) const {
+        ExprPtr bits = fields_[ps.field].is_key ? ordered_bits(kb, x) : cast(ScalarType::U64, x);
+        const ScalarType u = bits->type;
+        ExprPtr shifted = binary(BinaryOp::Shr, bits, cast(u, shift));
+        ExprPtr d = cast(ScalarType::I32, binary(BinaryOp::And, shifted, const_int(radix_ - 1, u)));
+        // Shifts wrap; the row digits above bit 63 (a pair's second pass) are 0.
+        if (!fields_[ps.field].is_key) d = select(binary(BinaryOp::Lt, shift, i32(64)), d, i32(0));
+        return kb.bind("digit", d);
+    }
+
+    // This block's chunk [lo, hi) (uniform expressions).
+    std::pair<ExprPtr, ExprPtr> chunk(KernelBuilder& kb) const {
+        ExprPtr lo = mul(block_idx(), use_params(kb, chunk_));
+        return {lo, min_expr(add(lo, chunk_), use_params(kb, n_))};
+    }
+
+    // counts[digit][thread]: each thread counts in its own column, so the
+    // counting needs no atomics and no barriers.
+    std::string counts_array(KernelBuilder& kb) const {
+        return kb.shared_array("counts", ScalarType::I32, padded_size(int64_t{radix_} * bs_));
+    }
+    ExprPtr column_slot(ExprPtr d) const { return padded(add(mul(d, i32(bs_)), thread_idx())); }
+    void clear_column(KernelBuilder& kb, const std::string& counts) const {
+        thread_loop(kb, "d", i32(0), i32(radix_), i32(1),
+                    [&](ExprPtr d) { kb.emit(store(counts, column_slot(d), i32(0), MemSpace::Shared)); });
+    }
+    void count(KernelBuilder& kb, const std::string& counts, ExprPtr d) const {
+        ExprPtr slot = kb.bind("slot", column_slot(d));
+        kb.emit(store(counts, slot, add(shared_i32(counts, slot), i32(1)), MemSpace::Shared));
+    }
+    // Digit-major, thread t owns the radix adjacent counters [t * radix, (t + 1) * radix);
+    // their sum goes to partials[t] (a phase of its own).
+    void thread_partials(KernelBuilder& kb, const std::string& counts, const std::string& partials) const {
+        ExprPtr sum = kb.bind("partial", i32(0));
+        thread_loop(kb, "k", i32(0), i32(radix_), i32(1), [&](ExprPtr k) {
+            ExprPtr c = shared_i32(counts, padded(add(mul(thread_idx(), i32(radix_)), k)));
+            kb.emit(assign(sum->name, add(sum, c)));
+        });
+        kb.emit(store(partials, thread_idx(), sum, MemSpace::Shared));
+        kb.end_phase();
+    }
+
+    int add_hist_kernel(const std::string& kname, const Pass& ps) {
+        KernelBuilder kb(kname, bs_);
+        const std::string counts = counts_array(kb);
+        const std::string partials = kb.shared_array("partials", ScalarType::I32, bs_);
+        kb.buffer_param(hist_, ScalarType::I64, Access::Write);
+        if (ps.from[ps.field].empty()) {  // the first pass starts the pass count
+            kb.buffer_param(pass_, ScalarType::I32, Access::Write);
+            ExprPtr first = binary(BinaryOp::And, binary(BinaryOp::Eq, block_idx(), i64(0)),
+                                   binary(BinaryOp::Eq, thread_idx(), i32(0)));
+            emit_if(kb, first, [&] { kb.emit(store(pass_, i64(0), i32(0))); });
+        }
+        auto [lo, hi] = chunk(kb);
+        ExprPtr shift = digit_shift(kb, ps, 0);
+        clear_column(kb, counts);
+        thread_loop(kb, "g", add(lo, tid64()), hi, i64(bs_), [&](ExprPtr g) {
+            count(kb, counts, digit(kb, ps, shift, kb.bind("x", read(kb, ps.field, ps.from[ps.field], g))));
+        });
+        kb.end_phase();
+        thread_partials(kb, counts, partials);
+        // The partials of digit d are those of threads [d * bs / radix, (d + 1) * bs / radix).
+        const int per_digit = bs_ / radix_;
+        emit_if(kb, binary(BinaryOp::Lt, thread_idx(), i32(radix_)), [&] {
+            ExprPtr total = kb.bind("total", i32(0));
+            thread_loop(kb, "q", i32(0), i32(per_digit), i32(1), [&](ExprPtr q) {
+                ExprPtr part = shared_i32(partials, add(mul(thread_idx(), i32(per_digit)), q));
+                kb.emit(assign(total->name, add(total, part)));
+            });
+            ExprPtr at = add(mul(tid64(), use_params(kb, blocks_)), block_idx());
+            kb.emit(store(hist_, at, cast(ScalarType::I64, total)));
+        });
+        return pb_.add_kernel(kb.finish());
+    }
+
+    // One kernel for every pass (hist and offsets are the same buffers each
+    // time); it also advances the pass number.
+    int add_offsets_kernel() {
+        KernelBuilder kb(name_ + "_scan", bs_);
+        kb.buffer_param(offsets_, ScalarType::I64, Access::Write);
+        const Combine plus = known_combine(AssocOp::Add, ScalarType::I64);
+        auto element = [&](KernelBuilder& b, ExprPtr g) {
+            b.buffer_param(hist_, ScalarType::I64, Access::Read);
+            return std::vector<ExprPtr>{load(hist_, g, ScalarType::I64)};
+        };
+        auto output = [&](KernelBuilder& b, ExprPtr g, const std::vector<ExprPtr>& v) { b.emit(store(offsets_, g, v[0])); };
+        TileScan ts{plus, opt_.scan_items_per_thread, element, output, ScanKind::Exclusive, {}, {}, {}};
+        ts.prepare(kb);
+        std::vector<ExprPtr> carry = declare_vars(kb, "carry", plus.neutral);
+        ts.emit(kb, i64(0), use_params(kb, mul(i64(radix_), blocks_)), carry);
+        kb.buffer_param(pass_, ScalarType::I32, Access::ReadWrite);
+        emit_if(kb, binary(BinaryOp::Eq, thread_idx(), i32(0)), [&] {
+            kb.emit(store(pass_, i64(0), add(load(pass_, i64(0), ScalarType::I32), i32(1))));
+        });
+        return pb_.add_kernel(kb.finish());
+    }
+
+    // Exclusive scan of the counters in digit-major order: counter (d, t)
+    // becomes the tile-local position of thread t's first item with digit d,
+    // and start[d] the tile-local start of digit d (start[radix] = valid).
+    void scan_counters(KernelBuilder& kb, const std::string& counts, const std::string& scan_a,
+                       const std::string& scan_b, const std::string& start, ExprPtr valid) const {
+        const ExprPtr tid = thread_idx();
+        thread_partials(kb, counts, scan_a);
+        const std::string* src = &scan_a;
+        const std::string* dst = &scan_b;
+        for (int d = 1; d < bs_; d *= 2) {  // Hillis-Steele over the thread partials
+            ExprPtr v = kb.bind("hs", shared_i32(*src, tid));
+            emit_if(kb, binary(BinaryOp::Ge, tid, i32(d)),
+                    [&] { kb.emit(assign(v->name, add(v, shared_i32(*src, binary(BinaryOp::Sub, tid, i32(d)))))); });
+            kb.emit(store(*dst, tid, v, MemSpace::Shared));
+            kb.end_phase();
+            std::swap(src, dst);
+        }
+        ExprPtr run = kb.bind("run", i32(0));
+        emit_if(kb, binary(BinaryOp::Gt, tid, i32(0)),
+                [&] { kb.emit(assign(run->name, shared_i32(*src, binary(BinaryOp::Sub, tid, i32(1))))); });
+        const int per_digit = bs_ / radix_;  // threads whose counters start a digit record its start
+        emit_if(kb, binary(BinaryOp::Eq, binary(BinaryOp::Mod, tid, i32(per_digit)), i32(0)), [&] {
+            kb.emit(store(start, binary(BinaryOp::Div, tid, i32(per_digit)), run, MemSpace::Shared));
+        });
+        emit_if(kb, binary(BinaryOp::Eq, tid, i32(0)), [&] { kb.emit(store(start, i32(radix_), valid, MemSpace::Shared)); });
+        thread_loop(kb, "k", i32(0), i32(radix_), i32(1), [&](ExprPtr k) {
+            ExprPtr slot = kb.bind("slot", padded(add(mul(tid, i32(radix_)), k)));
+            ExprPtr c = kb.bind("c", shared_i32(counts, slot));
+            kb.emit(store(counts, slot, run, MemSpace::Shared));
+            kb.emit(assign(run->name, add(run, c)));
+        });
+        kb.end_phase();
+    }
+
+    int add_scatter_kernel(const std::string& kname, const Pass& ps) {
+        const int ipt = opt_.sort_items_per_thread;
+        const size_t f = ps.field;
+        const ScalarType t = fields_[f].type;
+        const bool payloads = fields_.size() > 1;
+        const ExprPtr tid = thread_idx();
+        KernelBuilder kb(kname, bs_);
+        const std::string counts = counts_array(kb);
+        const std::string scan_a = kb.shared_array("scan_a", ScalarType::I32, bs_);
+        const std::string scan_b = kb.shared_array("scan_b", ScalarType::I32, bs_);
+        const std::string stage = kb.shared_array("stage", t, padded_size(tile_));
+        const std::string source = payloads ? kb.shared_array("source", ScalarType::I32, padded_size(tile_)) : "";
+        const std::string base = kb.shared_array("digit_base", ScalarType::I64, radix_);    // global start, this tile
+        const std::string start = kb.shared_array("digit_start", ScalarType::I32, radix_ + 1);  // tile-local start
+        kb.buffer_param(offsets_, ScalarType::I64, Access::Read);
+        for (size_t c = 0; c < fields_.size(); ++c) kb.buffer_param(ps.to[c], fields_[c].type, Access::Write);
+        auto digit_thread = [&](const std::function<void()>& body) { emit_if(kb, binary(BinaryOp::Lt, tid, i32(radix_)), body); };
+
+        ExprPtr shift = digit_shift(kb, ps, 1);
+        clear_column(kb, counts);
+        digit_thread([&] {
+            ExprPtr at = add(mul(tid64(), use_params(kb, blocks_)), block_idx());
+            kb.emit(store(base, tid, load(offsets_, at, ScalarType::I64), MemSpace::Shared));
+        });
+        emit_if(kb, binary(BinaryOp::Le, tid, i32(radix_)), [&] { kb.emit(store(start, tid, i32(0), MemSpace::Shared)); });
+        auto [lo, hi] = chunk(kb);
+        const std::string t0_name = kb.fresh("tile");
+        const ExprPtr t0 = var(t0_name, ScalarType::I64);
+        kb.block_loop(t0_name, lo, hi, i64(tile_), [&] {
+            // Load the tile coalesced; the digit bases advance past the previous tile.
+            ExprPtr valid = kb.bind("valid", cast(ScalarType::I32, min_expr(binary(BinaryOp::Sub, hi, t0), i64(tile_))));
+            digit_thread([&] {
+                ExprPtr size = binary(BinaryOp::Sub, shared_i32(start, add(tid, i32(1))), shared_i32(start, tid));
+                kb.emit(store(base, tid, add(load(base, tid, ScalarType::I64, MemSpace::Shared), cast(ScalarType::I64, size)),
+                              MemSpace::Shared));
+            });
+            thread_loop(kb, "j", i32(0), i32(ipt), i32(1), [&](ExprPtr j) {
+                ExprPtr k = kb.bind("k", add(mul(j, i32(bs_)), tid));
+                emit_if(kb, binary(BinaryOp::Lt, k, valid), [&] {
+                    ExprPtr x = read(kb, f, ps.from[f], add(t0, cast(ScalarType::I64, k)));
+                    kb.emit(store(stage, padded(k), x, MemSpace::Shared));
+                });
+            });
+            kb.end_phase();
+            // Each thread takes its ipt adjacent items (kept in registers) and counts their digits.
+            std::vector<ExprPtr> item(ipt), key(ipt), dig(ipt);
+            for (int j = 0; j < ipt; ++j) {
+                item[j] = kb.bind("item", add(mul(tid, i32(ipt)), i32(j)));
+                key[j] = kb.bind("x", zero_of(t));
+                dig[j] = kb.bind("d", i32(0));
+                emit_if(kb, binary(BinaryOp::Lt, item[j], valid), [&] {
+                    kb.emit(assign(key[j]->name, load(stage, padded(item[j]), t, MemSpace::Shared)));
+                    kb.emit(assign(dig[j]->name, digit(kb, ps, shift, key[j])));
+                    count(kb, counts, dig[j]);
+                });
+            }
+            kb.end_phase();
+            scan_counters(kb, counts, scan_a, scan_b, start, valid);
+            // Walking its items in order, a thread places each at its counter and
+            // bumps it: equal digits keep their order (stability).
+            for (int j = 0; j < ipt; ++j) {
+                emit_if(kb, binary(BinaryOp::Lt, item[j], valid), [&] {
+                    ExprPtr slot = kb.bind("slot", column_slot(dig[j]));
+                    ExprPtr rank = kb.bind("rank", shared_i32(counts, slot));
+                    kb.emit(store(counts, slot, add(rank, i32(1)), MemSpace::Shared));
+                    kb.emit(store(stage, padded(rank), key[j], MemSpace::Shared));
+                    if (payloads) kb.emit(store(source, padded(rank), item[j], MemSpace::Shared));
+                });
+            }
+            kb.end_phase();
+            // Write the sorted tile coalesced: runs of one digit go to consecutive addresses.
+            thread_loop(kb, "j", i32(0), i32(ipt), i32(1), [&](ExprPtr j) {
+                ExprPtr k = kb.bind("k", add(mul(j, i32(bs_)), tid));
+                emit_if(kb, binary(BinaryOp::Lt, k, valid), [&] {
+                    ExprPtr x = kb.bind("x", load(stage, padded(k), t, MemSpace::Shared));
+                    ExprPtr d = digit(kb, ps, shift, x);
+                    ExprPtr within = cast(ScalarType::I64, binary(BinaryOp::Sub, k, shared_i32(start, d)));
+                    ExprPtr dest = kb.bind("dest", add(load(base, d, ScalarType::I64, MemSpace::Shared), within));
+                    kb.emit(store(ps.to[f], dest, x));
+                    if (!payloads) return;
+                    ExprPtr from = kb.bind("src", add(t0, cast(ScalarType::I64, shared_i32(source, padded(k)))));
+                    for (size_t c = 0; c < fields_.size(); ++c)
+                        if (c != f) kb.emit(store(ps.to[c], dest, read(kb, c, ps.from[c], from)));
+                });
+            });
+            clear_column(kb, counts);
+        });
+        return pb_.add_kernel(kb.finish());
+    }
+
+    PlanBuilder& pb_;
+    std::string name_;
+    ExprPtr n_;
+    std::vector<Field> fields_;
+    const LoweringOptions& opt_;
+    int bs_, radix_;
+    int64_t tile_;
+    ExprPtr blocks_, chunk_;
+    std::string hist_, offsets_, pass_;
+    int scan_kernel_ = -1;
+    std::map<size_t, int> first_pass_;  // by field
+    std::map<std::tuple<size_t, std::string, std::string>, std::pair<int, int>> kernels_;  // (field, from, to) -> hist, scatter
+};
+
+// The rows of vals gathered by perm (I64 original indices), fused into map
+// kernels: one per set of values with the same inner extents.
+void gather_values(PlanBuilder& pb, const std::string& name, const std::string& perm, ExprPtr n,
+                   const std::vector<PullArray>& vals, const std::vector<std::string>& outs, const LoweringOptions& opt) {
+    auto inner = [](const PullArray& a) { return std::vector<ExprPtr>(a.shape.begin() + 1, a.shape.end()); };
+    std::vector<std::vector<size_t>> groups;
+    for (size_t v = 0; v < vals.size(); ++v) {
+        auto same = [&](const std::vector<size_t>& g) { return inner(vals[g[0]]) == inner(vals[v]); };
+        auto it = std::find_if(groups.begin(), groups.end(), same);
+        if (it == groups.end()) groups.push_back({v});
+        else it->push_back(v);
+    }
+    for (const auto& g : groups) {
+        std::vector<PullArray> moved;
+        std::vector<std::string> group_outs;
+        for (size_t v : g) {
+            PullArray a = vals[v];
+            a.shape[0] = n;
+            a.at = [src = vals[v], perm](KernelBuilder& kb, const std::vector<ExprPtr>& index) {
+                kb.buffer_param(perm, ScalarType::I64, Access::Read);
+                std::vector<ExprPtr> from = index;
+                from[0] = kb.bind("from", load(perm, index[0], ScalarType::I64));
+                return src.at(kb, from);
+            };
+            moved.push_back(std::move(a));
+            group_outs.push_back(outs[v]);
+        }
+        lower_map(pb, pb.fresh(name + "_values"), tuple_of(moved), group_outs, opt);
+    }
+}
+
+}  // namespace
+
+void lower_sort(PlanBuilder& pb, const std::string& name, const PullArray& keys, const std::vector<PullArray>& vals,
+                const std::string& keys_out, const std::vector<std::string>& vals_out, const LoweringOptions& opt) {
+    SHOAL_INTERNAL_ASSERT(keys.rank() >= 1 && vals.size() == vals_out.size(), "sort: keys of rank >= 1, one output per value");
+    SHOAL_INTERNAL_ASSERT(vals.empty() || keys.rank() == 1, "sortByKey: rank-1 keys");
+    for (const auto& v : vals) SHOAL_INTERNAL_ASSERT(v.rank() >= 1, "sortByKey: values of rank >= 1");
+    const ScalarType t = keys.elem;
+    const ExprPtr n = element_count(keys.shape);
+    const PullTuple kt = tuple_of(keys);
+    pb.output_buffer(keys_out, t, n);
+
+    std::vector<Field> fields = {{t, true, [kt](KernelBuilder& kb, ExprPtr g) { return flat_at(kb, kt, g)[0]; }}};
+    ExprPtr rows;  // a per-row sort: the row index is an I64 field
+    if (!vals.empty()) {
+        fields.push_back({ScalarType::I64, false, [](KernelBuilder&, ExprPtr g) { return g; }});
+    } else if (keys.rank() > 1) {
+        rows = element_count(std::vector<ExprPtr>(keys.shape.begin(), keys.shape.end() - 1));
+        const ExprPtr cols = keys.shape.back();
+        fields.push_back({ScalarType::I64, false, [cols](KernelBuilder& kb, ExprPtr g) {
+                              return binary(BinaryOp::Div, g, use_params(kb, cols));
+                          }});
+    }
+
+    // Key digits first, then the row digits in pairs: a pair runs only when
+    // some row index has a bit at or above its first digit, and skipping whole
+    // pairs keeps the number of passes' parity, so the last one always writes keys_out.
+    const int rb = opt.radix_bits;
+    std::vector<Pass> passes;
+    for (int shift = 0; shift < key_bits(t); shift += rb)
+        passes.push_back({0, shift, {}, {}, nullptr});
+    if (rows) {
+        for (int shift = 0; shift < 63; shift += 2 * rb) {
+            ExprPtr needed = binary(BinaryOp::Ge, binary(BinaryOp::Sub, rows, i64(1)), i64(int64_t{1} << shift));
+            for (int s : {shift, shift + rb}) passes.push_back({1, s, {}, {}, needed});
+        }
+    }
+    const std::string key_tmp = pb.temp_buffer(pb.fresh(name + "_keys"), t, n);
+    std::vector<std::string> payload;  // the I64 field's ping-pong; the last pass writes payload[0]
+    for (size_t k = 0; fields.size() > 1 && k < 2; ++k)
+        payload.push_back(pb.temp_buffer(pb.fresh(name + (rows ? "_rows" : "_perm")), ScalarType::I64, n));
+    for (size_t p = 0; p < passes.size(); ++p) {
+        const size_t from_end = passes.size() - 1 - p;
+        passes[p].to.push_back(from_end % 2 == 0 ? keys_out : key_tmp);
+        if (!payload.empty()) passes[p].to.push_back(payload[from_end % 2]);
+        passes[p].from = p == 0 ? std::vector<std::string>(fields.size()) : passes[p - 1].to;
+    }
+    RadixSort(pb, name, n, fields, opt).run(passes);
+    if (!vals.empty()) gather_values(pb, name, payload[0], n, vals, vals_out, opt);
+}
+
+}  // namespace shoal::ir

@@ -1,0 +1,49 @@
+#include "codegen/pipeline.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+
+#include "codegen/cse.h"
+#include "codegen/dead_code.h"
+#include "codegen/simplify.h"
+
+namespace shoal::ir {
+namespace {
+
+Kernel verified(const Kernel& k) {
+    verify(k);
+    return k;
+}
+
+// Read on every call, so that a test (or a debugger) can switch it on at run time.
+bool dump_requested() {
+    const char* v = std::getenv("SHOAL_DUMP_IR");
+    return v && *v && std::strcmp(v, "0") != 0;
+}
+
+}  // namespace
+
+const std::vector<KernelPass>& kernel_passes() {
+    static const std::vector<KernelPass> passes = {
+        {"verify", verified},
+        {"simplify", simplify},
+        {"cse", eliminate_common_subexpressions},
+        {"simplify", simplify},  // CSE makes equal values one variable: x - x, x == x
+        {"dead_code", eliminate_dead_code},
+        {"verify", verified},
+    };
+    return passes;
+}
+
+Kernel optimize_kernel(const Kernel& k) {
+    const bool dump = dump_requested();
+    Kernel current = k;
+    for (const KernelPass& pass : kernel_passes()) {
+        current = pass.run(current);
+        if (dump) std::cerr << "// SHOAL_DUMP_IR " << current.name << " after " << pass.name << "\n" << to_string(current);
+    }
+    return current;
+}
+
+}  // namespace shoal::ir
