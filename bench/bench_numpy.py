@@ -14,17 +14,22 @@ def best(reps, f):
     return t
 
 
-for n in (1 << 20, 1 << 24):
-    i = np.arange(n)
-    x = ((i % 1000) * 0.001).astype(np.float32)
-    y = ((i % 777) * 0.002).astype(np.float32)
-    a = np.float32(2.0)
-    reps = 3 if n > (1 << 20) else 10
-    cases = {
-        "saxpy": lambda: a * x + y,
-        "sum": lambda: np.sum(x),
-        "rmse": lambda: np.sum((x - y) * (x - y)),
-    }
-    for name, f in cases.items():
-        print(name, n, "%.3f" % (best(reps, f) * 1e9 / n))
-    sys.stdout.flush()
+def main():
+    for n in (1 << 20, 1 << 24):
+        i = np.arange(n)
+        x = ((i % 1000) * 0.001).astype(np.float32)
+        y = ((i % 777) * 0.002).astype(np.float32)
+        a = np.float32(2.0)
+        reps = 3 if n > (1 << 20) else 10
+        cases = {
+            "saxpy": lambda: a * x + y,
+            "sum": lambda: np.sum(x),
+            "rmse": lambda: np.sum((x - y) * (x - y)),
+        }
+        for name, f in cases.items():
+            print(name, n, "%.3f" % (best(reps, f) * 1e9 / n))
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
