@@ -277,58 +277,6 @@ std::optional<ir::AssocOp> operator_arg(const Value& f) {
     return reduction_op(v.builtin->name);
 }
 
-// z (op) x, with z lifted to a kernel parameter.
-ir::ExprPtr seeded(FuseContext& fc, ir::KernelBuilder& kb, ir::AssocOp op, const std::shared_ptr<const Value>& z,
-                   ir::ExprPtr x) {
-    return ir::apply_op(op, fc.lift(kb, z->scalar(), z.get()), std::move(x));
-}
-
-// The scans' seed z is usually not the operator's neutral element (`scan max
-// 0`), while the lowerings start from the neutral element; these index maps
-// fold z into the input instead, so any z costs one operation per element.
-// Inclusive: element 0 of each row becomes z (op) x0.
-PullArray seed_rows(FuseContext& fc, const PullArray& x, ir::AssocOp op, const std::shared_ptr<const Value>& z) {
-    PullArray out = x;
-    out.at = [&fc, x, op, z](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
-        const ir::ExprPtr v = kb.bind("e", x.at(kb, i));
-        const ir::ExprPtr first = ir::binary(ir::BinaryOp::Eq, i.back(), ir::const_int(0));
-        return ir::select(first, seeded(fc, kb, op, z, v), v);
-    };
-    return out;
-}
-
-// Exclusive: each row shifted right by one with z in front, so that an
-// inclusive scan of it is the exclusive scan from z. An If, not a Select:
-// x at column -1 must never be read (an index map there may raise an error).
-PullArray shift_rows(FuseContext& fc, const PullArray& x, const std::shared_ptr<const Value>& z) {
-    PullArray out = x;
-    out.at = [&fc, x, z](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
-        const std::string r = kb.fresh("sh");
-        kb.emit(ir::let(r, fc.lift(kb, z->scalar(), z.get())));
-        std::vector<ir::ExprPtr> prev = i;
-        prev.back() = ir::binary(ir::BinaryOp::Sub, i.back(), ir::const_int(1));
-        kb.open();
-        kb.emit(ir::assign(r, x.at(kb, prev)));
-        std::vector<ir::StmtPtr> body = kb.close();
-        kb.emit(ir::if_then(ir::binary(ir::BinaryOp::Gt, i.back(), ir::const_int(0)), std::move(body)));
-        return ir::var(r, x.elem);
-    };
-    return out;
-}
-
-// Segmented: every segment head (and element 0) becomes z (op) x.
-PullArray seed_segments(FuseContext& fc, const PullArray& flags, const PullArray& x, ir::AssocOp op,
-                        const std::shared_ptr<const Value>& z) {
-    PullArray out = x;
-    out.at = [&fc, flags, x, op, z](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
-        const ir::ExprPtr v = kb.bind("e", x.at(kb, i));
-        const ir::ExprPtr head = ir::binary(ir::BinaryOp::Or, flags.at(kb, i),
-                                            ir::binary(ir::BinaryOp::Eq, i[0], ir::const_int(0)));
-        return ir::select(head, seeded(fc, kb, op, z, v), v);
-    };
-    return out;
-}
-
 // The element type an elementwise builtin produces, or nullopt when the
 // compiled subset does not cover it (found by emitting it on dummy operands).
 std::optional<Prim> elementwise_result(const std::string& name, Prim operand, size_t arity) {
@@ -637,18 +585,32 @@ std::vector<ir::ExprPtr> column_zero(const std::vector<ir::ExprPtr>& i) {
     return {ir::binary(ir::BinaryOp::Eq, i.back(), ir::const_int(0))};
 }
 
-// The input of a fold from z with the optional monoid: (true, x) except at
-// the starts (`is_start`: each row's first element, or a segment head) where
-// it is (true, f z x).
-ir::PullTuple folded_input(FuseContext& fc, const UserOp& f, std::shared_ptr<const std::vector<Scalar>> zs,
-                           const std::vector<PullArray>& xs,
-                           std::function<ir::ExprPtr(ir::KernelBuilder&, const std::vector<ir::ExprPtr>&)> is_start) {
-    ir::PullTuple t{xs[0].shape, {ir::ScalarType::Bool}, nullptr};
+// The scans' and folds' seed z is usually not the operator's neutral element
+// (`scan max 0`), while the lowerings start from the neutral element; these
+// index maps fold z into the input instead, so any z costs one operation per
+// element. `with_valid` prepends the optional monoid's flag (always true: a
+// real element) for user functions; operator sections need none.
+using SeedStep = std::function<std::vector<ir::ExprPtr>(ir::KernelBuilder&, const std::vector<ir::ExprPtr>& z,
+                                                        const std::vector<ir::ExprPtr>& x)>;
+
+ir::PullTuple seed_input_tuple(const std::vector<PullArray>& xs, bool with_valid) {
+    ir::PullTuple t{xs[0].shape, {}, nullptr};
+    if (with_valid) t.elems.push_back(ir::ScalarType::Bool);
     for (const PullArray& x : xs) t.elems.push_back(x.elem);
-    t.at = [&fc, f, zs, xs, is_start](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
+    return t;
+}
+
+// x, except at the starts (`is_start`: each row's first element, or a
+// segment head) where it is step z x.
+ir::PullTuple folded_input(FuseContext& fc, SeedStep step, std::shared_ptr<const std::vector<Scalar>> zs,
+                           const std::vector<PullArray>& xs,
+                           std::function<ir::ExprPtr(ir::KernelBuilder&, const std::vector<ir::ExprPtr>&)> is_start,
+                           bool with_valid) {
+    ir::PullTuple t = seed_input_tuple(xs, with_valid);
+    t.at = [&fc, step, zs, xs, is_start, with_valid](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
         std::vector<ir::ExprPtr> vals = variables(kb, element_at(kb, xs, i));
-        assign_if(kb, kb.bind("start", is_start(kb, i)), vals, [&] { return f(kb, lift_all(fc, kb, *zs), vals); });
-        vals.insert(vals.begin(), ir::const_bool(true));
+        assign_if(kb, kb.bind("start", is_start(kb, i)), vals, [&] { return step(kb, lift_all(fc, kb, *zs), vals); });
+        if (with_valid) vals.insert(vals.begin(), ir::const_bool(true));
         return vals;
     };
     return t;
@@ -658,16 +620,15 @@ ir::PullTuple folded_input(FuseContext& fc, const UserOp& f, std::shared_ptr<con
 // in front, so that its inclusive scan is the exclusive scan. An If, not a
 // Select: column -1 must never be read (an index map there may raise an error).
 ir::PullTuple shifted_input(FuseContext& fc, std::shared_ptr<const std::vector<Scalar>> zs,
-                            const std::vector<PullArray>& xs) {
-    ir::PullTuple t{xs[0].shape, {ir::ScalarType::Bool}, nullptr};
-    for (const PullArray& x : xs) t.elems.push_back(x.elem);
-    t.at = [&fc, zs, xs](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
+                            const std::vector<PullArray>& xs, bool with_valid) {
+    ir::PullTuple t = seed_input_tuple(xs, with_valid);
+    t.at = [&fc, zs, xs, with_valid](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
         std::vector<ir::ExprPtr> vals = variables(kb, lift_all(fc, kb, *zs));
         std::vector<ir::ExprPtr> prev = i;
         prev.back() = ir::binary(ir::BinaryOp::Sub, i.back(), ir::const_int(1));
         assign_if(kb, ir::binary(ir::BinaryOp::Gt, i.back(), ir::const_int(0)), vals,
                   [&] { return element_at(kb, xs, prev); });
-        vals.insert(vals.begin(), ir::const_bool(true));
+        if (with_valid) vals.insert(vals.begin(), ir::const_bool(true));
         return vals;
     };
     return t;
@@ -1006,10 +967,9 @@ std::optional<Value> CpuCompiledBackend::general_reduce(const Value& f, const Va
         for (size_t k = 0; k < prims.size(); ++k) outs.push_back("out" + std::to_string(k));
         PlanResult r = run("reduce", fc, [&](ir::PlanBuilder& pb) {
             const UserOp op{&fc, f, et};
-            const ir::PullTuple src = folded_input(fc, op, zkeep, pulls_of(xs, fc),
-                                                   [](ir::KernelBuilder&, const std::vector<ir::ExprPtr>& i) {
-                                                       return column_zero(i)[0];
-                                                   });
+            const ir::PullTuple src = folded_input(
+                fc, op, zkeep, pulls_of(xs, fc),
+                [](ir::KernelBuilder&, const std::vector<ir::ExprPtr>& i) { return column_zero(i)[0]; }, true);
             ir::lower_reduce(pb, "reduce", src, optional_combine(op, scalar_types(prims)), outs);
         });
         const HostBuffer& valid = r.outputs.at("valid");
@@ -1144,19 +1104,20 @@ std::optional<Value> CpuCompiledBackend::scan(const std::string& name, std::span
                 return flags ? ir::binary(ir::BinaryOp::Or, flags->at(kb, i), first) : first;
             };
             if (known) {  // the direct path: z folded into the input with the operator
-                const auto z = std::make_shared<const Value>(args[1]);
-                const ir::Combine combine = ir::known_combine(*known, ir::scalar_of(prims[0]));
-                if (segmented)
-                    ir::lower_segscan(pb, name, *flags, seed_segments(fc, *flags, x[0], *known, z), combine, outs[0]);
-                else if (name == "scan")
-                    ir::lower_scan(pb, name, seed_rows(fc, x[0], *known, z), combine, ir::ScanKind::Inclusive, outs[0]);
-                else
-                    ir::lower_scan(pb, name, shift_rows(fc, x[0], z), combine, ir::ScanKind::Inclusive, outs[0]);
+                const ir::AssocOp a = *known;
+                const SeedStep step = [a](ir::KernelBuilder&, const std::vector<ir::ExprPtr>& z,
+                                          const std::vector<ir::ExprPtr>& v) {
+                    return std::vector<ir::ExprPtr>{ir::apply_op(a, z[0], v[0])};
+                };
+                const ir::PullTuple src = name == "scanExclusive" ? shifted_input(fc, zkeep, x, false)
+                                                                  : folded_input(fc, step, zkeep, x, starts, false);
+                ir::lower_scan(pb, name, src, flags ? &*flags : nullptr, ir::known_combine(a, ir::scalar_of(prims[0])),
+                               ir::ScanKind::Inclusive, outs);
                 return;
             }
             const UserOp op{&fc, f, et};
-            const ir::PullTuple src =
-                name == "scanExclusive" ? shifted_input(fc, zkeep, x) : folded_input(fc, op, zkeep, x, starts);
+            const ir::PullTuple src = name == "scanExclusive" ? shifted_input(fc, zkeep, x, true)
+                                                              : folded_input(fc, op, zkeep, x, starts, true);
             std::vector<std::string> all = outs;
             all.insert(all.begin(), "valid");
             ir::lower_scan(pb, name, src, flags ? &*flags : nullptr, optional_combine(op, scalar_types(prims)),
