@@ -1,5 +1,7 @@
 #include "codegen/kernel_builder.h"
 
+#include "codegen/ir_visitor.h"
+
 #include "lang/diagnostics.h"
 
 namespace shoal::ir {
@@ -56,7 +58,10 @@ std::string KernelBuilder::fresh(const std::string& prefix) {
     for (;;) {
         int n = counters_[prefix]++;
         std::string name = n == 0 ? prefix : prefix + std::to_string(n);
-        if (!taken(name)) return name;
+        if (!taken(name)) {
+            local_names_.insert(name);
+            return name;
+        }
     }
 }
 
@@ -95,11 +100,57 @@ void KernelBuilder::block_loop(const std::string& v, ExprPtr lo, ExprPtr hi, Exp
     blocks_.back().push_back(block_for(v, std::move(lo), std::move(hi), std::move(step), std::move(inner)));
 }
 
-Kernel KernelBuilder::finish() {
+namespace {
+
+// Renames local variables (Let/Assign/For/Atomic results, BlockFor variables
+// and the Vars reading them); parameters are Param nodes and stay.
+class RenameLocals : public IRMutator {
+public:
+    explicit RenameLocals(std::map<std::string, std::string> to) : to_(std::move(to)) {}
+
+    ExprPtr mutate(const ExprPtr& e) override {
+        ExprPtr r = IRMutator::mutate(e);
+        if (r->kind != ExprKind::Var || !to_.count(r->name)) return r;
+        auto c = std::make_shared<Expr>(*r);
+        c->name = to_.at(r->name);
+        return c;
+    }
+    StmtPtr mutate(const StmtPtr& s) override {
+        StmtPtr r = IRMutator::mutate(s);
+        const bool names_var = r && (r->kind == StmtKind::Let || r->kind == StmtKind::Assign || r->kind == StmtKind::For);
+        const bool renamed = (names_var && to_.count(r->name)) || (r && to_.count(r->result));
+        if (!renamed) return r;
+        auto c = std::make_shared<Stmt>(*r);
+        if (names_var && to_.count(c->name)) c->name = to_.at(c->name);
+        if (to_.count(c->result)) c->result = to_.at(c->result);
+        return c;
+    }
+    BlockStmtPtr mutate(const BlockStmtPtr& b) override {
+        BlockStmtPtr r = IRMutator::mutate(b);
+        if (!r || r->kind != BlockStmtKind::BlockFor || !to_.count(r->var)) return r;
+        auto c = std::make_shared<BlockStmt>(*r);
+        c->var = to_.at(c->var);
+        return c;
+    }
+
+private:
+    std::map<std::string, std::string> to_;
+};
+
+}  // namespace
+
+Kernel KernelBuilder::finish(bool verify_it) {
     end_phase();
     SHOAL_INTERNAL_ASSERT(blocks_.size() == 1, "KernelBuilder::finish inside a block loop");
     kernel_.body = blocks_.back();
-    verify(kernel_);
+    // A parameter declared lazily (a lifted literal, an extent: pull arrays
+    // declare what they read as they are built) may take a name fresh()
+    // already gave a local variable. The locals give way.
+    std::map<std::string, std::string> clashes;
+    for (const Param& p : kernel_.params)
+        if (local_names_.count(p.name)) clashes[p.name] = fresh(p.name + "_");
+    if (!clashes.empty()) kernel_ = RenameLocals(std::move(clashes)).mutate_kernel(kernel_);
+    if (verify_it) verify(kernel_);
     return kernel_;
 }
 

@@ -9,6 +9,7 @@
 #pragma once
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -45,12 +46,15 @@ public:
     void block_loop(const std::string& v, ExprPtr lo, ExprPtr hi, ExprPtr step, const std::function<void()>& body);
 
     const Kernel& kernel() const { return kernel_; }
-    // Finishes the last phase, verifies and returns the kernel.
-    Kernel finish();
+    // Finishes the last phase, verifies and returns the kernel. Lowerings
+    // pass verify = false: PlanBuilder::add_kernel verifies in the pass
+    // pipeline, and a plan found in a kernel cache is not verified again.
+    Kernel finish(bool verify = true);
 
 private:
     Kernel kernel_;
     std::map<std::string, int> counters_;
+    std::set<std::string> local_names_;                // every name fresh() gave out
     std::vector<std::vector<StmtPtr>> open_;           // statement lists being built
     std::vector<std::vector<BlockStmtPtr>> blocks_;    // block-level lists being built
 };

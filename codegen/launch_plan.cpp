@@ -99,7 +99,7 @@ void PlanBuilder::register_params(const Kernel& k) {
 // Every kernel of every plan goes through the optimisation pipeline, once, here.
 int PlanBuilder::add_kernel(Kernel k) {
     register_params(k);
-    plan_.kernels.push_back(optimize_kernel(k));
+    plan_.kernels.push_back(defer_optimization ? std::move(k) : optimize_kernel(k));
     return static_cast<int>(plan_.kernels.size()) - 1;
 }
 

@@ -1,5 +1,6 @@
-// Forward permutations: permute (combining with an operator) and scatter
-// (last write wins), plus filter (flags -> scan -> scatter).
+// Forward permutations: permute (combining with an operator, or in order with
+// any function) and scatter (last write wins), plus filter (flags -> scan ->
+// scatter).
 //
 // permute: the output starts as a copy of dest; every source element is
 // combined into its target with an atomic: the native one where CUDA has it
@@ -7,6 +8,12 @@
 // atomicMin/Max/And/Or on integers), else a compare-and-swap loop (Accelerate
 // thesis, section "Permute"). Integer results are exact whatever the order;
 // float sums depend on the order of the atomics (within tolerance).
+//
+// permute with any other function (not known to be associative or to
+// commute): the reference folds each target's elements in source order, so
+// the elements are stably radix-sorted by target, and one thread per target
+// folds its run (found by binary search) into dest[j] sequentially. Exact
+// for any function; a target with many elements is a long sequential loop.
 //
 // scatter: docs/semantics.md says the LAST write wins for duplicate indices.
 // Racing plain stores would make the winner arbitrary, so the winner is
@@ -100,6 +107,75 @@ void lower_permute(PlanBuilder& pb, const std::string& name, const PullArray& de
     });
     add_launch(pb, kb, capped_grid(n, int64_t{opt.block_size} * opt.items_per_thread, opt.max_blocks),
                native ? "permute: native atomics" : "permute: compare-and-swap loops");
+}
+
+namespace {
+
+// The first position p in [0, m) with keys[p] >= key (m if none): a binary
+// search over an ascending I32 buffer, as a while loop in the thread.
+ExprPtr emit_lower_bound(KernelBuilder& kb, const std::string& keys, ExprPtr m, ExprPtr key) {
+    ExprPtr lo = kb.bind("lo", i64(0));
+    ExprPtr hi = kb.bind("hi", m);
+    kb.open();
+    ExprPtr mid = kb.bind("mid", binary(BinaryOp::Add, lo, binary(BinaryOp::Div, binary(BinaryOp::Sub, hi, lo), i64(2))));
+    emit_if(kb, binary(BinaryOp::Lt, load(keys, mid, ScalarType::I32), key),
+            [&] { kb.emit(assign(lo->name, binary(BinaryOp::Add, mid, i64(1)))); },
+            [&] { kb.emit(assign(hi->name, mid)); });
+    auto body = kb.close();
+    kb.emit(while_loop(binary(BinaryOp::Lt, lo, hi), std::move(body)));
+    return lo;
+}
+
+}  // namespace
+
+void lower_permute_ordered(PlanBuilder& pb, const std::string& name, const PullTuple& dest, const PullArray& target,
+                           const PullTuple& vals, const TupleCombineFn& f, const std::vector<std::string>& outs,
+                           const LoweringOptions& opt) {
+    SHOAL_INTERNAL_ASSERT(outs.size() == dest.elems.size() && dest.elems == vals.elems,
+                          "permute: one output per component of dest, values of dest's type");
+    const ExprPtr n = element_count(dest.shape), m = element_count(vals.shape);
+    // Sort keys: the target, or n for a dropped element (out of range), as
+    // I32 (extents fit an int): a stable sort keeps each target's elements in
+    // source order.
+    PullArray keys{{m}, ScalarType::I32, nullptr};
+    keys.at = [target, vals, n](KernelBuilder& kb, const std::vector<ExprPtr>& i) {
+        ExprPtr j = kb.bind("dst_index", cast(ScalarType::I64, target.at(kb, unflatten(kb, i[0], vals.shape))));
+        return cast(ScalarType::I32, select(in_range(j, use_params(kb, n)), j, use_params(kb, n)));
+    };
+    std::vector<PullArray> flat_vals;
+    std::vector<std::string> sorted_vals;
+    for (size_t c = 0; c < vals.elems.size(); ++c) {
+        flat_vals.push_back(PullArray{{m}, vals.elems[c], [vals, c](KernelBuilder& kb, const std::vector<ExprPtr>& i) {
+                                          return flat_at(kb, vals, i[0])[c];
+                                      }});
+        sorted_vals.push_back(pb.fresh(name + "_sorted_vals"));
+    }
+    const std::string sorted_keys = pb.fresh(name + "_sorted_keys");
+    lower_sort(pb, name + "_by_target", keys, flat_vals, sorted_keys, sorted_vals, opt);
+    pb.set_role(sorted_keys, BufferRole::Temp);
+    for (const auto& v : sorted_vals) pb.set_role(v, BufferRole::Temp);
+
+    KernelBuilder kb(name, opt.block_size);
+    for (size_t c = 0; c < outs.size(); ++c) {
+        pb.output_buffer(outs[c], dest.elems[c], n);
+        kb.buffer_param(outs[c], dest.elems[c], Access::Write);
+        kb.buffer_param(sorted_vals[c], vals.elems[c], Access::Read);
+    }
+    kb.buffer_param(sorted_keys, ScalarType::I32, Access::Read);
+    grid_stride_loop(kb, n, [&](ExprPtr j) {
+        const std::vector<ExprPtr> acc = declare_vars(kb, "acc", flat_at(kb, dest, j));
+        const ExprPtr count = use_params(kb, m);
+        const ExprPtr key = kb.bind("key", cast(ScalarType::I32, j));
+        const ExprPtr first = kb.bind("first", emit_lower_bound(kb, sorted_keys, count, key));
+        const ExprPtr last = emit_lower_bound(kb, sorted_keys, count,
+                                              binary(BinaryOp::Add, key, const_int(1, ScalarType::I32)));
+        thread_loop(kb, "k", first, last, i64(1), [&](ExprPtr k) {
+            assign_all(kb, acc, f(kb, acc, load_all(sorted_vals, vals.elems, k, MemSpace::Global)));
+        });
+        store_all(kb, outs, j, acc, MemSpace::Global);
+    });
+    add_launch(pb, kb, capped_grid(n, int64_t{opt.block_size} * opt.items_per_thread, opt.max_blocks),
+               "permute: each target folds its elements in source order (sorted by target)");
 }
 
 void lower_scatter(PlanBuilder& pb, const std::string& name, const PullArray& dest, const PullArray& idx,

@@ -139,6 +139,13 @@ void lower_segscan(PlanBuilder& pb, const std::string& name, const PullArray& fl
 // out[j] = op(out[j], vals[i]). target: I64 pull array shaped like vals; element indices into dest.
 void lower_permute(PlanBuilder& pb, const std::string& name, const PullArray& dest, const PullArray& target,
                    const PullArray& vals, const Combine& op, const std::string& out, const LoweringOptions& opt = {});
+// permute f dest target vals with any function f(acc, v), combined in the
+// reference's order (for each i in order: out[j] = f(out[j], vals[i])): a
+// stable sort of the elements by target, then one thread per target folds
+// its run. dest and vals are tuples of the same component types.
+void lower_permute_ordered(PlanBuilder& pb, const std::string& name, const PullTuple& dest, const PullArray& target,
+                           const PullTuple& vals, const TupleCombineFn& f, const std::vector<std::string>& outs,
+                           const LoweringOptions& opt = {});
 // scatter dest idx vals: out = dest; rows: out[idx[k]] = vals[k] for idx[k] in range, the largest k wins.
 // dest is rank 1 or 2 (then vals is (length idx) x cols).
 void lower_scatter(PlanBuilder& pb, const std::string& name, const PullArray& dest, const PullArray& idx,

@@ -1,5 +1,7 @@
 #include "codegen/pipeline.h"
 
+#include "codegen/launch_plan.h"
+
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
@@ -44,6 +46,10 @@ Kernel optimize_kernel(const Kernel& k) {
         if (dump) std::cerr << "// SHOAL_DUMP_IR " << current.name << " after " << pass.name << "\n" << to_string(current);
     }
     return current;
+}
+
+void optimize_plan(LaunchPlan& plan) {
+    for (Kernel& k : plan.kernels) k = optimize_kernel(k);
 }
 
 }  // namespace shoal::ir

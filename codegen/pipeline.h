@@ -21,6 +21,8 @@
 
 namespace shoal::ir {
 
+struct LaunchPlan;
+
 struct KernelPass {
     const char* name;
     Kernel (*run)(const Kernel&);
@@ -30,5 +32,7 @@ struct KernelPass {
 const std::vector<KernelPass>& kernel_passes();
 
 Kernel optimize_kernel(const Kernel& k);
+// Every kernel of a plan built with PlanBuilder::defer_optimization.
+void optimize_plan(LaunchPlan& plan);
 
 }  // namespace shoal::ir

@@ -59,21 +59,6 @@ std::string quote(const std::string& s) {
     return out + "\"";
 }
 
-// The indices of one axis that are printed; -1 stands for "...".
-std::vector<int64_t> shown_indices(int64_t extent, int threshold, bool& summarised) {
-    std::vector<int64_t> idx;
-    // Summarising an axis of 2*kEdgeItems or fewer would hide nothing.
-    if (extent > threshold && extent > 2 * kEdgeItems) {
-        summarised = true;
-        for (int64_t k = 0; k < kEdgeItems; ++k) idx.push_back(k);
-        idx.push_back(-1);
-        for (int64_t k = extent - kEdgeItems; k < extent; ++k) idx.push_back(k);
-    } else {
-        for (int64_t k = 0; k < extent; ++k) idx.push_back(k);
-    }
-    return idx;
-}
-
 // Appends the sub-array of `a` along `axis` that starts at flat index `offset`.
 void format_axis(const Array& a, size_t axis, int64_t offset, int threshold, bool& summarised,
                  std::string& out) {
@@ -82,15 +67,17 @@ void format_axis(const Array& a, size_t axis, int64_t offset, int threshold, boo
     bool innermost = axis + 1 == a.shape.size();
     out += '[';
     bool first = true;
-    for (int64_t k : shown_indices(a.shape[axis], threshold, summarised)) {
+    for (int64_t k : shown_indices(a.shape[axis], threshold)) {
         if (!first) out += ", ";
         first = false;
-        if (k < 0)
+        if (k < 0) {
             out += "...";
-        else if (innermost)
+            summarised = true;
+        } else if (innermost) {
             out += format_scalar(a.get(offset + k));
-        else
+        } else {
             format_axis(a, axis + 1, offset + k * stride, threshold, summarised, out);
+        }
     }
     out += ']';
 }
@@ -105,6 +92,19 @@ std::string format_array(const Array& a, int threshold) {
 }
 
 }  // namespace
+
+std::vector<int64_t> shown_indices(int64_t extent, int threshold) {
+    std::vector<int64_t> idx;
+    // Summarising an axis of 2*kEdgeItems or fewer would hide nothing.
+    if (extent > threshold && extent > 2 * kEdgeItems) {
+        for (int64_t k = 0; k < kEdgeItems; ++k) idx.push_back(k);
+        idx.push_back(-1);
+        for (int64_t k = extent - kEdgeItems; k < extent; ++k) idx.push_back(k);
+    } else {
+        for (int64_t k = 0; k < extent; ++k) idx.push_back(k);
+    }
+    return idx;
+}
 
 std::string format_scalar(const Scalar& s) {
     switch (s.type) {

@@ -5,7 +5,9 @@
 // threshold along an axis show their first and last three elements and the
 // shape: [0, 1, 2, ..., 997, 998, 999] (1000)
 #pragma once
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "value.h"
 
@@ -15,5 +17,10 @@ constexpr int kDefaultPrintThreshold = 20;
 
 std::string format_scalar(const Scalar& s);
 std::string format_value(const Value& v, int threshold = kDefaultPrintThreshold);
+
+// The indices of one axis that format_value shows: all of them, or beyond
+// `threshold` the first and last three with -1 standing for "..." (the HTML
+// tables of display.h summarise the same way).
+std::vector<int64_t> shown_indices(int64_t extent, int threshold);
 
 }  // namespace shoal

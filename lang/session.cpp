@@ -4,6 +4,7 @@
 #include "session.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cctype>
 #include <cerrno>
 #include <charconv>
@@ -16,9 +17,11 @@
 #include <sys/stat.h>
 
 #include "builtins.h"
+#include "display.h"
 #include "format.h"
 #include "io.h"
 #include "lexer.h"
+#include "plot.h"
 
 #ifndef SHOAL_VERSION
 #define SHOAL_VERSION "unknown"
@@ -270,11 +273,15 @@ struct SessionCommands {
         if (name == "reset") {
             no_argument(*cmd, arg);
             I.clear();
+            const int columns = s.settings_.columns;  // the terminal's, not a setting
             s.settings_ = SessionSettings{};
+            s.settings_.columns = columns;
             return true;
         }
         if (name == "seed") return seed(*cmd, arg);
         if (name == "ir" || name == "cuda") return explain(*cmd, arg, name == "cuda");
+        if (name == "profile" || name == "time") return measure(*cmd, arg, name == "profile");
+        if (name == "plot" || name == "hist") return plot(*cmd, arg, name == "hist" ? PlotKind::Hist : PlotKind::Plot);
         if (name == "set") return set(*cmd, arg);
         if (name == "quit") {
             no_argument(*cmd, arg);
@@ -285,7 +292,10 @@ struct SessionCommands {
     }
 
     // Exact names, or an unambiguous prefix (`:t`, `:q`), as in GHCi.
-    const CommandInfo* lookup(const std::string& name) const {
+    const CommandInfo* lookup(const std::string& name_typed) const {
+        // `:h` and `:t` are help and type by convention (GHCi), though :hist
+        // and :time share the prefixes.
+        const std::string name = name_typed == "h" ? "help" : name_typed == "t" ? "type" : name_typed;
         std::vector<const CommandInfo*> matches;
         for (const auto& c : command_docs()) {
             if (name == c.name) return &c;
@@ -420,20 +430,68 @@ struct SessionCommands {
         return true;
     }
 
+    // The command's argument parsed as an expression (positions in the statement's source).
+    ExprPtr argument_expression() const {
+        size_t begin = offset_of(stmt.argument_loc);
+        size_t end = std::min(begin + stmt.argument.size(), src->text.size());
+        return parse_expression(src, begin, end);
+    }
+
     // :ir e / :cuda e: evaluates e with the compiled backend (whatever the
     // current backend), forcing its value, and prints the plans built.
     bool explain(const CommandInfo& c, std::string_view arg, bool cuda) {
         if (arg.empty() || !stmt.argument_loc.valid()) usage(c);
         CompiledBackend* backend = require_compiled();
-        size_t begin = offset_of(stmt.argument_loc);
-        size_t end = std::min(begin + stmt.argument.size(), src->text.size());
-        ExprPtr e = parse_expression(src, begin, end);
+        ExprPtr e = argument_expression();
         check_expression(e, I.type_env());
         I.pin(e);
         EvalContext ctx{&I.globals, &s.cancel_, s.settings_.seed, I.random_stream, backend};
         backend->set_check(s.settings_.check);
         std::string text = backend->explain([&] { force(evaluate(e, ctx)); }, cuda);
-        out.text(text.empty() ? "no kernels: this expression is evaluated by the reference evaluator" : text);
+        out.display(explain_display(
+            text.empty() ? "no kernels: this expression is evaluated by the reference evaluator" : text, cuda));
+        return true;
+    }
+
+    // :time e evaluates e on the current backend, shows its value and how long
+    // it took; :profile e evaluates it with the compiled backend and shows
+    // what each kernel did (the CPU executor's counters).
+    bool measure(const CommandInfo& c, std::string_view arg, bool per_kernel) {
+        if (arg.empty() || !stmt.argument_loc.valid()) usage(c);
+        ExprPtr e = argument_expression();
+        Type t = check_expression(e, I.type_env());
+        I.pin(e);
+        EvalContext ctx = s.eval_context();
+        if (per_kernel) ctx.backend = require_compiled();
+        CompiledBackend* backend = dynamic_cast<CompiledBackend*>(ctx.backend);
+        Value v;
+        const auto start = std::chrono::steady_clock::now();
+        auto run = [&] { v = force(evaluate(e, ctx)); };
+        std::vector<KernelProfile> kernels;
+        if (backend) kernels = backend->profile(run);
+        else run();
+        const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        I.random_stream = ctx.random_stream;
+        if (per_kernel) {
+            out.display(profile_display(kernels, wall));
+            return true;
+        }
+        if (!v.is_unit()) out.value(v, t, format_value(v, s.settings_.print_threshold));
+        out.display(time_display(kernels, wall, backend != nullptr));
+        return true;
+    }
+
+    // :plot e / :hist e: evaluates e on the current backend and draws it.
+    bool plot(const CommandInfo& c, std::string_view arg, PlotKind kind) {
+        if (arg.empty() || !stmt.argument_loc.valid()) usage(c);
+        ExprPtr e = argument_expression();
+        Type t = check_expression(e, I.type_env());
+        check_plot_argument(kind, t, stmt.argument_loc);  // before a long evaluation
+        I.pin(e);
+        EvalContext ctx = s.eval_context();
+        Value v = force(evaluate(e, ctx));
+        out.display(plot_display(kind, v, std::string(arg), s.settings_.columns, stmt.argument_loc));
+        I.random_stream = ctx.random_stream;
         return true;
     }
 

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -19,10 +20,21 @@
 
 namespace shoal {
 
+// Rich output of a command (:cuda, :ir, :plot, :hist, :profile, :time): the
+// plain text every front end can show, plus richer renderings keyed by MIME
+// type ("text/html", "text/markdown", "image/svg+xml") for front ends that
+// display them (the Jupyter kernel's display_data).
+struct DisplayData {
+    std::string plain;
+    std::map<std::string, std::string> rich;
+};
+
 // Where a session's results go. Front ends implement it.
 class SessionOutput {
 public:
     virtual ~SessionOutput() = default;
+    // Rich output; a front end without rich display shows the plain text.
+    virtual void display(const DisplayData& d) { text(d.plain); }
     // The value of an expression statement; `text` is its one-line rendering.
     virtual void value(const Value& v, const Type& type, const std::string& text) = 0;
     // Output of a command (:help, :type, :env, ...), ending without a newline.
@@ -40,6 +52,21 @@ struct SessionSettings {
     // :set backend compiled|reference. Compiled is the default wherever the
     // program registered the array compiler (below); else the reference evaluator.
     bool compiled = true;
+    // Width of the output device in columns; the terminal REPL sets it from
+    // the terminal (terminal plots are sized to it).
+    int columns = 80;
+};
+
+// What one kernel did during a :profile or :time run, summed over its
+// launches (the CPU executor's counters: our memory-traffic model).
+struct KernelProfile {
+    std::string plan;    // the launch plan (the primitive that made it)
+    std::string kernel;
+    int64_t launches = 0;
+    int64_t nanoseconds = 0;
+    int64_t bytes_loaded = 0, bytes_stored = 0;  // global memory
+    int64_t sectors = 0;                          // 32-byte sectors touched by warp accesses
+    int64_t bank_conflicts = 0, atomics = 0;
 };
 
 // The array compiler lives in libraries that depend on this one, so the
@@ -52,6 +79,8 @@ public:
     // Runs `run`, recording every launch plan forced meanwhile; returns them
     // printed as the plan view plus the kernel IR, or plus the CUDA source.
     virtual std::string explain(const std::function<void()>& run, bool cuda) = 0;
+    // Runs `run`; returns every kernel launched meanwhile, in order of first launch.
+    virtual std::vector<KernelProfile> profile(const std::function<void()>& run) = 0;
 };
 using CompiledBackendFactory = std::shared_ptr<CompiledBackend> (*)();
 void set_compiled_backend_factory(CompiledBackendFactory factory);
@@ -88,6 +117,7 @@ public:
 
     bool quit_requested() const { return quit_; }
     const SessionSettings& settings() const { return settings_; }
+    void set_columns(int columns) { settings_.columns = columns; }
 
     // Names bound at top level, sorted.
     std::vector<std::string> binding_names() const;

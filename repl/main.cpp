@@ -255,6 +255,7 @@ int run_interactive(Session& session) {
 
         // Invalid input runs too, so the user sees the syntax error.
         g_session = &session;
+        session.set_columns(terminal_width());  // the window may have been resized
         session.execute(buffer, "<stdin>", out, true);
         g_session = nullptr;
         buffer.clear();
@@ -335,6 +336,7 @@ int main(int argc, char** argv) {
     }
 
     Session session;
+    session.set_columns(terminal_width());
     bool tty = isatty(STDIN_FILENO);
     if (inputs.empty() && !tty) inputs.push_back({Kind::Stdin, {}});
     if (inputs.empty()) return run_interactive(session);

@@ -3,6 +3,8 @@
 // the CPU executor. See compiled_backend.h.
 #include "runtime/cpu/compiled_backend.h"
 
+#include <atomic>
+
 #include <algorithm>
 #include <cstring>
 #include <functional>
@@ -11,6 +13,7 @@
 #include "codegen/compile_function.h"
 #include "codegen/cuda_printer.h"
 #include "codegen/lower_primitives.h"
+#include "codegen/pipeline.h"
 #include "lang/array_ops.h"
 #include "lang/random.h"
 #include "runtime/cpu/run_plan.h"
@@ -78,6 +81,7 @@ public:
     std::optional<Value> slice(const Value& a, int64_t start, int64_t step, int64_t count) override;
     void set_check(bool on) override { options_.check = on; }
     std::string explain(const std::function<void()>& run, bool cuda) override;
+    std::vector<KernelProfile> profile(const std::function<void()>& run) override;
 
     // Forces a group: one map kernel writing every member, or (when a
     // function does not compile) the reference evaluator's replay.
@@ -107,6 +111,8 @@ private:
                                    const EvalContext& ctx, const Loc& loc);
     std::optional<Value> random(const Value& shape, EvalContext& ctx);
     std::optional<Value> consumer(const std::string& name, std::span<const Value> args, EvalContext& ctx);
+    std::optional<Value> lower_consumer(const std::string& name, std::span<const Value> args, EvalContext& ctx);
+    std::optional<Value> sort(bool by_key, std::span<const Value> args, EvalContext& ctx);
     std::optional<Value> known_reduce(const std::string& name, std::span<const Value> args, EvalContext& ctx);
     std::optional<Value> general_reduce(const Value& f, const Value& z, const Value& xs, EvalContext& ctx);
     std::optional<Value> count(const Value& p, const Value& xs, EvalContext& ctx);
@@ -120,6 +126,8 @@ private:
     ExecOptions options_;
     std::map<std::string, std::shared_ptr<const ir::LaunchPlan>> cache_;  // key: the printed plan and kernels
     std::vector<std::shared_ptr<const ir::LaunchPlan>>* recording_ = nullptr;
+    std::vector<KernelProfile>* profiling_ = nullptr;  // during profile()
+    void record_profile(const ir::LaunchPlan& plan, const PlanResult& r);
     EvalContext last_ctx_;  // the context of the last builtin (slices have none of their own)
 };
 
@@ -414,17 +422,30 @@ std::vector<Value> CpuCompiledBackend::tuple_nodes(std::vector<Prim> elems, Shap
 }
 
 // ---------------------------------------------------------------- running plans
+namespace {
+std::atomic<PlanObserver> g_plan_observer{nullptr};
+}  // namespace
+
+void set_plan_observer(PlanObserver observer) { g_plan_observer.store(observer); }
+
 PlanResult CpuCompiledBackend::run(const std::string& name, FuseContext& fc,
                                    const std::function<void(ir::PlanBuilder&)>& build) {
     ir::PlanBuilder pb(name);
+    pb.defer_optimization = true;
     build(pb);
     ir::LaunchPlan plan = pb.finish();
-    // The kernel cache: keyed by structure (the printed plan and IR), never by
-    // data, since extents and literals are parameters.
+    // The kernel cache: keyed by structure (the printed plan and IR as
+    // lowered), never by data, since extents and literals are parameters.
+    // Only a miss pays for verifying and optimising the kernels.
     std::string key = ir::to_string(plan);
     for (const ir::Kernel& k : plan.kernels) key += ir::to_string(k);
-    auto [it, fresh] = cache_.try_emplace(key, nullptr);
-    if (fresh) it->second = std::make_shared<const ir::LaunchPlan>(std::move(plan));
+    auto it = cache_.find(key);
+    const bool fresh = it == cache_.end();
+    if (fresh) {
+        ir::optimize_plan(plan);
+        it = cache_.emplace(std::move(key), std::make_shared<const ir::LaunchPlan>(std::move(plan))).first;
+        if (g_plan_observer) g_plan_observer(*it->second);
+    }
     ++(fresh ? stats.cache_misses : stats.cache_hits);
     if (recording_) recording_->push_back(it->second);
 
@@ -437,10 +458,41 @@ PlanResult CpuCompiledBackend::run(const std::string& name, FuseContext& fc,
     options.cancel = fc.eval_context().cancel;  // Ctrl-C stops a running kernel
     PlanResult r = run_plan(*it->second, args, options);
     ++stats.plans_run;
+    if (profiling_) record_profile(*it->second, r);
     stats.last = r.total;
     stats.last_plan = name;
     stats.total += r.total;
     return r;
+}
+
+void CpuCompiledBackend::record_profile(const ir::LaunchPlan& plan, const PlanResult& r) {
+    for (size_t k = 0; k < plan.kernels.size(); ++k) {
+        const Counters& c = r.kernel_counters[k];
+        if (c.launches == 0) continue;
+        auto same = [&](const KernelProfile& p) { return p.plan == plan.name && p.kernel == plan.kernels[k].name; };
+        auto it = std::find_if(profiling_->begin(), profiling_->end(), same);
+        if (it == profiling_->end()) it = profiling_->insert(it, KernelProfile{plan.name, plan.kernels[k].name});
+        it->launches += c.launches;
+        it->nanoseconds += c.nanoseconds;
+        it->bytes_loaded += c.global_bytes_loaded;
+        it->bytes_stored += c.global_bytes_stored;
+        it->sectors += c.global_sectors;
+        it->bank_conflicts += c.shared_bank_conflicts;
+        it->atomics += c.atomics;
+    }
+}
+
+std::vector<KernelProfile> CpuCompiledBackend::profile(const std::function<void()>& run_it) {
+    std::vector<KernelProfile> rows;
+    profiling_ = &rows;
+    try {
+        run_it();
+    } catch (...) {
+        profiling_ = nullptr;
+        throw;
+    }
+    profiling_ = nullptr;
+    return rows;
 }
 
 std::string CpuCompiledBackend::explain(const std::function<void()>& run_it, bool cuda) {
@@ -896,8 +948,21 @@ std::optional<Value> CpuCompiledBackend::producer(const std::string& name, const
 }
 
 // ---------------------------------------------------------------- consumers
+// A function that does not compile declines (counted by reason): the
+// builtin is then the reference evaluator's.
 std::optional<Value> CpuCompiledBackend::consumer(const std::string& name, std::span<const Value> args,
                                                   EvalContext& ctx) {
+    try {
+        return lower_consumer(name, args, ctx);
+    } catch (const Decline& d) {
+        ++stats.declines[d.why];
+        return std::nullopt;
+    }
+}
+
+std::optional<Value> CpuCompiledBackend::lower_consumer(const std::string& name, std::span<const Value> args,
+                                                        EvalContext& ctx) {
+    if (name == "sort" || name == "sortByKey") return sort(name == "sortByKey", args, ctx);
     if (name == "scan" || name == "scanExclusive" || name == "segscan") return scan(name, args, ctx);
     if (name == "++" || name == "interleave" || name == "transpose") return push(name, args, ctx);
     if (name == "filter") return filter(args, ctx);
@@ -927,27 +992,22 @@ std::optional<Value> CpuCompiledBackend::known_reduce(const std::string& name, s
     const Shape s = shape_of(xs);
     if (s.size() != 1 && s.size() != 2) return std::nullopt;
     const Prim elem = elem_of(xs);
-    try {
-        FuseContext fc(ctx);
-        PlanResult r = run(name, fc, [&](ir::PlanBuilder& pb) {
-            ir::lower_reduce(pb, name, pull_of(xs, fc), ir::known_combine(*op, ir::scalar_of(elem)), "out");
-        });
-        const HostBuffer& out = r.outputs.at("out");
-        Value v = s.size() == 1 ? Value(scalar_from(out, elem, 0)) : Value(array_from(out, elem, {s[0]}));
-        if (!is_reduce) return v;
-        // reduce f z xs folds from z: combine z with each row's total (the operators commute).
-        static const std::map<ir::AssocOp, const char*> names = {
-            {ir::AssocOp::Add, "+"}, {ir::AssocOp::Mul, "*"}, {ir::AssocOp::Min, "min"},
-            {ir::AssocOp::Max, "max"}, {ir::AssocOp::And, "&&"}, {ir::AssocOp::Or, "||"}};
-        const evalimpl::BuiltinDef* def = evalimpl::find_builtin(names.at(*op));
-        EvalContext reference = ctx;
-        reference.backend = nullptr;
-        const Value pair[2] = {args[1], v};
-        return evalimpl::apply_builtin(*def, nullptr, pair, reference, Loc{});
-    } catch (const Decline& d) {
-        ++stats.declines[d.why];
-        return std::nullopt;
-    }
+    FuseContext fc(ctx);
+    PlanResult r = run(name, fc, [&](ir::PlanBuilder& pb) {
+        ir::lower_reduce(pb, name, pull_of(xs, fc), ir::known_combine(*op, ir::scalar_of(elem)), "out");
+    });
+    const HostBuffer& out = r.outputs.at("out");
+    Value v = s.size() == 1 ? Value(scalar_from(out, elem, 0)) : Value(array_from(out, elem, {s[0]}));
+    if (!is_reduce) return v;
+    // reduce f z xs folds from z: combine z with each row's total (the operators commute).
+    static const std::map<ir::AssocOp, const char*> names = {
+        {ir::AssocOp::Add, "+"}, {ir::AssocOp::Mul, "*"}, {ir::AssocOp::Min, "min"},
+        {ir::AssocOp::Max, "max"}, {ir::AssocOp::And, "&&"}, {ir::AssocOp::Or, "||"}};
+    const evalimpl::BuiltinDef* def = evalimpl::find_builtin(names.at(*op));
+    EvalContext reference = ctx;
+    reference.backend = nullptr;
+    const Value pair[2] = {args[1], v};
+    return evalimpl::apply_builtin(*def, nullptr, pair, reference, Loc{});
 }
 
 // reduce f z xs with any associative function (and arrays of tuples): the
@@ -961,36 +1021,31 @@ std::optional<Value> CpuCompiledBackend::general_reduce(const Value& f, const Va
     if ((s.size() != 1 && s.size() != 2) || zs.size() != prims.size()) return std::nullopt;
     const Type et = elem_type(xs);
     auto zkeep = std::make_shared<const std::vector<Scalar>>(zs);
-    try {
-        FuseContext fc(ctx);
-        std::vector<std::string> outs = {"valid"};
-        for (size_t k = 0; k < prims.size(); ++k) outs.push_back("out" + std::to_string(k));
-        PlanResult r = run("reduce", fc, [&](ir::PlanBuilder& pb) {
-            const UserOp op{&fc, f, et};
-            const ir::PullTuple src = folded_input(
-                fc, op, zkeep, pulls_of(xs, fc),
-                [](ir::KernelBuilder&, const std::vector<ir::ExprPtr>& i) { return column_zero(i)[0]; }, true);
-            ir::lower_reduce(pb, "reduce", src, optional_combine(op, scalar_types(prims)), outs);
-        });
-        const HostBuffer& valid = r.outputs.at("valid");
-        const int64_t rows = s.size() == 1 ? 1 : s[0];
-        std::vector<Value> results;
-        for (size_t k = 0; k < prims.size(); ++k) {
-            const HostBuffer& out = r.outputs.at(outs[k + 1]);
-            if (s.size() == 1) {
-                results.emplace_back(valid.bytes[0] != std::byte{0} ? scalar_from(out, prims[k], 0) : zs[k]);
-                continue;
-            }
-            ArrayPtr a = array_from(out, prims[k], {rows});
-            for (int64_t row = 0; row < rows; ++row)
-                if (valid.bytes[row] == std::byte{0}) a->set(row, zs[k]);  // an empty row folds to z
-            results.emplace_back(a);
+    FuseContext fc(ctx);
+    std::vector<std::string> outs = {"valid"};
+    for (size_t k = 0; k < prims.size(); ++k) outs.push_back("out" + std::to_string(k));
+    PlanResult r = run("reduce", fc, [&](ir::PlanBuilder& pb) {
+        const UserOp op{&fc, f, et};
+        const ir::PullTuple src = folded_input(
+            fc, op, zkeep, pulls_of(xs, fc),
+            [](ir::KernelBuilder&, const std::vector<ir::ExprPtr>& i) { return column_zero(i)[0]; }, true);
+        ir::lower_reduce(pb, "reduce", src, optional_combine(op, scalar_types(prims)), outs);
+    });
+    const HostBuffer& valid = r.outputs.at("valid");
+    const int64_t rows = s.size() == 1 ? 1 : s[0];
+    std::vector<Value> results;
+    for (size_t k = 0; k < prims.size(); ++k) {
+        const HostBuffer& out = r.outputs.at(outs[k + 1]);
+        if (s.size() == 1) {
+            results.emplace_back(valid.bytes[0] != std::byte{0} ? scalar_from(out, prims[k], 0) : zs[k]);
+            continue;
         }
-        return rebuild(z, results);
-    } catch (const Decline& d) {
-        ++stats.declines[d.why];
-        return std::nullopt;
+        ArrayPtr a = array_from(out, prims[k], {rows});
+        for (int64_t row = 0; row < rows; ++row)
+            if (valid.bytes[row] == std::byte{0}) a->set(row, zs[k]);  // an empty row folds to z
+        results.emplace_back(a);
     }
+    return rebuild(z, results);
 }
 
 // count p xs: the predicate compiled into a sum of 0/1 ints (wrapping as the
@@ -1000,23 +1055,18 @@ std::optional<Value> CpuCompiledBackend::count(const Value& p, const Value& xs, 
     const Shape s = like_shape(xs);
     if (s.size() != 1 && s.size() != 2) return std::nullopt;
     const Type et = elem_type(xs);
-    try {
-        FuseContext fc(ctx);
-        PlanResult r = run("count", fc, [&](ir::PlanBuilder& pb) {
-            const std::vector<PullArray> x = pulls_of(xs, fc);
-            PullArray ones{x[0].shape, ir::ScalarType::I32, nullptr};
-            ones.at = [&fc, x, p, et](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
-                const ir::ExprPtr keep = compiled::compile_call(fc, kb, p, element_at(kb, x, i), {et}).at(0);
-                return ir::select(keep, ir::const_int(1, ir::ScalarType::I32), ir::const_int(0, ir::ScalarType::I32));
-            };
-            ir::lower_reduce(pb, "count", ones, ir::known_combine(ir::AssocOp::Add, ir::ScalarType::I32), "out");
-        });
-        const HostBuffer& out = r.outputs.at("out");
-        return s.size() == 1 ? Value(scalar_from(out, Prim::Int, 0)) : Value(array_from(out, Prim::Int, {s[0]}));
-    } catch (const Decline& d) {
-        ++stats.declines[d.why];
-        return std::nullopt;
-    }
+    FuseContext fc(ctx);
+    PlanResult r = run("count", fc, [&](ir::PlanBuilder& pb) {
+        const std::vector<PullArray> x = pulls_of(xs, fc);
+        PullArray ones{x[0].shape, ir::ScalarType::I32, nullptr};
+        ones.at = [&fc, x, p, et](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
+            const ir::ExprPtr keep = compiled::compile_call(fc, kb, p, element_at(kb, x, i), {et}).at(0);
+            return ir::select(keep, ir::const_int(1, ir::ScalarType::I32), ir::const_int(0, ir::ScalarType::I32));
+        };
+        ir::lower_reduce(pb, "count", ones, ir::known_combine(ir::AssocOp::Add, ir::ScalarType::I32), "out");
+    });
+    const HostBuffer& out = r.outputs.at("out");
+    return s.size() == 1 ? Value(scalar_from(out, Prim::Int, 0)) : Value(array_from(out, Prim::Int, {s[0]}));
 }
 
 // argmax/argmin: a reduction of (value, index) pairs. NaN is never better
@@ -1048,26 +1098,21 @@ std::optional<Value> CpuCompiledBackend::arg_extreme(bool largest, const Value& 
         const ir::ExprPtr take_b = kb.bind("take", ir::binary(BinaryOp::Or, b_better, tie));
         return std::vector<ir::ExprPtr>{ir::select(take_b, b[0], a[0]), ir::select(take_b, b[1], a[1])};
     };
-    try {
-        FuseContext fc(ctx);
-        PlanResult r = run(largest ? "argmax" : "argmin", fc, [&](ir::PlanBuilder& pb) {
-            const PullArray x = pull_of(xs, fc);
-            ir::PullTuple src{x.shape, {t, ir::ScalarType::I64}, nullptr};
-            src.at = [x](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
-                return std::vector<ir::ExprPtr>{x.at(kb, i), ir::cast(ir::ScalarType::I64, i.back())};
-            };
-            ir::lower_reduce(pb, largest ? "argmax" : "argmin", src, op, {"best", "index"});
-        });
-        const HostBuffer& idx = r.outputs.at("index");
-        const int64_t rows = s.size() == 1 ? 1 : s[0];
-        auto out = std::make_shared<Array>(Prim::Int, Shape{rows});
-        for (int64_t row = 0; row < rows; ++row)
-            out->set(row, Scalar::of_int(static_cast<int32_t>(scalar_from(idx, Prim::Long, row).l)));
-        return s.size() == 1 ? Value(out->get(0)) : Value(out);
-    } catch (const Decline& d) {
-        ++stats.declines[d.why];
-        return std::nullopt;
-    }
+    FuseContext fc(ctx);
+    PlanResult r = run(largest ? "argmax" : "argmin", fc, [&](ir::PlanBuilder& pb) {
+        const PullArray x = pull_of(xs, fc);
+        ir::PullTuple src{x.shape, {t, ir::ScalarType::I64}, nullptr};
+        src.at = [x](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
+            return std::vector<ir::ExprPtr>{x.at(kb, i), ir::cast(ir::ScalarType::I64, i.back())};
+        };
+        ir::lower_reduce(pb, largest ? "argmax" : "argmin", src, op, {"best", "index"});
+    });
+    const HostBuffer& idx = r.outputs.at("index");
+    const int64_t rows = s.size() == 1 ? 1 : s[0];
+    auto out = std::make_shared<Array>(Prim::Int, Shape{rows});
+    for (int64_t row = 0; row < rows; ++row)
+        out->set(row, Scalar::of_int(static_cast<int32_t>(scalar_from(idx, Prim::Long, row).l)));
+    return s.size() == 1 ? Value(out->get(0)) : Value(out);
 }
 
 // scan/scanExclusive (rank 1 or 2, per row) and segscan (rank 1): one scan
@@ -1091,45 +1136,40 @@ std::optional<Value> CpuCompiledBackend::scan(const std::string& name, std::span
     const std::optional<ir::AssocOp> known = prims.size() == 1 ? operator_arg(f) : std::nullopt;
     auto zkeep = std::make_shared<const std::vector<Scalar>>(zs);
     const Type et = elem_type(xs);
-    try {
-        FuseContext fc(ctx);
-        std::vector<std::string> outs;
-        for (size_t k = 0; k < prims.size(); ++k) outs.push_back("out" + std::to_string(k));
-        PlanResult r = run(name, fc, [&](ir::PlanBuilder& pb) {
-            const std::vector<PullArray> x = pulls_of(xs, fc);
-            std::optional<PullArray> flags;
-            if (segmented) flags = pull_of(args[2], fc);
-            auto starts = [flags](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
-                const ir::ExprPtr first = column_zero(i)[0];
-                return flags ? ir::binary(ir::BinaryOp::Or, flags->at(kb, i), first) : first;
+    FuseContext fc(ctx);
+    std::vector<std::string> outs;
+    for (size_t k = 0; k < prims.size(); ++k) outs.push_back("out" + std::to_string(k));
+    PlanResult r = run(name, fc, [&](ir::PlanBuilder& pb) {
+        const std::vector<PullArray> x = pulls_of(xs, fc);
+        std::optional<PullArray> flags;
+        if (segmented) flags = pull_of(args[2], fc);
+        auto starts = [flags](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
+            const ir::ExprPtr first = column_zero(i)[0];
+            return flags ? ir::binary(ir::BinaryOp::Or, flags->at(kb, i), first) : first;
+        };
+        if (known) {  // the direct path: z folded into the input with the operator
+            const ir::AssocOp a = *known;
+            const SeedStep step = [a](ir::KernelBuilder&, const std::vector<ir::ExprPtr>& z,
+                                      const std::vector<ir::ExprPtr>& v) {
+                return std::vector<ir::ExprPtr>{ir::apply_op(a, z[0], v[0])};
             };
-            if (known) {  // the direct path: z folded into the input with the operator
-                const ir::AssocOp a = *known;
-                const SeedStep step = [a](ir::KernelBuilder&, const std::vector<ir::ExprPtr>& z,
-                                          const std::vector<ir::ExprPtr>& v) {
-                    return std::vector<ir::ExprPtr>{ir::apply_op(a, z[0], v[0])};
-                };
-                const ir::PullTuple src = name == "scanExclusive" ? shifted_input(fc, zkeep, x, false)
-                                                                  : folded_input(fc, step, zkeep, x, starts, false);
-                ir::lower_scan(pb, name, src, flags ? &*flags : nullptr, ir::known_combine(a, ir::scalar_of(prims[0])),
-                               ir::ScanKind::Inclusive, outs);
-                return;
-            }
-            const UserOp op{&fc, f, et};
-            const ir::PullTuple src = name == "scanExclusive" ? shifted_input(fc, zkeep, x, true)
-                                                              : folded_input(fc, op, zkeep, x, starts, true);
-            std::vector<std::string> all = outs;
-            all.insert(all.begin(), "valid");
-            ir::lower_scan(pb, name, src, flags ? &*flags : nullptr, optional_combine(op, scalar_types(prims)),
-                           ir::ScanKind::Inclusive, all);
-        });
-        std::vector<Value> results;
-        for (size_t k = 0; k < prims.size(); ++k) results.emplace_back(array_from(r.outputs.at(outs[k]), prims[k], s));
-        return rebuild(args[1], results);
-    } catch (const Decline& d) {
-        ++stats.declines[d.why];
-        return std::nullopt;
-    }
+            const ir::PullTuple src = name == "scanExclusive" ? shifted_input(fc, zkeep, x, false)
+                                                              : folded_input(fc, step, zkeep, x, starts, false);
+            ir::lower_scan(pb, name, src, flags ? &*flags : nullptr, ir::known_combine(a, ir::scalar_of(prims[0])),
+                           ir::ScanKind::Inclusive, outs);
+            return;
+        }
+        const UserOp op{&fc, f, et};
+        const ir::PullTuple src = name == "scanExclusive" ? shifted_input(fc, zkeep, x, true)
+                                                          : folded_input(fc, op, zkeep, x, starts, true);
+        std::vector<std::string> all = outs;
+        all.insert(all.begin(), "valid");
+        ir::lower_scan(pb, name, src, flags ? &*flags : nullptr, optional_combine(op, scalar_types(prims)),
+                       ir::ScanKind::Inclusive, all);
+    });
+    std::vector<Value> results;
+    for (size_t k = 0; k < prims.size(); ++k) results.emplace_back(array_from(r.outputs.at(outs[k]), prims[k], s));
+    return rebuild(args[1], results);
 }
 
 // ++, interleave (push arrays: each thread writes into both parts) and
@@ -1152,31 +1192,26 @@ std::optional<Value> CpuCompiledBackend::push(const std::string& name, std::span
         s[0] += b[0];
     }
     const std::vector<Value> as = leaves(args[0]);
-    try {
-        FuseContext fc(ctx);
-        std::vector<std::string> outs;
-        PlanResult r = run(name, fc, [&](ir::PlanBuilder& pb) {
-            const std::vector<PullArray> a = pulls_of(args[0], fc);
-            std::vector<PullArray> b;
-            if (name != "transpose") b = pulls_of(args[1], fc);
-            for (size_t k = 0; k < a.size(); ++k) {
-                outs.push_back(a.size() == 1 ? "out" : "out" + std::to_string(k));
-                const std::string kernel = pb.fresh(name == "++" ? "concat" : name);
-                if (name == "transpose")
-                    ir::lower_transpose(pb, kernel, a[k], outs[k]);
-                else if (name == "++")
-                    ir::lower_concat(pb, kernel, a[k], b[k], outs[k]);
-                else
-                    ir::lower_interleave(pb, kernel, a[k], b[k], outs[k]);
-            }
-        });
-        std::vector<Value> results;
-        for (size_t k = 0; k < as.size(); ++k) results.emplace_back(array_from(r.outputs.at(outs[k]), elem_of(as[k]), s));
-        return rebuild(args[0], results);
-    } catch (const Decline& d) {
-        ++stats.declines[d.why];
-        return std::nullopt;
-    }
+    FuseContext fc(ctx);
+    std::vector<std::string> outs;
+    PlanResult r = run(name, fc, [&](ir::PlanBuilder& pb) {
+        const std::vector<PullArray> a = pulls_of(args[0], fc);
+        std::vector<PullArray> b;
+        if (name != "transpose") b = pulls_of(args[1], fc);
+        for (size_t k = 0; k < a.size(); ++k) {
+            outs.push_back(a.size() == 1 ? "out" : "out" + std::to_string(k));
+            const std::string kernel = pb.fresh(name == "++" ? "concat" : name);
+            if (name == "transpose")
+                ir::lower_transpose(pb, kernel, a[k], outs[k]);
+            else if (name == "++")
+                ir::lower_concat(pb, kernel, a[k], b[k], outs[k]);
+            else
+                ir::lower_interleave(pb, kernel, a[k], b[k], outs[k]);
+        }
+    });
+    std::vector<Value> results;
+    for (size_t k = 0; k < as.size(); ++k) results.emplace_back(array_from(r.outputs.at(outs[k]), elem_of(as[k]), s));
+    return rebuild(args[0], results);
 }
 
 // filter p xs (rank 1, arrays of tuples too): the predicate compiled into the
@@ -1187,54 +1222,90 @@ std::optional<Value> CpuCompiledBackend::filter(std::span<const Value> args, Eva
     if (!args[0].is_function() || !is_like(xs) || like_shape(xs).size() != 1) return std::nullopt;
     const std::vector<Prim> prims = prims_of(xs);
     const Type et = elem_type(xs);
-    try {
-        FuseContext fc(ctx);
-        std::vector<std::string> outs;
-        for (size_t k = 0; k < prims.size(); ++k) outs.push_back(prims.size() == 1 ? "out" : "out" + std::to_string(k));
-        PlanResult r = run("filter", fc, [&](ir::PlanBuilder& pb) {
-            const std::vector<PullArray> x = pulls_of(xs, fc);
-            PullArray keep{x[0].shape, ir::ScalarType::Bool, nullptr};
-            keep.at = [&fc, x, p = args[0], et](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
-                return compiled::compile_call(fc, kb, p, element_at(kb, x, i), {et}).at(0);
-            };
-            ir::lower_filter(pb, "filter", keep, x, outs, "count");
-        });
-        const int64_t n = r.scalars.at("count").i;
-        std::vector<Value> results;
-        for (size_t k = 0; k < prims.size(); ++k) results.emplace_back(array_from(r.outputs.at(outs[k]), prims[k], {n}));
-        return rebuild(xs, results);
-    } catch (const Decline& d) {
-        ++stats.declines[d.why];
-        return std::nullopt;
-    }
+    FuseContext fc(ctx);
+    std::vector<std::string> outs;
+    for (size_t k = 0; k < prims.size(); ++k) outs.push_back(prims.size() == 1 ? "out" : "out" + std::to_string(k));
+    PlanResult r = run("filter", fc, [&](ir::PlanBuilder& pb) {
+        const std::vector<PullArray> x = pulls_of(xs, fc);
+        PullArray keep{x[0].shape, ir::ScalarType::Bool, nullptr};
+        keep.at = [&fc, x, p = args[0], et](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
+            return compiled::compile_call(fc, kb, p, element_at(kb, x, i), {et}).at(0);
+        };
+        ir::lower_filter(pb, "filter", keep, x, outs, "count");
+    });
+    const int64_t n = r.scalars.at("count").i;
+    std::vector<Value> results;
+    for (size_t k = 0; k < prims.size(); ++k) results.emplace_back(array_from(r.outputs.at(outs[k]), prims[k], {n}));
+    return rebuild(xs, results);
 }
 
-// permute f dest g vals with an operator section: atomics (or a CAS loop)
-// combine every element into dest[g i]; the target function is compiled into
-// the kernel. Integer results are exact; float sums depend on the order.
+// sort (each innermost row, any rank) and sortByKey (rank-1 keys; values of
+// any rank, arrays of tuples too): one radix sort plan with the producers of
+// the keys and values fused into its first pass. Mismatched lengths decline:
+// the reference raises the error.
+std::optional<Value> CpuCompiledBackend::sort(bool by_key, std::span<const Value> args, EvalContext& ctx) {
+    const Value& keys = args[0];
+    if (!is_operand(keys)) return std::nullopt;
+    const Shape ks = shape_of(keys);
+    if (by_key && (ks.size() != 1 || !is_like(args[1]) || like_shape(args[1])[0] != ks[0])) return std::nullopt;
+    const std::vector<Prim> prims = by_key ? prims_of(args[1]) : std::vector<Prim>{};
+    FuseContext fc(ctx);
+    std::vector<std::string> outs;
+    for (size_t k = 0; k < prims.size(); ++k) outs.push_back("vals" + std::to_string(k));
+    const char* name = by_key ? "sortByKey" : "sort";
+    PlanResult r = run(name, fc, [&](ir::PlanBuilder& pb) {
+        const std::vector<PullArray> vals = by_key ? pulls_of(args[1], fc) : std::vector<PullArray>{};
+        ir::lower_sort(pb, name, pull_of(keys, fc), vals, "keys", outs);
+    });
+    Value sorted(array_from(r.outputs.at("keys"), elem_of(keys), ks));
+    if (!by_key) return sorted;
+    const Shape vs = like_shape(args[1]);
+    std::vector<Value> results;
+    for (size_t k = 0; k < prims.size(); ++k) results.emplace_back(array_from(r.outputs.at(outs[k]), prims[k], vs));
+    return Value(std::vector<Value>{sorted, rebuild(args[1], results)});
+}
+
+// permute f dest g vals. With an operator section: atomics (or a CAS loop)
+// combine every element into dest[g i], the target function compiled into
+// the kernel; integer results are exact, float sums depend on the order.
+// With any other function (arrays of tuples too): sorted by target, each
+// target folded in source order, exactly as the reference.
 std::optional<Value> CpuCompiledBackend::permute(std::span<const Value> args, EvalContext& ctx) {
     const std::optional<ir::AssocOp> op = operator_arg(args[0]);
-    const Value &dest = args[1], &g = args[2], &vals = args[3];
-    if (!op || !is_operand(dest) || !is_operand(vals) || !g.is_function() || elem_of(dest) == Prim::Bool)
+    const Value &f = args[0], &dest = args[1], &g = args[2], &vals = args[3];
+    if (!f.is_function() || !g.is_function() || !is_like(dest) || !is_like(vals) ||
+        leaves(dest).size() != leaves(vals).size())
         return std::nullopt;
-    const Prim elem = elem_of(dest);
-    try {
-        FuseContext fc(ctx);
-        PlanResult r = run("permute", fc, [&](ir::PlanBuilder& pb) {
-            const PullArray v = pull_of(vals, fc);
-            PullArray target{v.shape, ir::ScalarType::I64, nullptr};
-            target.at = [&fc, g, shape = v.shape](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
-                const ir::ExprPtr flat = ir::cast(ir::ScalarType::I32, linear_index(kb, i, shape));  // an int, as in the reference
-                return ir::cast(ir::ScalarType::I64, compiled::compile_call(fc, kb, g, {flat}).at(0));
-            };
-            ir::lower_permute(pb, "permute", pull_of(dest, fc), target, v, ir::known_combine(*op, ir::scalar_of(elem)),
-                              "out");
-        });
-        return Value(array_from(r.outputs.at("out"), elem, shape_of(dest)));
-    } catch (const Decline& d) {
-        ++stats.declines[d.why];
-        return std::nullopt;
-    }
+    const std::vector<Prim> prims = prims_of(dest);
+    if (prims != prims_of(vals)) return std::nullopt;
+    const bool atomics = op && prims.size() == 1 && prims[0] != Prim::Bool;
+    FuseContext fc(ctx);
+    // The target of element i (flat, an int as in the reference).
+    auto target_of = [&fc, g](const std::vector<ir::ExprPtr>& shape) {
+        PullArray target{shape, ir::ScalarType::I64, nullptr};
+        target.at = [&fc, g, shape](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
+            const ir::ExprPtr flat = ir::cast(ir::ScalarType::I32, linear_index(kb, i, shape));
+            return ir::cast(ir::ScalarType::I64, compiled::compile_call(fc, kb, g, {flat}).at(0));
+        };
+        return target;
+    };
+    std::vector<std::string> outs;
+    for (size_t k = 0; k < prims.size(); ++k) outs.push_back(prims.size() == 1 ? "out" : "out" + std::to_string(k));
+    PlanResult r = run("permute", fc, [&](ir::PlanBuilder& pb) {
+        const std::vector<PullArray> v = pulls_of(vals, fc), d = pulls_of(dest, fc);
+        const PullArray target = target_of(v[0].shape);
+        if (atomics) {
+            ir::lower_permute(pb, "permute", d[0], target, v[0], ir::known_combine(*op, ir::scalar_of(prims[0])), outs[0]);
+            return;
+        }
+        const Type et = elem_type(vals);
+        const UserOp combine{&fc, f, et};
+        ir::lower_permute_ordered(pb, "permute", ir::tuple_of(d), target, ir::tuple_of(v), combine, outs);
+    });
+    const Shape s = like_shape(dest);
+    std::vector<Value> results;
+    for (size_t k = 0; k < prims.size(); ++k) results.emplace_back(array_from(r.outputs.at(outs[k]), prims[k], s));
+    return rebuild(dest, results);
 }
 
 // scatter dest idx vals (rank 1 or 2, arrays of tuples too): deterministic,
@@ -1247,22 +1318,17 @@ std::optional<Value> CpuCompiledBackend::scatter(std::span<const Value> args, Ev
         leaves(dest).size() != leaves(vals).size())
         return std::nullopt;
     const std::vector<Prim> prims = prims_of(dest);
-    try {
-        FuseContext fc(ctx);
-        std::vector<std::string> outs;
-        for (size_t k = 0; k < prims.size(); ++k) outs.push_back(prims.size() == 1 ? "out" : "out" + std::to_string(k));
-        PlanResult r = run("scatter", fc, [&](ir::PlanBuilder& pb) {
-            const std::vector<PullArray> d = pulls_of(dest, fc), v = pulls_of(vals, fc);
-            const PullArray i = pull_of(idx, fc);
-            for (size_t k = 0; k < d.size(); ++k) ir::lower_scatter(pb, pb.fresh("scatter"), d[k], i, v[k], outs[k]);
-        });
-        std::vector<Value> results;
-        for (size_t k = 0; k < prims.size(); ++k) results.emplace_back(array_from(r.outputs.at(outs[k]), prims[k], ds));
-        return rebuild(dest, results);
-    } catch (const Decline& d) {
-        ++stats.declines[d.why];
-        return std::nullopt;
-    }
+    FuseContext fc(ctx);
+    std::vector<std::string> outs;
+    for (size_t k = 0; k < prims.size(); ++k) outs.push_back(prims.size() == 1 ? "out" : "out" + std::to_string(k));
+    PlanResult r = run("scatter", fc, [&](ir::PlanBuilder& pb) {
+        const std::vector<PullArray> d = pulls_of(dest, fc), v = pulls_of(vals, fc);
+        const PullArray i = pull_of(idx, fc);
+        for (size_t k = 0; k < d.size(); ++k) ir::lower_scatter(pb, pb.fresh("scatter"), d[k], i, v[k], outs[k]);
+    });
+    std::vector<Value> results;
+    for (size_t k = 0; k < prims.size(); ++k) results.emplace_back(array_from(r.outputs.at(outs[k]), prims[k], ds));
+    return rebuild(dest, results);
 }
 
 // ---------------------------------------------------------------- entry

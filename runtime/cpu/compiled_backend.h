@@ -35,6 +35,11 @@ struct BackendStats {
 
 std::shared_ptr<CompiledBackend> make_compiled_backend();
 
+// Called with every plan a backend compiles (a kernel cache miss), in any
+// session: the tests compile all of them with NVRTC. Null: none.
+using PlanObserver = void (*)(const ir::LaunchPlan&);
+void set_plan_observer(PlanObserver observer);
+
 // The backend behind make_compiled_backend, for tests that read its counters.
 class CpuCompiledBackend;
 const BackendStats& backend_stats(CompiledBackend& b);

@@ -58,6 +58,7 @@ struct Counters {
                                         // (32 banks of 4 bytes; 8-byte accesses per half-warp)
     int64_t atomics = 0;                // atomic operations (one per active lane), global and shared
     int64_t barriers = 0;               // barriers executed, summed over blocks
+    int64_t nanoseconds = 0;            // wall time of the launches (set by run_plan)
 };
 
 // Sums counters (several launches of a plan, a session's total).
@@ -69,6 +70,7 @@ inline Counters& operator+=(Counters& a, const Counters& b) {
     a.shared_bank_conflicts += b.shared_bank_conflicts;
     a.atomics += b.atomics;
     a.barriers += b.barriers;
+    a.nanoseconds += b.nanoseconds;
     return a;
 }
 

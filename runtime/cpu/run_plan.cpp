@@ -1,5 +1,6 @@
 #include "runtime/cpu/run_plan.h"
 
+#include <chrono>
 #include <cstring>
 #include <functional>
 
@@ -110,7 +111,9 @@ private:
             else la.buffers[p.name] = buffer(p.name);
         }
         Counters c;
+        const auto start = std::chrono::steady_clock::now();
         KernelError err = run_kernel(k, la, options_, c);
+        c.nanoseconds = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
         result_.kernel_counters[static_cast<size_t>(s.kernel)] += c;
         result_.total += c;
         if (err.code >= 0) raise(k, err);

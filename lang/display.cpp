@@ -1,0 +1,480 @@
+#include "display.h"
+
+#include <cstdio>
+
+#include <algorithm>
+#include <cctype>
+#include <set>
+
+#include "eval.h"
+#include "format.h"
+
+namespace shoal {
+
+std::string html_escape(std::string_view text) {
+    std::string out;
+    out.reserve(text.size());
+    for (char c : text) {
+        switch (c) {
+            case '<': out += "&lt;"; break;
+            case '>': out += "&gt;"; break;
+            case '&': out += "&amp;"; break;
+            case '"': out += "&quot;"; break;
+            default: out += c;
+        }
+    }
+    return out;
+}
+
+namespace {
+
+// ---------------------------------------------------------------- array tables
+
+// "float", or "(int, float)" for an array of tuples.
+std::string element_name(const Value& array_like) {
+    if (array_like.is_array()) return prim_name(array_like.array()->elem);
+    std::string out = "(";
+    for (const Value& c : array_like.tuple()) out += (out.size() > 1 ? ", " : "") + element_name(c);
+    return out + ")";
+}
+
+std::string element_text(const Value& array_like, int64_t flat) {
+    return format_value(array_like_get(array_like, flat));
+}
+
+// Inline styles: the HTML is self-contained (no stylesheet to rely on in a
+// notebook), and a front end's own table CSS still applies to what we leave unset.
+constexpr const char* kTableStyle = "border-collapse:collapse;font-family:monospace;font-size:12px";
+constexpr const char* kCaptionStyle =
+    "caption-side:top;text-align:left;color:#666;padding-bottom:2px;white-space:nowrap";
+constexpr const char* kCellStyle = "text-align:right;padding:1px 6px";
+constexpr const char* kIndexStyle = "text-align:right;padding:1px 6px;color:#888;font-weight:normal";
+
+std::string cell(const std::string& text) {
+    return "<td style=\"" + std::string(kCellStyle) + "\">" + html_escape(text) + "</td>";
+}
+std::string index_cell(const std::string& text) {
+    return "<th style=\"" + std::string(kIndexStyle) + "\">" + html_escape(text) + "</th>";
+}
+// The label of a shown index (-1 stands for the elided middle).
+std::string index_label(int64_t k, const char* ellipsis) { return k < 0 ? ellipsis : std::to_string(k); }
+
+// Rank 1: one row per element; an array of tuples gets one column per component.
+std::string vector_rows(const Value& v, int64_t extent, int threshold) {
+    const std::vector<Value> components = v.is_tuple() ? v.tuple() : std::vector<Value>{v};
+    std::string rows;
+    if (v.is_tuple()) {
+        rows += "<tr>" + index_cell("");
+        for (size_t c = 0; c < components.size(); ++c) rows += index_cell("." + std::to_string(c));
+        rows += "</tr>";
+    }
+    for (int64_t k : shown_indices(extent, threshold)) {
+        rows += "<tr>" + index_cell(index_label(k, "\u22ee"));
+        for (const Value& c : components) rows += k < 0 ? cell("\u22ee") : cell(element_text(c, k));
+        rows += "</tr>";
+    }
+    return rows;
+}
+
+// Rank 2: a header row of column indices, a row index on each row.
+std::string matrix_rows(const Value& v, const Shape& shape, int threshold) {
+    const std::vector<int64_t> rows = shown_indices(shape[0], threshold);
+    const std::vector<int64_t> cols = shown_indices(shape[1], threshold);
+    std::string out = "<tr>" + index_cell("");
+    for (int64_t j : cols) out += index_cell(index_label(j, "\u22ef"));
+    out += "</tr>";
+    for (int64_t i : rows) {
+        out += "<tr>" + index_cell(index_label(i, "\u22ee"));
+        for (int64_t j : cols) {
+            if (i < 0 || j < 0)
+                out += cell(i < 0 && j < 0 ? "\u22f1" : i < 0 ? "\u22ee" : "\u22ef");
+            else
+                out += cell(element_text(v, i * shape[1] + j));
+        }
+        out += "</tr>";
+    }
+    return out;
+}
+
+// Rank 3: the planes one after another as text, each row on its own line.
+std::string planes_text(const Value& v, const Shape& shape, int threshold) {
+    std::string out;
+    for (int64_t p : shown_indices(shape[0], threshold)) {
+        if (p < 0) {
+            out += "...\n\n";
+            continue;
+        }
+        out += "[" + std::to_string(p) + ", :, :]\n";
+        for (int64_t i : shown_indices(shape[1], threshold)) {
+            if (i < 0) {
+                out += " ...\n";
+                continue;
+            }
+            std::string line;
+            for (int64_t j : shown_indices(shape[2], threshold)) {
+                line += line.empty() ? " [" : ", ";
+                line += j < 0 ? "..." : element_text(v, (p * shape[1] + i) * shape[2] + j);
+            }
+            out += line + "]\n";
+        }
+        out += "\n";
+    }
+    while (!out.empty() && out.back() == '\n') out.pop_back();
+    return out;
+}
+
+// ---------------------------------------------------------------- CUDA highlighting
+
+const std::set<std::string_view>& cuda_keywords() {
+    static const std::set<std::string_view> words = {"if",
+                                                     "else",
+                                                     "for",
+                                                     "while",
+                                                     "do",
+                                                     "return",
+                                                     "break",
+                                                     "continue",
+                                                     "switch",
+                                                     "case",
+                                                     "default",
+                                                     "goto",
+                                                     "extern",
+                                                     "static",
+                                                     "const",
+                                                     "constexpr",
+                                                     "volatile",
+                                                     "inline",
+                                                     "struct",
+                                                     "union",
+                                                     "typedef",
+                                                     "template",
+                                                     "typename",
+                                                     "sizeof",
+                                                     "true",
+                                                     "false",
+                                                     "nullptr",
+                                                     "__global__",
+                                                     "__device__",
+                                                     "__host__",
+                                                     "__shared__",
+                                                     "__constant__",
+                                                     "__restrict__",
+                                                     "__launch_bounds__",
+                                                     "__forceinline__",
+                                                     "__noinline__",
+                                                     "asm"};
+    return words;
+}
+
+const std::set<std::string_view>& cuda_types() {
+    static const std::set<std::string_view> words = {
+        "void",     "bool",     "char",   "short",  "int",     "long",    "float",   "double",    "signed",
+        "unsigned", "auto",     "size_t", "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t",   "uint16_t",
+        "uint32_t", "uint64_t", "float2", "float4", "int2",    "int4",    "dim3",    "ShoalError"};
+    return words;
+}
+
+const std::set<std::string_view>& cuda_builtins() {
+    static const std::set<std::string_view> words = {"threadIdx",
+                                                     "blockIdx",
+                                                     "blockDim",
+                                                     "gridDim",
+                                                     "warpSize",
+                                                     "__syncthreads",
+                                                     "__syncwarp",
+                                                     "__shfl_sync",
+                                                     "__shfl_down_sync",
+                                                     "__shfl_up_sync",
+                                                     "__shfl_xor_sync",
+                                                     "__ballot_sync",
+                                                     "__activemask",
+                                                     "__threadfence",
+                                                     "atomicAdd",
+                                                     "atomicSub",
+                                                     "atomicMin",
+                                                     "atomicMax",
+                                                     "atomicCAS",
+                                                     "atomicExch",
+                                                     "atomicAnd",
+                                                     "atomicOr",
+                                                     "atomicXor",
+                                                     "__float_as_int",
+                                                     "__int_as_float",
+                                                     "__double_as_longlong",
+                                                     "__longlong_as_double"};
+    return words;
+}
+
+// Colours of GitHub's light theme, readable on a notebook's white background.
+constexpr const char* kCommentStyle = "color:#6a737d;font-style:italic";
+constexpr const char* kKeywordStyle = "color:#d73a49;font-weight:bold";
+constexpr const char* kTypeStyle = "color:#6f42c1";
+constexpr const char* kBuiltinStyle = "color:#e36209";
+constexpr const char* kNumberStyle = "color:#005cc5";
+constexpr const char* kStringStyle = "color:#032f62";
+constexpr const char* kPreStyle =
+    "font-family:monospace;font-size:12px;line-height:1.35;background:#f6f8fa;padding:8px;"
+    "border-radius:4px;overflow-x:auto";
+
+std::string span(const char* style, std::string_view text) {
+    return "<span style=\"" + std::string(style) + "\">" + html_escape(text) + "</span>";
+}
+
+bool ident_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
+bool ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+// ---------------------------------------------------------------- :ir / :cuda
+
+// One launch plan of an explain text: its plan view, then the kernels
+// (CUDA source or IR), as CpuCompiledBackend::explain writes them.
+struct ExplainPart {
+    std::string plan;
+    std::string code;
+};
+
+// The plan view is "launch plan NAME" and lines indented under it; the code
+// runs from the first line that is not, up to the next "launch plan".
+std::vector<ExplainPart> split_explain(const std::string& text) {
+    std::vector<ExplainPart> parts;
+    bool in_plan = false;
+    size_t pos = 0;
+    while (pos <= text.size()) {
+        size_t eol = text.find('\n', pos);
+        if (eol == std::string::npos) eol = text.size();
+        std::string_view line(text.data() + pos, eol - pos);
+        if (line.starts_with("launch plan ")) {
+            parts.push_back({});
+            in_plan = true;
+        } else if (in_plan && !line.starts_with("  ")) {
+            in_plan = false;
+        }
+        if (parts.empty()) parts.push_back({});  // text that is not a plan at all
+        (in_plan ? parts.back().plan : parts.back().code).append(line).append("\n");
+        pos = eol + 1;
+    }
+    for (ExplainPart& p : parts) {
+        for (std::string* s : {&p.plan, &p.code}) {
+            while (!s->empty() && (s->back() == '\n' || s->back() == ' ')) s->pop_back();
+            s->erase(0, s->find_first_not_of('\n'));  // npos on an all-blank text: erases it all
+        }
+    }
+    return parts;
+}
+
+// A Markdown code fence longer than any run of backticks in `body`.
+std::string fenced(const std::string& body, const std::string& language) {
+    size_t longest = 0, run = 0;
+    for (char c : body) {
+        run = c == '`' ? run + 1 : 0;
+        longest = std::max(longest, run);
+    }
+    std::string fence(std::max<size_t>(3, longest + 1), '`');
+    return fence + language + "\n" + body + "\n" + fence;
+}
+
+std::string pre(const std::string& body) {
+    return "<pre style=\"" + std::string(kPreStyle) + "\">" + html_escape(body) + "</pre>";
+}
+
+}  // namespace
+
+std::string value_html(const Value& value, const Type&, int print_threshold) {
+    const Value v = force(value);
+    if (!is_array_like(v)) return {};
+    const Shape shape = array_like_shape(v);
+    const std::string caption = "shape " + shape_to_string(shape) + " \u00b7 " + element_name(v);
+    if (shape.size() == 3) {
+        return "<div style=\"font-family:monospace;font-size:12px\"><div style=\"" + std::string(kCaptionStyle) +
+               "\">" + html_escape(caption) + "</div>" + pre(planes_text(v, shape, print_threshold)) + "</div>";
+    }
+    std::string rows =
+        shape.size() == 1 ? vector_rows(v, shape[0], print_threshold) : matrix_rows(v, shape, print_threshold);
+    return "<table style=\"" + std::string(kTableStyle) + "\"><caption style=\"" + kCaptionStyle + "\">" +
+           html_escape(caption) + "</caption>" + rows + "</table>";
+}
+
+std::string highlight_cuda_html(std::string_view src) {
+    std::string out = "<pre style=\"" + std::string(kPreStyle) + "\">";
+    size_t i = 0;
+    const size_t n = src.size();
+    bool line_start = true;  // only blanks since the last newline (for # directives)
+    while (i < n) {
+        char c = src[i];
+        size_t j = i + 1;
+        if (c == '/' && i + 1 < n && src[i + 1] == '/') {
+            j = std::min(src.find('\n', i), n);
+            out += span(kCommentStyle, src.substr(i, j - i));
+        } else if (c == '/' && i + 1 < n && src[i + 1] == '*') {
+            size_t close = src.find("*/", i + 2);
+            j = close == std::string_view::npos ? n : close + 2;
+            out += span(kCommentStyle, src.substr(i, j - i));
+        } else if (c == '#' && line_start) {
+            j = std::min(src.find('\n', i), n);
+            out += span(kKeywordStyle, src.substr(i, j - i));
+        } else if (c == '"' || c == '\'') {
+            while (j < n && src[j] != c && src[j] != '\n') j += src[j] == '\\' && j + 1 < n ? 2 : 1;
+            j = std::min(j + 1, n);
+            out += span(kStringStyle, src.substr(i, j - i));
+        } else if (std::isdigit(static_cast<unsigned char>(c)) ||
+                   (c == '.' && i + 1 < n && std::isdigit(static_cast<unsigned char>(src[i + 1])))) {
+            // 12, 0x1f, 1.5e-3f, 10ull: digits, letters, dots and an exponent's sign.
+            const bool hex = c == '0' && j < n && (src[j] == 'x' || src[j] == 'X');
+            while (j < n) {
+                const char d = src[j];
+                const bool exponent_sign = !hex && (d == '-' || d == '+') && (src[j - 1] == 'e' || src[j - 1] == 'E');
+                if (!ident_char(d) && d != '.' && !exponent_sign) break;
+                ++j;
+            }
+            out += span(kNumberStyle, src.substr(i, j - i));
+        } else if (ident_start(c)) {
+            while (j < n && ident_char(src[j])) ++j;
+            std::string_view word = src.substr(i, j - i);
+            if (cuda_keywords().count(word))
+                out += span(kKeywordStyle, word);
+            else if (cuda_types().count(word))
+                out += span(kTypeStyle, word);
+            else if (cuda_builtins().count(word))
+                out += span(kBuiltinStyle, word);
+            else
+                out += html_escape(word);
+        } else {
+            out += html_escape(src.substr(i, 1));
+        }
+        for (size_t k = i; k < j; ++k) {
+            if (src[k] == '\n')
+                line_start = true;
+            else if (src[k] != ' ' && src[k] != '\t')
+                line_start = false;
+        }
+        i = j;
+    }
+    return out + "</pre>";
+}
+
+DisplayData explain_display(const std::string& explain_text, bool cuda) {
+    DisplayData d;
+    d.plain = explain_text;
+    std::string markdown, html;
+    for (const ExplainPart& part : split_explain(explain_text)) {
+        if (!part.plan.empty()) {
+            markdown += (markdown.empty() ? "" : "\n\n") + fenced(part.plan, "");
+            html += pre(part.plan);
+        }
+        if (part.code.empty()) continue;
+        // Code follows a plan; text before any plan ("no kernels: ...") is a message.
+        const bool source = cuda && !part.plan.empty();
+        markdown += (markdown.empty() ? "" : "\n\n") + fenced(part.code, source ? "cuda" : "");
+        html += source ? highlight_cuda_html(part.code) : pre(part.code);
+    }
+    d.rich["text/markdown"] = markdown;
+    d.rich["text/html"] = "<div>" + html + "</div>";
+    return d;
+}
+
+namespace {
+
+// "812 ns", "12.3 us", "4.56 ms", "1.23 s".
+std::string duration_text(double seconds) {
+    char buf[32];
+    if (seconds < 1e-6) std::snprintf(buf, sizeof buf, "%.0f ns", seconds * 1e9);
+    else if (seconds < 1e-3) std::snprintf(buf, sizeof buf, "%.1f us", seconds * 1e6);
+    else if (seconds < 1) std::snprintf(buf, sizeof buf, "%.2f ms", seconds * 1e3);
+    else std::snprintf(buf, sizeof buf, "%.2f s", seconds);
+    return buf;
+}
+
+// "512 B", "4.0 KiB", "38.1 MiB", "1.50 GiB".
+std::string bytes_text(int64_t bytes) {
+    char buf[32];
+    const double b = static_cast<double>(bytes);
+    if (bytes < 1024) std::snprintf(buf, sizeof buf, "%lld B", static_cast<long long>(bytes));
+    else if (bytes < (int64_t{1} << 20)) std::snprintf(buf, sizeof buf, "%.1f KiB", b / 1024);
+    else if (bytes < (int64_t{1} << 30)) std::snprintf(buf, sizeof buf, "%.1f MiB", b / (1 << 20));
+    else std::snprintf(buf, sizeof buf, "%.2f GiB", b / (1 << 30));
+    return buf;
+}
+
+// Rows of cells as an aligned text table (first column left, the rest right)
+// and as an HTML table; the last row is set apart when it is a total.
+DisplayData table_display(const std::vector<std::vector<std::string>>& rows, bool total_row, const std::string& note) {
+    std::vector<size_t> width(rows[0].size(), 0);
+    for (const auto& r : rows)
+        for (size_t c = 0; c < r.size(); ++c) width[c] = std::max(width[c], r[c].size());
+    DisplayData d;
+    std::string html = "<table style=\"" + std::string(kTableStyle) + "\">";
+    for (size_t i = 0; i < rows.size(); ++i) {
+        std::string line;
+        const bool header = i == 0, total = total_row && i + 1 == rows.size();
+        html += total ? "<tr style=\"border-top:1px solid #999\">" : "<tr>";
+        for (size_t c = 0; c < rows[i].size(); ++c) {
+            const std::string& t = rows[i][c];
+            const std::string pad(width[c] - t.size(), ' ');
+            line += (c ? "  " : "") + (c == 0 ? t + pad : pad + t);
+            const char* align = c == 0 ? "left" : "right";
+            html += std::string(header ? "<th" : "<td") + " style=\"padding:1px 6px;text-align:" + align +
+                    (total ? ";font-weight:bold" : "") + "\">" + html_escape(t) + (header ? "</th>" : "</td>");
+        }
+        while (!line.empty() && line.back() == ' ') line.pop_back();
+        d.plain += (i ? "\n" : "") + line;
+        html += "</tr>";
+    }
+    html += "</table>";
+    if (!note.empty()) {
+        d.plain += "\n" + note;
+        html += "<div style=\"color:#666;font-family:monospace;font-size:12px\">" + html_escape(note) + "</div>";
+    }
+    d.rich["text/html"] = html;
+    return d;
+}
+
+}  // namespace
+
+DisplayData profile_display(const std::vector<KernelProfile>& kernels, double wall_seconds) {
+    if (kernels.empty()) {
+        DisplayData d;
+        d.plain = "no kernels ran (" + duration_text(wall_seconds) +
+                  "): this expression is evaluated by the reference evaluator or needs no array work";
+        return d;
+    }
+    std::vector<std::vector<std::string>> rows = {
+        {"kernel", "launches", "time", "loaded", "stored", "sectors", "bank conflicts", "atomics"}};
+    KernelProfile total;
+    for (const KernelProfile& k : kernels) {
+        rows.push_back({k.plan == k.kernel ? k.kernel : k.plan + " / " + k.kernel, std::to_string(k.launches),
+                        duration_text(static_cast<double>(k.nanoseconds) * 1e-9), bytes_text(k.bytes_loaded),
+                        bytes_text(k.bytes_stored), std::to_string(k.sectors), std::to_string(k.bank_conflicts),
+                        std::to_string(k.atomics)});
+        total.launches += k.launches;
+        total.nanoseconds += k.nanoseconds;
+        total.bytes_loaded += k.bytes_loaded;
+        total.bytes_stored += k.bytes_stored;
+        total.sectors += k.sectors;
+        total.bank_conflicts += k.bank_conflicts;
+        total.atomics += k.atomics;
+    }
+    rows.push_back({"total", std::to_string(total.launches), duration_text(static_cast<double>(total.nanoseconds) * 1e-9),
+                    bytes_text(total.bytes_loaded), bytes_text(total.bytes_stored), std::to_string(total.sectors),
+                    std::to_string(total.bank_conflicts), std::to_string(total.atomics)});
+    return table_display(rows, true,
+                         "CPU executor; the statement took " + duration_text(wall_seconds) +
+                             " in all (kernel times are CPU times; bytes and sectors are what a GPU would move)");
+}
+
+DisplayData time_display(const std::vector<KernelProfile>& kernels, double wall_seconds, bool compiled) {
+    int64_t launches = 0, nanoseconds = 0;
+    for (const KernelProfile& k : kernels) {
+        launches += k.launches;
+        nanoseconds += k.nanoseconds;
+    }
+    DisplayData d;
+    d.plain = "time: " + duration_text(wall_seconds);
+    if (!compiled) d.plain += " (reference evaluator)";
+    else if (launches)
+        d.plain += " (kernels " + duration_text(static_cast<double>(nanoseconds) * 1e-9) + " in " +
+                   std::to_string(launches) + (launches == 1 ? " launch" : " launches") + " of " +
+                   std::to_string(kernels.size()) + (kernels.size() == 1 ? " kernel)" : " kernels)");
+    d.rich["text/html"] = "<div style=\"color:#666;font-family:monospace;font-size:12px\">" + html_escape(d.plain) + "</div>";
+    return d;
+}
+
+}  // namespace shoal

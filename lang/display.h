@@ -1,0 +1,43 @@
+// Rich renderings for front ends that can show more than text (the Jupyter
+// kernel, and plots in the terminal): HTML tables of array values, highlighted
+// CUDA, SVG and Unicode plots. Everything here is pure: values in, text out.
+#pragma once
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "session.h"
+#include "types.h"
+#include "value.h"
+
+namespace shoal {
+
+// Text with the HTML (and XML) special characters replaced by entities.
+std::string html_escape(std::string_view text);
+
+// A compact HTML table for an array value of rank 1 or 2 (an array of tuples:
+// one column group per component), with a caption giving its shape and
+// element type, summarised like format_value beyond `print_threshold`
+// elements per axis; rank 3 as preformatted text under the same caption.
+// Empty for values that are not arrays (scalars, tuples of scalars, functions).
+std::string value_html(const Value& v, const Type& type, int print_threshold);
+
+// CUDA C++ source as HTML with inline-styled syntax highlighting (keywords,
+// types, comments, numbers, strings), escaped; self-contained (no CSS classes).
+std::string highlight_cuda_html(std::string_view cuda_source);
+
+// The :ir / :cuda output (plan view, then IR or CUDA source) for display:
+// plain text as the REPL prints it, text/markdown (the CUDA in a ```cuda
+// fence) and text/html (highlighted).
+DisplayData explain_display(const std::string& explain_text, bool cuda);
+
+// :profile: one row per kernel (plan, kernel, launches, time, global bytes
+// loaded and stored, 32-byte sectors, bank conflicts, atomics) and a total,
+// as an aligned text table and an HTML table. wall_seconds: the whole statement.
+DisplayData profile_display(const std::vector<KernelProfile>& kernels, double wall_seconds);
+
+// :time: "time: 12.3 ms (kernels 10.1 ms in 5 launches, 3 kernels)"; without
+// kernels (the reference evaluator, or no array work) the wall time alone.
+DisplayData time_display(const std::vector<KernelProfile>& kernels, double wall_seconds, bool compiled);
+
+}  // namespace shoal

@@ -1,0 +1,131 @@
+// Every kernel the compiled backend builds anywhere in this test run
+// (differential tests, random programs, seed programs, examples) is printed
+// as CUDA and compiled with NVRTC for sm_80 and sm_90, with zero warnings.
+//
+// The file name sorts last: doctest runs test cases ordered by file, so this
+// case sees every plan the other tests made. Run alone it still covers the
+// examples, which it runs itself. Distinct kernels are compiled in batches
+// (one translation unit per batch, kernels renamed apart) on every core.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <atomic>
+#include <mutex>
+#include <thread>
+#include <set>
+#include <sstream>
+
+#include "codegen/cuda_printer.h"
+#include "codegen/launch_plan.h"
+#include "lang/session.h"
+#include "runtime/cpu/compiled_backend.h"
+#include "runtime/cuda/nvrtc.h"
+
+using namespace shoal;
+
+namespace {
+
+// Distinct kernels, by their CUDA source under a neutral name: plans share
+// many kernels (a reduction's second pass, the map forcing a binding).
+struct GeneratedKernels {
+    std::mutex lock;
+    std::set<std::string> seen;
+    std::vector<ir::Kernel> kernels;
+};
+
+GeneratedKernels& generated() {
+    static GeneratedKernels g;
+    return g;
+}
+
+void collect(const ir::LaunchPlan& plan) {
+    GeneratedKernels& g = generated();
+    for (ir::Kernel k : plan.kernels) {
+        k.name = "kernel";
+        std::string source = ir::print_cuda({k});
+        std::lock_guard<std::mutex> hold(g.lock);
+        if (g.seen.insert(std::move(source)).second) g.kernels.push_back(std::move(k));
+    }
+}
+
+// Registered before any test runs.
+const bool registered = [] {
+    cpu::set_plan_observer(collect);
+    return true;
+}();
+
+struct Quiet : SessionOutput {
+    void value(const Value&, const Type&, const std::string&) override {}
+    void text(const std::string&) override {}
+    void error(const Error&) override {}
+    void warning(const std::string&) override {}
+};
+
+#ifdef SHOAL_HAVE_NVRTC
+// NVRTC's verdict on one translation unit; empty when clean.
+std::string nvrtc_problem(const std::string& source) {
+    for (const char* arch : {"sm_80", "sm_90"}) {
+        // The fastest optimisation level: what NVRTC accepts and warns about
+        // does not depend on it, and it compiles 3x faster.
+        static const std::vector<std::string> options = {"--Ofast-compile=max"};
+        cuda::NvrtcResult r = cuda::compile_cuda(source, arch, options);
+        if (!r.ok || r.log.find("warning") != std::string::npos)
+            return std::string("NVRTC ") + arch + (r.ok ? " warned" : " failed") + ":\n" + r.log;
+    }
+    return {};
+}
+#endif
+
+}  // namespace
+
+TEST_CASE("nvrtc: every kernel the compiled backend generated in this run compiles for sm_80 and sm_90") {
+    REQUIRE(registered);
+    set_compiled_backend_factory(cpu::make_compiled_backend);
+    for (const auto& e : std::filesystem::directory_iterator(std::string(SHOAL_SOURCE_DIR) + "/examples")) {
+        if (e.path().extension() != ".shoal") continue;
+        std::ifstream in(e.path());
+        std::stringstream text;
+        text << in.rdbuf();
+        Session s;
+        Quiet out;
+        s.execute(":set backend compiled", "<t>", out);
+        s.execute(text.str(), e.path().filename().string(), out);
+    }
+    std::vector<ir::Kernel> kernels;
+    {
+        std::lock_guard<std::mutex> hold(generated().lock);
+        kernels = generated().kernels;
+    }
+    REQUIRE(kernels.size() >= 15);
+    MESSAGE(kernels.size() << " distinct kernels generated");
+    const auto t0 = std::chrono::steady_clock::now();
+#ifdef SHOAL_HAVE_NVRTC
+    for (size_t k = 0; k < kernels.size(); ++k) kernels[k].name = "k" + std::to_string(k);
+    // Batches compiled on every core; a failing batch is retried kernel by
+    // kernel so the report shows the culprit's source.
+    constexpr size_t kBatch = 48;
+    std::vector<std::string> failures;
+    std::mutex failures_lock;
+    std::atomic<size_t> next{0};
+    auto worker = [&] {
+        for (size_t first; (first = next.fetch_add(kBatch)) < kernels.size();) {
+            const std::vector<ir::Kernel> batch(kernels.begin() + static_cast<std::ptrdiff_t>(first),
+                                                kernels.begin() + static_cast<std::ptrdiff_t>(std::min(kernels.size(), first + kBatch)));
+            if (nvrtc_problem(ir::print_cuda(batch)).empty()) continue;
+            for (const ir::Kernel& k : batch) {
+                const std::string source = ir::print_cuda({k});
+                const std::string problem = nvrtc_problem(source);
+                std::lock_guard<std::mutex> hold(failures_lock);
+                if (!problem.empty()) failures.push_back(problem + "\nsource:\n" + cuda::number_lines(source));
+            }
+        }
+    };
+    std::vector<std::thread> workers;
+    for (unsigned t = 0; t < std::max(1u, std::thread::hardware_concurrency()); ++t) workers.emplace_back(worker);
+    for (auto& w : workers) w.join();
+    for (const auto& f : failures) FAIL_CHECK(f);
+    MESSAGE("NVRTC took " << std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() << " s");
+#endif
+}
