@@ -599,17 +599,17 @@ private:
                 {"minimum", ir::AssocOp::Min}, {"all", ir::AssocOp::And}, {"any", ir::AssocOp::Or}};
             const ir::PullArray a = vector_arg(args[0]);
             const ir::AssocOp op = ops.at(name);
-            return fold(a, ir::neutral_of(op, a.elem), [op](IExpr acc, IExpr x) { return ir::apply_op(op, acc, x); });
+            return fold(name, a, ir::neutral_of(op, a.elem), [op](IExpr acc, IExpr x) { return ir::apply_op(op, acc, x); });
         }
         if (name == "reduce" && args[1].scalar) {
             const CVal& f = args[0];
-            return fold(vector_arg(args[2]), args[1].scalar, [&](IExpr acc, IExpr x) {
+            return fold(name, vector_arg(args[2]), args[1].scalar, [&](IExpr acc, IExpr x) {
                 return single(apply(f, {scalar_val(acc), scalar_val(x)}));
             });
         }
         if (name == "count") {
             const CVal& p = args[0];
-            return fold(vector_arg(args[1]), const_int(0, ScalarType::I32), [&](IExpr acc, IExpr x) {
+            return fold(name, vector_arg(args[1]), const_int(0, ScalarType::I32), [&](IExpr acc, IExpr x) {
                 IExpr keep = single(apply(p, {scalar_val(x)}));
                 return binary(BinaryOp::Add, acc, select(keep, const_int(1, ScalarType::I32), const_int(0, ScalarType::I32)));
             });
@@ -702,7 +702,13 @@ private:
 
     // acc = init; for k in [0, n): acc = step(acc, a[k]) -- sequential, in the
     // reference evaluator's order.
-    CVal fold(const ir::PullArray& a, IExpr init, const std::function<IExpr(IExpr, IExpr)>& step) {
+    CVal fold(const std::string& name, const ir::PullArray& a, IExpr init,
+              const std::function<IExpr(IExpr, IExpr)>& step) {
+        if (std::vector<Warning>* w = fc_.eval_context().warnings)
+            w->push_back({loc_, name + " over a nested array runs sequentially inside each thread",
+                          {"the nested array depends on the element, so it cannot be computed once before the "
+                           "kernel; fine for short inner arrays, slow for long ones (flatten the computation, "
+                           "e.g. with segscan)"}});
         const std::string acc = kb_.fresh("acc");
         kb_.emit(let(acc, init));
         const IExpr n = kb_.bind("n", ir::use_params(kb_, a.shape[0]));

@@ -54,12 +54,21 @@ public:
 // arguments, indexing, array literals, printing, top-level bindings.
 Value force(const Value& v);
 
+// Advice found while evaluating (the compiler's sequential nesting): the
+// session reports each once, as a warning, after the statement.
+struct Warning {
+    Loc loc;
+    std::string message;
+    std::vector<std::string> notes;
+};
+
 struct EvalContext {
     Globals* globals = nullptr;
     const std::atomic<bool>* cancel = nullptr;  // set asynchronously by Ctrl-C
     uint64_t seed = kDefaultSeed;
     uint64_t random_stream = 0;  // advanced by every call of `random`
     ArrayBackend* backend = nullptr;  // null: the reference evaluator alone
+    std::vector<Warning>* warnings = nullptr;  // null: advice is dropped
 };
 
 // Evaluates `e` (whose node types are concrete). Throws Error on runtime

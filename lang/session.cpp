@@ -171,6 +171,7 @@ struct Session::Impl {
     uint64_t versions = 0;
     uint64_t random_stream = 0;
     std::shared_ptr<CompiledBackend> compiled;  // made on first use, kept for the session
+    std::vector<Warning> warnings;    // found while the current statement runs
     int depth = 0;                    // nesting of execute() through :load
     bool interrupt_reported = false;  // one "interrupted" per Ctrl-C
 
@@ -257,6 +258,8 @@ struct SessionCommands {
 
     // One statement: parse, check, evaluate, commit. Reports its own errors.
     static bool run_statement(Session& s, const SourcePtr& src, StatementSpan span, SessionOutput& out);
+    static bool run_statement_reporting_errors(Session& s, const SourcePtr& src, StatementSpan span,
+                                               SessionOutput& out);
 
     // Returns false when the command ran but something inside failed (:load).
     bool run() {
@@ -445,7 +448,7 @@ struct SessionCommands {
         ExprPtr e = argument_expression();
         check_expression(e, I.type_env());
         I.pin(e);
-        EvalContext ctx{&I.globals, &s.cancel_, s.settings_.seed, I.random_stream, backend};
+        EvalContext ctx{&I.globals, &s.cancel_, s.settings_.seed, I.random_stream, backend, &I.warnings};
         backend->set_check(s.settings_.check);
         std::string text = backend->explain([&] { force(evaluate(e, ctx)); }, cuda);
         out.display(explain_display(
@@ -584,7 +587,7 @@ CompiledBackend* Session::compiled_backend() {
 }
 
 EvalContext Session::eval_context() {
-    EvalContext ctx{&impl_->globals, &cancel_, settings_.seed, impl_->random_stream};
+    EvalContext ctx{&impl_->globals, &cancel_, settings_.seed, impl_->random_stream, nullptr, &impl_->warnings};
     if (settings_.compiled && compiled_backend()) {
         impl_->compiled->set_check(settings_.check);
         ctx.backend = impl_->compiled.get();
@@ -637,6 +640,22 @@ bool Session::execute(std::string_view text, const std::string& name, SessionOut
 }
 
 bool SessionCommands::run_statement(Session& s, const SourcePtr& src, StatementSpan span, SessionOutput& out) {
+    // Warnings found while the statement ran are reported after it, each
+    // once, whether or not it succeeded.
+    Session::Impl& I = *s.impl_;
+    I.warnings.clear();
+    const bool ok = run_statement_reporting_errors(s, src, span, out);
+    std::set<std::string> seen;
+    for (const Warning& w : I.warnings) {
+        std::string text = format_diagnostic(Severity::Warning, w.loc, w.message, w.notes);
+        if (seen.insert(text).second) out.warning(text);
+    }
+    I.warnings.clear();
+    return ok;
+}
+
+bool SessionCommands::run_statement_reporting_errors(Session& s, const SourcePtr& src, StatementSpan span,
+                                                     SessionOutput& out) {
     Session::Impl& I = *s.impl_;
     const SessionSettings& settings = s.settings_;
     Loc stmt_loc = source_loc(src, span.begin, span.end);

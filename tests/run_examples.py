@@ -32,6 +32,22 @@ TOKEN = re.compile(rf"{NUMBER}|[-+]?inf\b|nan\b|\.\.\.|[A-Za-z_][A-Za-z0-9_']*|\
 IS_NUMBER = re.compile(rf"^{NUMBER}$")
 
 
+WARNING_HEAD = re.compile(r"^(\S+:\d+:\d+: )?warning: ")
+DIAGNOSTIC_HEAD = re.compile(r"^(\S+:\d+:\d+: )?(warning|error): ")
+
+
+def without_warnings(err):
+    """Standard error less its warnings (a warning: line with its quoted
+    source, caret and notes): advice such as sequential nesting is not a failure."""
+    kept, in_warning = [], False
+    for line in err.splitlines():
+        if DIAGNOSTIC_HEAD.match(line):
+            in_warning = bool(WARNING_HEAD.match(line))
+        if not in_warning:
+            kept.append(line)
+    return "\n".join(kept)
+
+
 def tokens(line):
     return TOKEN.findall(line)
 
@@ -97,6 +113,7 @@ def run_example(binary, path, expected_path):
     problems = []
     if proc.returncode != 0:
         problems.append(f"exit status {proc.returncode}")
+    err = without_warnings(err)
     if err.strip():
         problems.append("standard error:\n    " + "\n    ".join(err.rstrip().splitlines()[:12]))
     diff = compare(out, want)

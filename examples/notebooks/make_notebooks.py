@@ -132,13 +132,16 @@ def seed_programs():
 
 The programs of `examples/*.shoal`, each followed by `:cuda`: the launch plan
 the array compiler builds for its central expression and the CUDA C++ it
-generates. Every program starts from `:reset`, so each one stands alone.
+generates, then `:profile`: what each kernel did on the CPU executor (time,
+global bytes loaded and stored, 32-byte sectors, bank conflicts, atomics).
+Every program starts from `:reset`, so each one stands alone.
 """)]
     for stem, title, expr in SEED_CUDA:
         about, body = header_and_body(os.path.join(EXAMPLES, stem + ".shoal"))
         cells.append(md(f"## {title}\n\n{about}\n\n(`examples/{stem}.shoal`)"))
         cells.append(code(":reset\n" + body))
         cells.append(code(":cuda " + expr))
+        cells.append(code(":profile " + expr))
     write("seed_programs.ipynb", cells)
 
 

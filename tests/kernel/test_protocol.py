@@ -37,6 +37,9 @@ class ShoalKernelTests(jupyter_kernel_test.KernelTests):
 
     code_inspect_sample = "sum"
 
+    # Warnings go to stderr: a nested reduction that runs sequentially in each thread.
+    code_stderr = "map (\\i -> sum (take i (iota 10))) (iota 3)"
+
     code_execute_result = [
         {"code": "1 + 2", "result": "3"},
         {"code": "let y = 20\ny + 22", "result": "42"},
@@ -49,6 +52,8 @@ class ShoalKernelTests(jupyter_kernel_test.KernelTests):
         {"code": ":cuda map (\\x -> x + 1) (iota 4)", "mime": "text/markdown"},
         {"code": ":cuda map (\\x -> x + 1) (iota 4)", "mime": "text/html"},
         {"code": ":plot generate 50 (\\i -> float i * float i)", "mime": "image/svg+xml"},
+        {"code": ":profile sum (map float (iota 1000))", "mime": "text/html"},
+        {"code": ":time sum (map float (iota 1000))", "mime": "text/plain"},
     ]
 
     code_generate_error = "1 + true"

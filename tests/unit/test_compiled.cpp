@@ -286,3 +286,22 @@ TEST_CASE("compiled backend: every example runs without the reference evaluator"
         CHECK(reference_fallbacks(text.str()) == "");
     }
 }
+
+TEST_CASE("compiled backend: a nested reduction that runs sequentially in each thread is a warning, once") {
+    struct Warnings : Capture {
+        std::vector<std::string> seen;
+        void warning(const std::string& w) override { seen.push_back(w); }
+    };
+    set_compiled_backend_factory(cpu::make_compiled_backend);
+    Session s;
+    Warnings out;
+    s.execute(":set backend compiled\nlet xs = map float (iota 50)", "<t>", out);
+    s.execute("map (\\i -> sum (take i xs) + sum (drop i xs)) (iota 5)", "<t>", out);
+    REQUIRE(out.seen.size() == 2);  // two sites, each reported once
+    CHECK(out.seen[0].find("<t>:1:12: warning: sum over a nested array runs sequentially inside each thread") == 0);
+    CHECK(out.seen[1].find("<t>:1:30: warning:") == 0);
+    out.seen.clear();
+    s.execute("map (\\x -> x + sum xs) (map float (iota 5))", "<t>", out);  // invariant: hoisted, no warning
+    s.execute(":set backend reference\nmap (\\i -> sum (take i xs)) (iota 5)", "<t>", out);
+    CHECK(out.seen.empty());
+}
