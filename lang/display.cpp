@@ -438,34 +438,28 @@ DisplayData profile_display(const std::vector<KernelProfile>& kernels, double wa
     }
     std::vector<std::vector<std::string>> rows = {
         {"kernel", "launches", "time", "loaded", "stored", "sectors", "bank conflicts", "atomics"}};
+    auto row = [](const std::string& label, const KernelProfile& k) {
+        return std::vector<std::string>{label, std::to_string(k.launches),
+                                        duration_text(static_cast<double>(k.nanoseconds) * 1e-9),
+                                        bytes_text(k.bytes_loaded), bytes_text(k.bytes_stored),
+                                        std::to_string(k.sectors), std::to_string(k.bank_conflicts),
+                                        std::to_string(k.atomics)};
+    };
     KernelProfile total;
     for (const KernelProfile& k : kernels) {
-        rows.push_back({k.plan == k.kernel ? k.kernel : k.plan + " / " + k.kernel, std::to_string(k.launches),
-                        duration_text(static_cast<double>(k.nanoseconds) * 1e-9), bytes_text(k.bytes_loaded),
-                        bytes_text(k.bytes_stored), std::to_string(k.sectors), std::to_string(k.bank_conflicts),
-                        std::to_string(k.atomics)});
-        total.launches += k.launches;
-        total.nanoseconds += k.nanoseconds;
-        total.bytes_loaded += k.bytes_loaded;
-        total.bytes_stored += k.bytes_stored;
-        total.sectors += k.sectors;
-        total.bank_conflicts += k.bank_conflicts;
-        total.atomics += k.atomics;
+        rows.push_back(row(k.plan == k.kernel ? k.kernel : k.plan + " / " + k.kernel, k));
+        total += k;
     }
-    rows.push_back({"total", std::to_string(total.launches), duration_text(static_cast<double>(total.nanoseconds) * 1e-9),
-                    bytes_text(total.bytes_loaded), bytes_text(total.bytes_stored), std::to_string(total.sectors),
-                    std::to_string(total.bank_conflicts), std::to_string(total.atomics)});
+    rows.push_back(row("total", total));
     return table_display(rows, true,
                          "CPU executor; the statement took " + duration_text(wall_seconds) +
                              " in all (kernel times are CPU times; bytes and sectors are what a GPU would move)");
 }
 
 DisplayData time_display(const std::vector<KernelProfile>& kernels, double wall_seconds, bool compiled) {
-    int64_t launches = 0, nanoseconds = 0;
-    for (const KernelProfile& k : kernels) {
-        launches += k.launches;
-        nanoseconds += k.nanoseconds;
-    }
+    KernelProfile total;
+    for (const KernelProfile& k : kernels) total += k;
+    const int64_t launches = total.launches, nanoseconds = total.nanoseconds;
     DisplayData d;
     d.plain = "time: " + duration_text(wall_seconds);
     if (!compiled) d.plain += " (reference evaluator)";

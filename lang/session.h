@@ -67,6 +67,18 @@ struct KernelProfile {
     int64_t bytes_loaded = 0, bytes_stored = 0;  // global memory
     int64_t sectors = 0;                          // 32-byte sectors touched by warp accesses
     int64_t bank_conflicts = 0, atomics = 0;
+
+    // Adds b's counts (not its names): several launches, or a total.
+    KernelProfile& operator+=(const KernelProfile& b) {
+        launches += b.launches;
+        nanoseconds += b.nanoseconds;
+        bytes_loaded += b.bytes_loaded;
+        bytes_stored += b.bytes_stored;
+        sectors += b.sectors;
+        bank_conflicts += b.bank_conflicts;
+        atomics += b.atomics;
+        return *this;
+    }
 };
 
 // The array compiler lives in libraries that depend on this one, so the

@@ -190,6 +190,11 @@ Array::Array(Prim e, Shape sh) : elem(e), shape(std::move(sh)) {
     bytes.assign(static_cast<size_t>(shape_size(shape) * static_cast<int64_t>(prim_size(elem))), 0);
 }
 
+Array::Array(Prim e, Shape sh, Uninitialised) : elem(e), shape(std::move(sh)) {
+    check_array_size(elem, shape);
+    bytes.resize(static_cast<size_t>(shape_size(shape) * static_cast<int64_t>(prim_size(elem))));
+}
+
 // Elements are copied with memcpy: the byte buffer carries no C++ objects.
 Scalar Array::get(int64_t flat) const {
     SHOAL_INTERNAL_ASSERT(flat >= 0 && flat < size(), "flat index out of range in Array::get");

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -60,12 +61,26 @@ void set_max_array_bytes(int64_t bytes);  // <= 0 restores the default
 void check_array_size(Prim elem, const Shape& shape);
 std::string shape_to_string(const Shape& s);  // "(3)", "(2, 3)"
 
+// A byte vector whose resize() leaves new bytes uninitialised: an array
+// that a kernel is about to overwrite need not be zeroed first.
+template <class T> struct UninitialisedAllocator : std::allocator<T> {
+    template <class U> struct rebind { using other = UninitialisedAllocator<U>; };
+    UninitialisedAllocator() = default;
+    template <class U> UninitialisedAllocator(const UninitialisedAllocator<U>&) noexcept {}
+    template <class U> void construct(U* p) noexcept { ::new (static_cast<void*>(p)) U; }
+    template <class U, class... A> void construct(U* p, A&&... a) { ::new (static_cast<void*>(p)) U(std::forward<A>(a)...); }
+};
+using ByteVector = std::vector<uint8_t, UninitialisedAllocator<uint8_t>>;
+
 struct Array {
     Prim elem = Prim::Int;
-    Shape shape;                 // rank = shape.size(), 1..3
-    std::vector<uint8_t> bytes;  // shape_size(shape) * prim_size(elem)
+    Shape shape;       // rank = shape.size(), 1..3
+    ByteVector bytes;  // shape_size(shape) * prim_size(elem)
 
     Array(Prim elem, Shape shape);  // zero-filled
+    struct Uninitialised {};
+    // Elements undefined until written: for producers that write every one.
+    Array(Prim elem, Shape shape, Uninitialised);
 
     int rank() const { return static_cast<int>(shape.size()); }
     int64_t size() const { return shape_size(shape); }

@@ -87,7 +87,10 @@ public:
     // function does not compile) the reference evaluator's replay.
     void force_group(const NodeGroup& g);
     // Builds (or finds in the cache) and runs a plan made by `build`.
-    PlanResult run(const std::string& name, FuseContext& fc, const std::function<void(ir::PlanBuilder&)>& build);
+    // Lowers (build), looks the plan up in the kernel cache and runs it.
+    // `into`: arrays the named Output buffers are written to in place.
+    PlanResult run(const std::string& name, FuseContext& fc, const std::function<void(ir::PlanBuilder&)>& build,
+                   const std::map<std::string, ArrayPtr>& into = {});
 
     BackendStats stats;
 
@@ -322,7 +325,7 @@ Scalar scalar_from(const HostBuffer& b, Prim p, int64_t i) {
 }
 
 ArrayPtr array_from(const HostBuffer& b, Prim p, const Shape& shape) {
-    auto a = std::make_shared<Array>(p, shape);
+    auto a = std::make_shared<Array>(p, shape, Array::Uninitialised{});
     if (!a->bytes.empty()) std::memcpy(a->bytes.data(), b.bytes.data(), a->bytes.size());
     return a;
 }
@@ -356,11 +359,16 @@ void CpuCompiledBackend::force_group(const NodeGroup& g) {
 std::vector<ArrayPtr> CpuCompiledBackend::materialise(const NodeGroup& g) {
     try {
         FuseContext fc(g.ctx);
+        // The kernel writes the bindings' arrays directly: no copy, no zeroing.
         std::vector<std::string> outs;
-        for (size_t k = 0; k < g.elems.size(); ++k) outs.push_back(g.elems.size() == 1 ? "out" : "out" + std::to_string(k));
-        PlanResult r = run("force", fc, [&](ir::PlanBuilder& pb) { ir::lower_map(pb, "force", g.pull(fc), outs); });
+        std::map<std::string, ArrayPtr> into;
         std::vector<ArrayPtr> arrays;
-        for (size_t k = 0; k < outs.size(); ++k) arrays.push_back(array_from(r.outputs.at(outs[k]), g.elems[k], g.shape));
+        for (size_t k = 0; k < g.elems.size(); ++k) {
+            outs.push_back(g.elems.size() == 1 ? "out" : "out" + std::to_string(k));
+            arrays.push_back(std::make_shared<Array>(g.elems[k], g.shape, Array::Uninitialised{}));
+            into[outs.back()] = arrays.back();
+        }
+        run("force", fc, [&](ir::PlanBuilder& pb) { ir::lower_map(pb, "force", g.pull(fc), outs); }, into);
         return arrays;
     } catch (const Decline& d) {
         ++stats.declines[d.why];
@@ -429,7 +437,8 @@ std::atomic<PlanObserver> g_plan_observer{nullptr};
 void set_plan_observer(PlanObserver observer) { g_plan_observer.store(observer); }
 
 PlanResult CpuCompiledBackend::run(const std::string& name, FuseContext& fc,
-                                   const std::function<void(ir::PlanBuilder&)>& build) {
+                                   const std::function<void(ir::PlanBuilder&)>& build,
+                                   const std::map<std::string, ArrayPtr>& into) {
     ir::PlanBuilder pb(name);
     pb.defer_optimization = true;
     build(pb);
@@ -454,6 +463,7 @@ PlanResult CpuCompiledBackend::run(const std::string& name, FuseContext& fc,
         if (s.source == ir::ScalarSource::Input) args.scalars[s.name] = host_value(fc.scalars().at(s.name));
     for (const auto& [buffer, array] : fc.buffers())
         args.buffers[buffer] = BufferArg{array->bytes.data(), array->size()};
+    for (const auto& [buffer, array] : into) args.outputs[buffer] = BufferArg{array->bytes.data(), array->size()};
     ExecOptions options = options_;
     options.cancel = fc.eval_context().cancel;  // Ctrl-C stops a running kernel
     PlanResult r = run_plan(*it->second, args, options);
@@ -472,39 +482,41 @@ void CpuCompiledBackend::record_profile(const ir::LaunchPlan& plan, const PlanRe
         auto same = [&](const KernelProfile& p) { return p.plan == plan.name && p.kernel == plan.kernels[k].name; };
         auto it = std::find_if(profiling_->begin(), profiling_->end(), same);
         if (it == profiling_->end()) it = profiling_->insert(it, KernelProfile{plan.name, plan.kernels[k].name});
-        it->launches += c.launches;
-        it->nanoseconds += c.nanoseconds;
-        it->bytes_loaded += c.global_bytes_loaded;
-        it->bytes_stored += c.global_bytes_stored;
-        it->sectors += c.global_sectors;
-        it->bank_conflicts += c.shared_bank_conflicts;
-        it->atomics += c.atomics;
+        KernelProfile counts;
+        counts.launches = c.launches;
+        counts.nanoseconds = c.nanoseconds;
+        counts.bytes_loaded = c.global_bytes_loaded;
+        counts.bytes_stored = c.global_bytes_stored;
+        counts.sectors = c.global_sectors;
+        counts.bank_conflicts = c.shared_bank_conflicts;
+        counts.atomics = c.atomics;
+        *it += counts;
     }
 }
 
-std::vector<KernelProfile> CpuCompiledBackend::profile(const std::function<void()>& run_it) {
-    std::vector<KernelProfile> rows;
-    profiling_ = &rows;
+namespace {
+// Runs `run` with `slot` pointing at `target`, cleared again even if it throws.
+template <class T> void run_observed(T*& slot, T* target, const std::function<void()>& run) {
+    slot = target;
     try {
-        run_it();
+        run();
     } catch (...) {
-        profiling_ = nullptr;
+        slot = nullptr;
         throw;
     }
-    profiling_ = nullptr;
+    slot = nullptr;
+}
+}  // namespace
+
+std::vector<KernelProfile> CpuCompiledBackend::profile(const std::function<void()>& run_it) {
+    std::vector<KernelProfile> rows;
+    run_observed(profiling_, &rows, run_it);
     return rows;
 }
 
 std::string CpuCompiledBackend::explain(const std::function<void()>& run_it, bool cuda) {
     std::vector<std::shared_ptr<const ir::LaunchPlan>> plans;
-    recording_ = &plans;
-    try {
-        run_it();
-    } catch (...) {
-        recording_ = nullptr;
-        throw;
-    }
-    recording_ = nullptr;
+    run_observed(recording_, &plans, run_it);
     std::string out;
     for (const auto& p : plans) {
         out += (out.empty() ? "" : "\n\n") + ir::to_string(*p);
@@ -1357,7 +1369,8 @@ std::optional<Value> CpuCompiledBackend::compile_builtin(const std::string& name
         return Value(std::move(t));
     }
     // An array of tuples is a tuple of arrays: zip pairs them, unzip is the identity.
-    if (name == "zip" && is_like(Value(std::vector<Value>(args.begin(), args.end())))) return Value(std::vector<Value>(args.begin(), args.end()));
+    if ((name == "zip" || name == "zip3") && is_like(Value(std::vector<Value>(args.begin(), args.end()))))
+        return Value(std::vector<Value>(args.begin(), args.end()));
     if (name == "unzip" && is_like(args[0])) return args[0];
     // iterate: host control flow; its steps build the graph (bounded by kMaxFusedNodes).
     if (name == "iterate" && args[0].is_scalar() && args[1].is_function()) {

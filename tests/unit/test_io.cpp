@@ -313,7 +313,7 @@ TEST_CASE("npy: bool bytes other than 0/1 read as true") {
     std::string path = tmp / "b.npy";
     write_file(path, npy_bytes("{'descr': '|b1', 'fortran_order': False, 'shape': (3,)}", std::string("\0\x01\x07", 3)));
     ArrayPtr a = load_npy(path, kNoLoc);
-    CHECK(a->bytes == std::vector<uint8_t>{0, 1, 1});
+    CHECK(std::vector<uint8_t>(a->bytes.begin(), a->bytes.end()) == std::vector<uint8_t>{0, 1, 1});
 }
 
 TEST_CASE("npy: errors carry the source location") {
