@@ -59,6 +59,20 @@ const FuseContext::Input& FuseContext::input(const ArrayPtr& a) {
     auto it = inputs_.find(a.get());
     if (it != inputs_.end()) return it->second;
     Input in{"in" + std::to_string(counter_++), {}};
+    if (ctx_.parameter_names) {
+        // `:cuda f`: the parameter's name for the buffer, its extents named
+        // after it (the arg_ prefix keeps them apart from the plan's own names).
+        if (auto it = ctx_.parameter_names->find(a.get()); it != ctx_.parameter_names->end()) {
+            in.buffer = "arg_" + it->second;
+            for (size_t k = 0; k < a->shape.size(); ++k) {
+                const std::string name = "len_" + it->second + (a->shape.size() > 1 ? std::to_string(k) : "");
+                scalars_[name] = Scalar::of_long(a->shape[k]);
+                in.extents.push_back(param(name, ScalarType::I64));
+            }
+            buffers_[in.buffer] = a;
+            return inputs_.emplace(a.get(), std::move(in)).first->second;
+        }
+    }
     for (int64_t n : a->shape) in.extents.push_back(extent(n));
     buffers_[in.buffer] = a;
     return inputs_.emplace(a.get(), std::move(in)).first->second;

@@ -69,6 +69,9 @@ struct EvalContext {
     uint64_t random_stream = 0;  // advanced by every call of `random`
     ArrayBackend* backend = nullptr;  // null: the reference evaluator alone
     std::vector<Warning>* warnings = nullptr;  // null: advice is dropped
+    // `:cuda f`: the placeholder arrays standing for f's parameters, by
+    // address, with the parameter names the generated code should show.
+    const std::map<const void*, std::string>* parameter_names = nullptr;
 };
 
 // Evaluates `e` (whose node types are concrete). Throws Error on runtime

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 
 #include "builtins.h"
+#include "builtins_eval.h"
 #include "display.h"
 #include "format.h"
 #include "io.h"
@@ -441,19 +442,80 @@ struct SessionCommands {
     }
 
     // :ir e / :cuda e: evaluates e with the compiled backend (whatever the
-    // current backend), forcing its value, and prints the plans built.
+    // current backend), forcing its value, and prints the plans built. A
+    // function (`:cuda saxpy`) is applied to placeholder arguments: arrays of
+    // one element whose buffers and extents are named after its parameters,
+    // so the plan reads as formulas of them.
     bool explain(const CommandInfo& c, std::string_view arg, bool cuda) {
         if (arg.empty() || !stmt.argument_loc.valid()) usage(c);
         CompiledBackend* backend = require_compiled();
         ExprPtr e = argument_expression();
-        check_expression(e, I.type_env());
+        if (const Binding* b = e->kind == ExprKind::Var ? I.find(e->text) : nullptr; b && b->generic)
+            user_error(ErrorKind::Type, stmt.argument_loc,
+                       "'" + e->text + "' is polymorphic (" + scheme_to_string(*b->scheme) + "): :" + stmt.command +
+                           " of a function needs its parameter types",
+                       {"annotate it, e.g. :" + stmt.command + " (" + e->text +
+                            " : float -> [float] -> [float]), or apply it to arguments"});
+        const Type t = check_expression(e, I.type_env());
         I.pin(e);
         EvalContext ctx{&I.globals, &s.cancel_, s.settings_.seed, I.random_stream, backend, &I.warnings};
+        std::map<const void*, std::string> names;
+        ctx.parameter_names = &names;
         backend->set_check(s.settings_.check);
-        std::string text = backend->explain([&] { force(evaluate(e, ctx)); }, cuda);
-        out.display(explain_display(
-            text.empty() ? "no kernels: this expression is evaluated by the reference evaluator" : text, cuda));
+        std::string header;
+        std::string text = backend->explain(
+            [&] {
+                Value v = evaluate(e, ctx);
+                if (is_func(t)) {
+                    const std::vector<Value> args = placeholder_arguments(v, t, names, header);
+                    v = evalimpl::apply_value(v, args, ctx, stmt.argument_loc);
+                }
+                force(v);
+            },
+            cuda);
+        if (text.empty()) text = "no kernels: this expression is evaluated by the reference evaluator";
+        out.display(explain_display(header + text, cuda));
         return true;
+    }
+
+    // The placeholder arguments of a function of type t for `:cuda f`, the
+    // array ones registered in `names`; `header` gets one comment line per
+    // parameter.
+    std::vector<Value> placeholder_arguments(const Value& f, Type t, std::map<const void*, std::string>& names,
+                                             std::string& header) const {
+        std::vector<std::string> param_names;
+        const evalimpl::CallableView view = evalimpl::as_callable(f).view();
+        if (view.lambda)
+            for (size_t k = view.bound; k < view.lambda->params.size(); ++k) {
+                const PatternPtr& p = view.lambda->params[k];
+                param_names.push_back(p->kind == PatternKind::Var ? p->name : "");
+            }
+        std::vector<Value> args;
+        header = "// " + std::string(trim(stmt.argument)) + " : " + type_to_string(t) +
+                 ", traced with symbolic parameters:\n";
+        for (size_t k = 0; is_func(t); ++k, t = func_result(t)) {
+            const Type p = func_param(t);
+            std::string name = k < param_names.size() && !param_names[k].empty() && is_identifier(param_names[k])
+                                   ? param_names[k]
+                                   : "x" + std::to_string(k);
+            if (!is_concrete(p) || (!is_prim(p) && !is_array(p)))
+                user_error(ErrorKind::Type, stmt.argument_loc,
+                           ":" + std::string(stmt.command) + " of a function needs parameters of known scalar or "
+                           "array types; parameter " + std::to_string(k + 1) + " of '" + std::string(trim(stmt.argument)) +
+                           "' is " + type_to_string(p),
+                           {"apply it to arguments instead, e.g. `:cuda f xs`"});
+            if (is_prim(p)) {
+                header += "//   " + name + " : " + type_to_string(p) + "   a scalar kernel parameter (c...)\n";
+                args.emplace_back(convert_scalar(Scalar::of_int(0), prim_of(p)));
+                continue;
+            }
+            auto a = std::make_shared<Array>(prim_of(p), Shape(static_cast<size_t>(array_rank(p)), 1));
+            names[a.get()] = name;
+            header += "//   " + name + " : " + type_to_string(p) + "   buffer arg_" + name + ", extent" +
+                      (array_rank(p) > 1 ? "s len_" + name + "0.." : " len_" + name) + "\n";
+            args.emplace_back(a);
+        }
+        return args;
     }
 
     // :time e evaluates e on the current backend, shows its value and how long

@@ -324,6 +324,17 @@ Scalar scalar_from(const HostBuffer& b, Prim p, int64_t i) {
     return s;
 }
 
+// The arrays a consumer returns, made before its plan runs and written by
+// its kernels in place (uninitialised: the kernels write every element).
+struct InPlaceOutputs {
+    std::map<std::string, ArrayPtr> into;
+    Value add(const std::string& buffer, Prim p, const Shape& shape) {
+        auto a = std::make_shared<Array>(p, shape, Array::Uninitialised{});
+        into[buffer] = a;
+        return Value(a);
+    }
+};
+
 ArrayPtr array_from(const HostBuffer& b, Prim p, const Shape& shape) {
     auto a = std::make_shared<Array>(p, shape, Array::Uninitialised{});
     if (!a->bytes.empty()) std::memcpy(a->bytes.data(), b.bytes.data(), a->bytes.size());
@@ -1150,8 +1161,13 @@ std::optional<Value> CpuCompiledBackend::scan(const std::string& name, std::span
     const Type et = elem_type(xs);
     FuseContext fc(ctx);
     std::vector<std::string> outs;
-    for (size_t k = 0; k < prims.size(); ++k) outs.push_back("out" + std::to_string(k));
-    PlanResult r = run(name, fc, [&](ir::PlanBuilder& pb) {
+    InPlaceOutputs results;
+    std::vector<Value> arrays;
+    for (size_t k = 0; k < prims.size(); ++k) {
+        outs.push_back("out" + std::to_string(k));
+        arrays.push_back(results.add(outs.back(), prims[k], s));
+    }
+    run(name, fc, [&](ir::PlanBuilder& pb) {
         const std::vector<PullArray> x = pulls_of(xs, fc);
         std::optional<PullArray> flags;
         if (segmented) flags = pull_of(args[2], fc);
@@ -1178,10 +1194,8 @@ std::optional<Value> CpuCompiledBackend::scan(const std::string& name, std::span
         all.insert(all.begin(), "valid");
         ir::lower_scan(pb, name, src, flags ? &*flags : nullptr, optional_combine(op, scalar_types(prims)),
                        ir::ScanKind::Inclusive, all);
-    });
-    std::vector<Value> results;
-    for (size_t k = 0; k < prims.size(); ++k) results.emplace_back(array_from(r.outputs.at(outs[k]), prims[k], s));
-    return rebuild(args[1], results);
+    }, results.into);
+    return rebuild(args[1], arrays);
 }
 
 // ++, interleave (push arrays: each thread writes into both parts) and
@@ -1206,12 +1220,17 @@ std::optional<Value> CpuCompiledBackend::push(const std::string& name, std::span
     const std::vector<Value> as = leaves(args[0]);
     FuseContext fc(ctx);
     std::vector<std::string> outs;
-    PlanResult r = run(name, fc, [&](ir::PlanBuilder& pb) {
+    InPlaceOutputs results;
+    std::vector<Value> arrays;
+    for (size_t k = 0; k < as.size(); ++k) {
+        outs.push_back(as.size() == 1 ? "out" : "out" + std::to_string(k));
+        arrays.push_back(results.add(outs.back(), elem_of(as[k]), s));
+    }
+    run(name, fc, [&](ir::PlanBuilder& pb) {
         const std::vector<PullArray> a = pulls_of(args[0], fc);
         std::vector<PullArray> b;
         if (name != "transpose") b = pulls_of(args[1], fc);
         for (size_t k = 0; k < a.size(); ++k) {
-            outs.push_back(a.size() == 1 ? "out" : "out" + std::to_string(k));
             const std::string kernel = pb.fresh(name == "++" ? "concat" : name);
             if (name == "transpose")
                 ir::lower_transpose(pb, kernel, a[k], outs[k]);
@@ -1220,10 +1239,8 @@ std::optional<Value> CpuCompiledBackend::push(const std::string& name, std::span
             else
                 ir::lower_interleave(pb, kernel, a[k], b[k], outs[k]);
         }
-    });
-    std::vector<Value> results;
-    for (size_t k = 0; k < as.size(); ++k) results.emplace_back(array_from(r.outputs.at(outs[k]), elem_of(as[k]), s));
-    return rebuild(args[0], results);
+    }, results.into);
+    return rebuild(args[0], arrays);
 }
 
 // filter p xs (rank 1, arrays of tuples too): the predicate compiled into the
@@ -1262,19 +1279,21 @@ std::optional<Value> CpuCompiledBackend::sort(bool by_key, std::span<const Value
     if (by_key && (ks.size() != 1 || !is_like(args[1]) || like_shape(args[1])[0] != ks[0])) return std::nullopt;
     const std::vector<Prim> prims = by_key ? prims_of(args[1]) : std::vector<Prim>{};
     FuseContext fc(ctx);
+    InPlaceOutputs results;
+    const Value sorted = results.add("keys", elem_of(keys), ks);
     std::vector<std::string> outs;
-    for (size_t k = 0; k < prims.size(); ++k) outs.push_back("vals" + std::to_string(k));
+    std::vector<Value> values;
+    for (size_t k = 0; k < prims.size(); ++k) {
+        outs.push_back("vals" + std::to_string(k));
+        values.push_back(results.add(outs.back(), prims[k], like_shape(args[1])));
+    }
     const char* name = by_key ? "sortByKey" : "sort";
-    PlanResult r = run(name, fc, [&](ir::PlanBuilder& pb) {
+    run(name, fc, [&](ir::PlanBuilder& pb) {
         const std::vector<PullArray> vals = by_key ? pulls_of(args[1], fc) : std::vector<PullArray>{};
         ir::lower_sort(pb, name, pull_of(keys, fc), vals, "keys", outs);
-    });
-    Value sorted(array_from(r.outputs.at("keys"), elem_of(keys), ks));
+    }, results.into);
     if (!by_key) return sorted;
-    const Shape vs = like_shape(args[1]);
-    std::vector<Value> results;
-    for (size_t k = 0; k < prims.size(); ++k) results.emplace_back(array_from(r.outputs.at(outs[k]), prims[k], vs));
-    return Value(std::vector<Value>{sorted, rebuild(args[1], results)});
+    return Value(std::vector<Value>{sorted, rebuild(args[1], values)});
 }
 
 // permute f dest g vals. With an operator section: atomics (or a CAS loop)
@@ -1302,8 +1321,13 @@ std::optional<Value> CpuCompiledBackend::permute(std::span<const Value> args, Ev
         return target;
     };
     std::vector<std::string> outs;
-    for (size_t k = 0; k < prims.size(); ++k) outs.push_back(prims.size() == 1 ? "out" : "out" + std::to_string(k));
-    PlanResult r = run("permute", fc, [&](ir::PlanBuilder& pb) {
+    InPlaceOutputs results;
+    std::vector<Value> arrays;
+    for (size_t k = 0; k < prims.size(); ++k) {
+        outs.push_back(prims.size() == 1 ? "out" : "out" + std::to_string(k));
+        arrays.push_back(results.add(outs.back(), prims[k], like_shape(dest)));
+    }
+    run("permute", fc, [&](ir::PlanBuilder& pb) {
         const std::vector<PullArray> v = pulls_of(vals, fc), d = pulls_of(dest, fc);
         const PullArray target = target_of(v[0].shape);
         if (atomics) {
@@ -1313,11 +1337,8 @@ std::optional<Value> CpuCompiledBackend::permute(std::span<const Value> args, Ev
         const Type et = elem_type(vals);
         const UserOp combine{&fc, f, et};
         ir::lower_permute_ordered(pb, "permute", ir::tuple_of(d), target, ir::tuple_of(v), combine, outs);
-    });
-    const Shape s = like_shape(dest);
-    std::vector<Value> results;
-    for (size_t k = 0; k < prims.size(); ++k) results.emplace_back(array_from(r.outputs.at(outs[k]), prims[k], s));
-    return rebuild(dest, results);
+    }, results.into);
+    return rebuild(dest, arrays);
 }
 
 // scatter dest idx vals (rank 1 or 2, arrays of tuples too): deterministic,
@@ -1332,15 +1353,18 @@ std::optional<Value> CpuCompiledBackend::scatter(std::span<const Value> args, Ev
     const std::vector<Prim> prims = prims_of(dest);
     FuseContext fc(ctx);
     std::vector<std::string> outs;
-    for (size_t k = 0; k < prims.size(); ++k) outs.push_back(prims.size() == 1 ? "out" : "out" + std::to_string(k));
-    PlanResult r = run("scatter", fc, [&](ir::PlanBuilder& pb) {
+    InPlaceOutputs results;
+    std::vector<Value> arrays;
+    for (size_t k = 0; k < prims.size(); ++k) {
+        outs.push_back(prims.size() == 1 ? "out" : "out" + std::to_string(k));
+        arrays.push_back(results.add(outs.back(), prims[k], ds));
+    }
+    run("scatter", fc, [&](ir::PlanBuilder& pb) {
         const std::vector<PullArray> d = pulls_of(dest, fc), v = pulls_of(vals, fc);
         const PullArray i = pull_of(idx, fc);
         for (size_t k = 0; k < d.size(); ++k) ir::lower_scatter(pb, pb.fresh("scatter"), d[k], i, v[k], outs[k]);
-    });
-    std::vector<Value> results;
-    for (size_t k = 0; k < prims.size(); ++k) results.emplace_back(array_from(r.outputs.at(outs[k]), prims[k], ds));
-    return rebuild(dest, results);
+    }, results.into);
+    return rebuild(dest, arrays);
 }
 
 // ---------------------------------------------------------------- entry

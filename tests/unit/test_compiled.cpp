@@ -359,3 +359,22 @@ TEST_CASE("compiled backend: every array builtin runs compiled") {
         CHECK(reference_fallbacks(program) == "");
     }
 }
+
+TEST_CASE("compiled backend: :cuda f traces a function with symbolic parameters") {
+    set_compiled_backend_factory(cpu::make_compiled_backend);
+    Session s;
+    Capture out;
+    s.execute("let rmse (xs : [float]) (ys : [float]) = sqrt (sum (map (\\d -> d * d) (xs - ys)) / float (length xs))\n"
+              ":cuda rmse",
+              "<t>", out);
+    CHECK(out.all.find("//   xs : [float]   buffer arg_xs, extent len_xs") != std::string::npos);
+    CHECK(out.all.find("scalar long long sum_blocks = min((len_xs + 4095) / 4096, 1024)") != std::string::npos);
+    CHECK(out.all.find("const float* __restrict__ arg_ys") != std::string::npos);
+    CHECK(out.all.find("error") == std::string::npos);
+    Capture poly;
+    s.execute("let saxpy a x y = a * x + y\n:cuda saxpy\n:ir (saxpy : float -> [float] -> [float] -> [float])\n:cuda map",
+              "<t>", poly);
+    CHECK(poly.all.find("error: 'saxpy' is polymorphic") != std::string::npos);
+    CHECK(poly.all.find("out[gid] = (c") != std::string::npos);  // a * x + y with a lifted
+    CHECK(poly.all.find("error: :cuda of a function needs parameters of known scalar or array types") != std::string::npos);
+}
