@@ -12,23 +12,14 @@
 #include "lang/plot.h"
 #include "lang/session.h"
 #include "runtime/cpu/compiled_backend.h"
+#include "session_capture.h"
 
 using namespace shoal;
 
 namespace {
 
-struct DisplayCapture : SessionOutput {
-    std::vector<DisplayData> displays;
-    std::vector<std::string> values, texts, errors;
-    std::vector<ErrorKind> kinds;
+struct DisplayCapture : shoal::testing::SessionCapture {
     void display(const DisplayData& d) override { displays.push_back(d); }
-    void value(const Value&, const Type&, const std::string& text) override { values.push_back(text); }
-    void text(const std::string& s) override { texts.push_back(s); }
-    void error(const Error& e) override {
-        errors.push_back(format_error(e));
-        kinds.push_back(e.kind);
-    }
-    void warning(const std::string&) override {}
 };
 
 ArrayPtr vector_of(Prim elem, std::vector<double> xs) {

@@ -10,23 +10,14 @@
 #include <vector>
 
 #include "lang/session.h"
+#include "session_capture.h"
 
 using namespace shoal;
 
 namespace {
 
-struct Capture : SessionOutput {
-    std::vector<std::string> values, texts, errors;
-    std::vector<ErrorKind> kinds;
-    void value(const Value&, const Type&, const std::string& text) override { values.push_back(text); }
-    void text(const std::string& s) override { texts.push_back(s); }
-    void error(const Error& e) override {
-        errors.push_back(format_error(e));
-        kinds.push_back(e.kind);
-    }
-    void warning(const std::string&) override {}
-    void clear() { *this = Capture{}; }
-};
+// Displays fall back to their text, as in the REPL.
+using Capture = shoal::testing::SessionCapture;
 
 // Runs text in the session and returns what it printed (values only);
 // fails the test if any statement failed.

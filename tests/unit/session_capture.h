@@ -1,0 +1,26 @@
+// A SessionOutput that records what a session printed, for tests that run
+// statements through shoal::Session (test_session.cpp, test_display.cpp).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "lang/diagnostics.h"
+#include "lang/session.h"
+
+namespace shoal::testing {
+
+struct SessionCapture : SessionOutput {
+    std::vector<std::string> values, texts, errors;
+    std::vector<ErrorKind> kinds;
+    std::vector<DisplayData> displays;
+    void value(const Value&, const Type&, const std::string& text) override { values.push_back(text); }
+    void text(const std::string& s) override { texts.push_back(s); }
+    void error(const Error& e) override {
+        errors.push_back(format_error(e));
+        kinds.push_back(e.kind);
+    }
+    void warning(const std::string&) override {}
+    void clear() { *this = SessionCapture{}; }
+};
+
+}  // namespace shoal::testing
