@@ -718,8 +718,7 @@ private:
     // reference evaluator's order.
     CVal fold(const std::string& name, const ir::PullArray& a, IExpr init,
               const std::function<IExpr(IExpr, IExpr)>& step) {
-        if (std::vector<Warning>* w = fc_.eval_context().warnings)
-            w->push_back({loc_, name + " over a nested array runs sequentially inside each thread",
+        fc_.warnings.push_back({loc_, name + " over a nested array runs sequentially inside each thread",
                           {"the nested array depends on the element, so it cannot be computed once before the "
                            "kernel; fine for short inner arrays, slow for long ones (flatten the computation, "
                            "e.g. with segscan)"}});

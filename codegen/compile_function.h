@@ -59,6 +59,11 @@ public:
     const std::map<std::string, Scalar>& scalars() const { return scalars_; }
     const std::map<std::string, ArrayPtr>& buffers() const { return buffers_; }
 
+    // Advice found while compiling (sequential nesting); the backend passes
+    // it on to the statement only once the plan is built, so a function that
+    // declines (the reference evaluator computes it) warns of nothing.
+    std::vector<Warning> warnings;
+
 private:
     EvalContext ctx_;
     std::map<std::string, Scalar> scalars_;

@@ -477,6 +477,8 @@ PlanResult CpuCompiledBackend::run(const std::string& name, FuseContext& fc,
     for (const auto& [buffer, array] : into) args.outputs[buffer] = BufferArg{array->bytes.data(), array->size()};
     ExecOptions options = options_;
     options.cancel = fc.eval_context().cancel;  // Ctrl-C stops a running kernel
+    // The plan compiled: its advice applies (even if running it fails).
+    if (std::vector<Warning>* w = fc.eval_context().warnings) w->insert(w->end(), fc.warnings.begin(), fc.warnings.end());
     PlanResult r = run_plan(*it->second, args, options);
     ++stats.plans_run;
     if (profiling_) record_profile(*it->second, r);
