@@ -458,10 +458,11 @@ struct SessionCommands {
                             " : float -> [float] -> [float]), or apply it to arguments"});
         const Type t = check_expression(e, I.type_env());
         I.pin(e);
-        EvalContext ctx{&I.globals, &s.cancel_, s.settings_.seed, I.random_stream, backend, &I.warnings};
+        EvalContext ctx = s.eval_context();
+        ctx.backend = backend;  // whatever the current backend
+        backend->set_check(s.settings_.check);
         std::map<const void*, std::string> names;
         ctx.parameter_names = &names;
-        backend->set_check(s.settings_.check);
         std::string header;
         std::string text = backend->explain(
             [&] {
@@ -503,7 +504,7 @@ struct SessionCommands {
                            ":" + std::string(stmt.command) + " of a function needs parameters of known scalar or "
                            "array types; parameter " + std::to_string(k + 1) + " of '" + std::string(trim(stmt.argument)) +
                            "' is " + type_to_string(p),
-                           {"apply it to arguments instead, e.g. `:cuda f xs`"});
+                           {"apply it to arguments instead, e.g. `:" + stmt.command + " f xs`"});
             if (is_prim(p)) {
                 header += "//   " + name + " : " + type_to_string(p) + "   a scalar kernel parameter (c...)\n";
                 args.emplace_back(convert_scalar(Scalar::of_int(0), prim_of(p)));

@@ -324,14 +324,29 @@ Scalar scalar_from(const HostBuffer& b, Prim p, int64_t i) {
     return s;
 }
 
+// Output buffer names for n leaves: prefix0, prefix1, ...; a single leaf
+// is plain `prefix` when bare_single.
+std::vector<std::string> leaf_buffers(const std::string& prefix, size_t n, bool bare_single) {
+    std::vector<std::string> names;
+    for (size_t k = 0; k < n; ++k) names.push_back(n == 1 && bare_single ? prefix : prefix + std::to_string(k));
+    return names;
+}
+
 // The arrays a consumer returns, made before its plan runs and written by
 // its kernels in place (uninitialised: the kernels write every element).
 struct InPlaceOutputs {
     std::map<std::string, ArrayPtr> into;
-    Value add(const std::string& buffer, Prim p, const Shape& shape) {
+    ArrayPtr add(const std::string& buffer, Prim p, const Shape& shape) {
         auto a = std::make_shared<Array>(p, shape, Array::Uninitialised{});
         into[buffer] = a;
-        return Value(a);
+        return a;
+    }
+    // One array per leaf, all of `shape`, for the buffers `names`.
+    std::vector<Value> add_all(const std::vector<std::string>& names, const std::vector<Prim>& prims,
+                               const Shape& shape) {
+        std::vector<Value> arrays;
+        for (size_t k = 0; k < names.size(); ++k) arrays.emplace_back(add(names[k], prims[k], shape));
+        return arrays;
     }
 };
 
@@ -371,15 +386,11 @@ std::vector<ArrayPtr> CpuCompiledBackend::materialise(const NodeGroup& g) {
     try {
         FuseContext fc(g.ctx);
         // The kernel writes the bindings' arrays directly: no copy, no zeroing.
-        std::vector<std::string> outs;
-        std::map<std::string, ArrayPtr> into;
+        const std::vector<std::string> outs = leaf_buffers("out", g.elems.size(), true);
+        InPlaceOutputs results;
         std::vector<ArrayPtr> arrays;
-        for (size_t k = 0; k < g.elems.size(); ++k) {
-            outs.push_back(g.elems.size() == 1 ? "out" : "out" + std::to_string(k));
-            arrays.push_back(std::make_shared<Array>(g.elems[k], g.shape, Array::Uninitialised{}));
-            into[outs.back()] = arrays.back();
-        }
-        run("force", fc, [&](ir::PlanBuilder& pb) { ir::lower_map(pb, "force", g.pull(fc), outs); }, into);
+        for (size_t k = 0; k < outs.size(); ++k) arrays.push_back(results.add(outs[k], g.elems[k], g.shape));
+        run("force", fc, [&](ir::PlanBuilder& pb) { ir::lower_map(pb, "force", g.pull(fc), outs); }, results.into);
         return arrays;
     } catch (const Decline& d) {
         ++stats.declines[d.why];
@@ -1047,8 +1058,8 @@ std::optional<Value> CpuCompiledBackend::general_reduce(const Value& f, const Va
     const Type et = elem_type(xs);
     auto zkeep = std::make_shared<const std::vector<Scalar>>(zs);
     FuseContext fc(ctx);
-    std::vector<std::string> outs = {"valid"};
-    for (size_t k = 0; k < prims.size(); ++k) outs.push_back("out" + std::to_string(k));
+    std::vector<std::string> outs = leaf_buffers("out", prims.size(), false);
+    outs.insert(outs.begin(), "valid");
     PlanResult r = run("reduce", fc, [&](ir::PlanBuilder& pb) {
         const UserOp op{&fc, f, et};
         const ir::PullTuple src = folded_input(
@@ -1162,13 +1173,9 @@ std::optional<Value> CpuCompiledBackend::scan(const std::string& name, std::span
     auto zkeep = std::make_shared<const std::vector<Scalar>>(zs);
     const Type et = elem_type(xs);
     FuseContext fc(ctx);
-    std::vector<std::string> outs;
+    const std::vector<std::string> outs = leaf_buffers("out", prims.size(), false);
     InPlaceOutputs results;
-    std::vector<Value> arrays;
-    for (size_t k = 0; k < prims.size(); ++k) {
-        outs.push_back("out" + std::to_string(k));
-        arrays.push_back(results.add(outs.back(), prims[k], s));
-    }
+    const std::vector<Value> arrays = results.add_all(outs, prims, s);
     run(name, fc, [&](ir::PlanBuilder& pb) {
         const std::vector<PullArray> x = pulls_of(xs, fc);
         std::optional<PullArray> flags;
@@ -1221,13 +1228,9 @@ std::optional<Value> CpuCompiledBackend::push(const std::string& name, std::span
     }
     const std::vector<Value> as = leaves(args[0]);
     FuseContext fc(ctx);
-    std::vector<std::string> outs;
+    const std::vector<std::string> outs = leaf_buffers("out", as.size(), true);
     InPlaceOutputs results;
-    std::vector<Value> arrays;
-    for (size_t k = 0; k < as.size(); ++k) {
-        outs.push_back(as.size() == 1 ? "out" : "out" + std::to_string(k));
-        arrays.push_back(results.add(outs.back(), elem_of(as[k]), s));
-    }
+    const std::vector<Value> arrays = results.add_all(outs, prims_of(args[0]), s);
     run(name, fc, [&](ir::PlanBuilder& pb) {
         const std::vector<PullArray> a = pulls_of(args[0], fc);
         std::vector<PullArray> b;
@@ -1254,8 +1257,7 @@ std::optional<Value> CpuCompiledBackend::filter(std::span<const Value> args, Eva
     const std::vector<Prim> prims = prims_of(xs);
     const Type et = elem_type(xs);
     FuseContext fc(ctx);
-    std::vector<std::string> outs;
-    for (size_t k = 0; k < prims.size(); ++k) outs.push_back(prims.size() == 1 ? "out" : "out" + std::to_string(k));
+    const std::vector<std::string> outs = leaf_buffers("out", prims.size(), true);
     PlanResult r = run("filter", fc, [&](ir::PlanBuilder& pb) {
         const std::vector<PullArray> x = pulls_of(xs, fc);
         PullArray keep{x[0].shape, ir::ScalarType::Bool, nullptr};
@@ -1283,12 +1285,8 @@ std::optional<Value> CpuCompiledBackend::sort(bool by_key, std::span<const Value
     FuseContext fc(ctx);
     InPlaceOutputs results;
     const Value sorted = results.add("keys", elem_of(keys), ks);
-    std::vector<std::string> outs;
-    std::vector<Value> values;
-    for (size_t k = 0; k < prims.size(); ++k) {
-        outs.push_back("vals" + std::to_string(k));
-        values.push_back(results.add(outs.back(), prims[k], like_shape(args[1])));
-    }
+    const std::vector<std::string> outs = leaf_buffers("vals", prims.size(), false);
+    const std::vector<Value> values = by_key ? results.add_all(outs, prims, like_shape(args[1])) : std::vector<Value>{};
     const char* name = by_key ? "sortByKey" : "sort";
     run(name, fc, [&](ir::PlanBuilder& pb) {
         const std::vector<PullArray> vals = by_key ? pulls_of(args[1], fc) : std::vector<PullArray>{};
@@ -1322,13 +1320,9 @@ std::optional<Value> CpuCompiledBackend::permute(std::span<const Value> args, Ev
         };
         return target;
     };
-    std::vector<std::string> outs;
+    const std::vector<std::string> outs = leaf_buffers("out", prims.size(), true);
     InPlaceOutputs results;
-    std::vector<Value> arrays;
-    for (size_t k = 0; k < prims.size(); ++k) {
-        outs.push_back(prims.size() == 1 ? "out" : "out" + std::to_string(k));
-        arrays.push_back(results.add(outs.back(), prims[k], like_shape(dest)));
-    }
+    const std::vector<Value> arrays = results.add_all(outs, prims, like_shape(dest));
     run("permute", fc, [&](ir::PlanBuilder& pb) {
         const std::vector<PullArray> v = pulls_of(vals, fc), d = pulls_of(dest, fc);
         const PullArray target = target_of(v[0].shape);
@@ -1354,13 +1348,9 @@ std::optional<Value> CpuCompiledBackend::scatter(std::span<const Value> args, Ev
         return std::nullopt;
     const std::vector<Prim> prims = prims_of(dest);
     FuseContext fc(ctx);
-    std::vector<std::string> outs;
+    const std::vector<std::string> outs = leaf_buffers("out", prims.size(), true);
     InPlaceOutputs results;
-    std::vector<Value> arrays;
-    for (size_t k = 0; k < prims.size(); ++k) {
-        outs.push_back(prims.size() == 1 ? "out" : "out" + std::to_string(k));
-        arrays.push_back(results.add(outs.back(), prims[k], ds));
-    }
+    const std::vector<Value> arrays = results.add_all(outs, prims, ds);
     run("scatter", fc, [&](ir::PlanBuilder& pb) {
         const std::vector<PullArray> d = pulls_of(dest, fc), v = pulls_of(vals, fc);
         const PullArray i = pull_of(idx, fc);
