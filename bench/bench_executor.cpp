@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "codegen/lower_primitives.h"
+#include "codegen/pipeline.h"
 #include "runtime/cpu/run_plan.h"
 
 using namespace shoal;
@@ -38,6 +39,13 @@ double best_seconds(int reps, const std::function<void()>& f) {
 
 void report(const char* name, int64_t n, double seconds) {
     std::printf("%s %lld %.3f\n", name, static_cast<long long>(n), seconds * 1e9 / static_cast<double>(n));
+}
+
+// The plan as the engine runs it: after the pass pipeline.
+LaunchPlan optimized(const PlanBuilder& pb) {
+    LaunchPlan plan = pb.plan();
+    optimize(plan);
+    return plan;
 }
 
 }  // namespace
@@ -73,13 +81,13 @@ int main(int argc, char** argv) {
             PullArray s = zip_with(ax, py, BinaryOp::Add);
             PlanBuilder pb("saxpy");
             lower_map(pb, "saxpy", tuple_of(s), {"out"});
-            LaunchPlan plan = pb.finish();
+            LaunchPlan plan = optimized(pb);
             report("saxpy", n, best_seconds(reps, [&] { cpu::run_plan(plan, args, opt); }));
         }
         if (wanted("sum")) {
             PlanBuilder pb("sum");
             lower_reduce(pb, "sum", px, known_combine(AssocOp::Add, ScalarType::F32), "out");
-            LaunchPlan plan = pb.finish();
+            LaunchPlan plan = optimized(pb);
             report("sum", n, best_seconds(reps, [&] { cpu::run_plan(plan, args, opt); }));
         }
         if (wanted("rmse")) {  // rmse's reduction: sum (map (\d -> d * d) (x - y))
@@ -91,7 +99,7 @@ int main(int argc, char** argv) {
             };
             PlanBuilder pb("rmse");
             lower_reduce(pb, "rmse", sq, known_combine(AssocOp::Add, ScalarType::F32), "out");
-            LaunchPlan plan = pb.finish();
+            LaunchPlan plan = optimized(pb);
             report("rmse", n, best_seconds(reps, [&] { cpu::run_plan(plan, args, opt); }));
         }
     }

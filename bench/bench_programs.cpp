@@ -25,7 +25,8 @@
 #include <vector>
 
 #include "lang/session.h"
-#include "runtime/cpu/compiled_backend.h"
+#include "codegen/compiled_backend.h"
+#include "runtime/executors.h"
 
 using namespace shoal;
 
@@ -100,7 +101,7 @@ void run(Session& s, const std::string& text) {
 // A program the compiled backend left (partly) to the reference evaluator
 // would time the wrong thing.
 void require_compiled(Session& s, const Program& p) {
-    const cpu::BackendStats& st = cpu::backend_stats(*s.compiled_backend());
+    const compiled::BackendStats& st = compiled::backend_stats(*s.compiled_backend());
     if (st.reference_replays == 0 && st.reference_builtins.empty()) return;
     std::fprintf(stderr, "bench_programs: %s is not compiled entirely (%lld replays, %zu builtins left to the reference)\n",
                  p.name, static_cast<long long>(st.reference_replays), st.reference_builtins.size());
@@ -110,7 +111,7 @@ void require_compiled(Session& s, const Program& p) {
 // Runs p's statement once (compiling its plan's kernels), checks that it
 // compiled, then times reps more runs: the best, in seconds.
 double best_seconds(int reps, Session& s, const Program& p) {
-    cpu::reset_backend_stats(*s.compiled_backend());
+    compiled::reset_backend_stats(*s.compiled_backend());
     run(s, p.statement);
     require_compiled(s, p);
     double best = 1e30;
@@ -148,7 +149,7 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "usage: shoal_bench_programs DIR [N] | --smoke (DIR: the inputs of programs_numpy.py data DIR)\n");
         return 2;
     }
-    set_compiled_backend_factory(cpu::make_compiled_backend);
+    runtime::install_compiled_backend();
     const std::string dir = smoke ? "" : argv[1];
     const int64_t only = argc == 3 ? std::atoll(argv[2]) : 0;
     for (int64_t n : smoke ? std::vector<int64_t>{4096} : std::vector<int64_t>(std::begin(kSizes), std::end(kSizes))) {

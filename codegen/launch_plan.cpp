@@ -5,7 +5,6 @@
 #include <set>
 #include <sstream>
 
-#include "codegen/pipeline.h"
 #include "lang/diagnostics.h"
 
 namespace shoal::ir {
@@ -96,10 +95,9 @@ void PlanBuilder::register_params(const Kernel& k) {
     }
 }
 
-// Every kernel of every plan goes through the optimisation pipeline, once, here.
 int PlanBuilder::add_kernel(Kernel k) {
     register_params(k);
-    plan_.kernels.push_back(defer_optimization ? std::move(k) : optimize_kernel(k));
+    plan_.kernels.push_back(std::move(k));
     return static_cast<int>(plan_.kernels.size()) - 1;
 }
 

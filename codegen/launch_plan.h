@@ -107,11 +107,9 @@ public:
     // A name not used yet in this plan (for temporaries and derived scalars).
     std::string fresh(const std::string& prefix);
 
-    // Verifies and optimises k (codegen/pipeline.h) and adds it; with
-    // defer_optimization, adds it as built: a caller with a kernel cache
-    // keys the plan first and runs optimize_plan only on a miss.
+    // Adds k as lowered; codegen/pipeline.h's optimize() runs the passes on
+    // the finished plan (the plan cache does, on a miss).
     int add_kernel(Kernel k);
-    bool defer_optimization = false;
     void launch(int kernel, ExprPtr grid, std::string comment = "");
     // Defines the ReadBack scalar `scalar` (type: the buffer's element type).
     std::string read_back(const std::string& scalar, const std::string& buffer, ExprPtr index,

@@ -2,6 +2,7 @@
 
 #include "codegen/launch_plan.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
@@ -9,6 +10,7 @@
 #include "codegen/cse.h"
 #include "codegen/dead_code.h"
 #include "codegen/simplify.h"
+#include "lang/diagnostics.h"
 
 namespace shoal::ir {
 namespace {
@@ -38,18 +40,33 @@ const std::vector<KernelPass>& kernel_passes() {
     return passes;
 }
 
-Kernel optimize_kernel(const Kernel& k) {
+PassOptions& PassOptions::disable(const std::string& pass) {
+    const auto& all = kernel_passes();
+    const bool known = std::any_of(all.begin(), all.end(), [&](const KernelPass& p) { return pass == p.name; });
+    SHOAL_INTERNAL_ASSERT(known && pass != "verify", "no optimisation pass named '" + pass + "'");
+    disabled.insert(pass);
+    return *this;
+}
+
+std::string PassOptions::key() const {
+    std::string k = "passes";
+    for (const std::string& p : disabled) k += " -" + p;
+    return k;
+}
+
+Kernel optimize_kernel(const Kernel& k, const PassOptions& options) {
     const bool dump = dump_requested();
     Kernel current = k;
     for (const KernelPass& pass : kernel_passes()) {
+        if (!options.enabled(pass.name)) continue;
         current = pass.run(current);
         if (dump) std::cerr << "// SHOAL_DUMP_IR " << current.name << " after " << pass.name << "\n" << to_string(current);
     }
     return current;
 }
 
-void optimize_plan(LaunchPlan& plan) {
-    for (Kernel& k : plan.kernels) k = optimize_kernel(k);
+void optimize(LaunchPlan& plan, const PassOptions& options) {
+    for (Kernel& k : plan.kernels) k = optimize_kernel(k, options);
 }
 
 }  // namespace shoal::ir

@@ -1,7 +1,8 @@
 // The optimisation pipeline every kernel goes through after lowering: one
-// list of passes, in order. PlanBuilder::add_kernel runs it, so every kernel
-// of every launch plan (what the executor runs, the CUDA printer prints and
-// `:ir` shows) is optimised exactly once.
+// list of passes, in order. The plan cache (codegen/plan_cache.h) runs it on
+// a miss, so every kernel of every launch plan (what the executors run, the
+// CUDA printer prints and `:ir` shows) is optimised exactly once, under the
+// session's PassOptions.
 //
 //   verify -> simplify -> cse -> simplify -> dead_code -> verify
 //
@@ -12,9 +13,15 @@
 // dead_code.h): it says what it does and the rules that keep it safe. The
 // final verify catches a pass that broke an invariant, naming the kernel.
 //
+// Every pass but verify can be switched off by name (PassOptions), to see
+// its effect or to rule it out when hunting a miscompilation; the results
+// must not change, only the code.
+//
 // SHOAL_DUMP_IR=1 in the environment prints the IR after each pass to
 // std::cerr, each dump headed by `// SHOAL_DUMP_IR <kernel> after <pass>`.
 #pragma once
+#include <set>
+#include <string>
 #include <vector>
 
 #include "codegen/ir.h"
@@ -31,8 +38,19 @@ struct KernelPass {
 // The passes, in the order optimize_kernel runs them.
 const std::vector<KernelPass>& kernel_passes();
 
-Kernel optimize_kernel(const Kernel& k);
-// Every kernel of a plan built with PlanBuilder::defer_optimization.
-void optimize_plan(LaunchPlan& plan);
+// Which passes run. verify always does (it proves the others kept the
+// invariants); disabling an unknown name is an internal error.
+struct PassOptions {
+    std::set<std::string> disabled;  // pass names, as in kernel_passes()
+
+    bool enabled(const std::string& pass) const { return !disabled.count(pass); }
+    PassOptions& disable(const std::string& pass);
+    // A text that differs whenever the options do (part of the plan cache key).
+    std::string key() const;
+};
+
+Kernel optimize_kernel(const Kernel& k, const PassOptions& options = {});
+// Every kernel of a plan (as its lowering built it).
+void optimize(LaunchPlan& plan, const PassOptions& options = {});
 
 }  // namespace shoal::ir

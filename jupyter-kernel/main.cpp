@@ -33,7 +33,7 @@
 #include <xeus/xserver_zmq.hpp>
 
 #include "lang/session.h"
-#include "runtime/cpu/compiled_backend.h"
+#include "runtime/executors.h"
 #include "shoal_interpreter.h"
 #include "shoal_kernel_logos.h"  // generated: kLogo32, kLogo64 (PNG bytes)
 
@@ -181,7 +181,7 @@ int main(int argc, char** argv) {
         return 0;
     }
 
-    shoal::set_compiled_backend_factory(shoal::cpu::make_compiled_backend);
+    shoal::runtime::install_compiled_backend();
     start_interrupt_thread(sigint);
 
     std::string file_name = xeus::extract_filename(argc, argv);

@@ -134,12 +134,9 @@ long code_point_offset(const std::string& text, size_t bytes) {
     return n;
 }
 
-std::string banner(const Session& session) {
-    std::string backend = session.settings().compiled ? "compiled, CPU executor" : "reference evaluator";
+std::string banner(Session& session) {
     return std::string("Shoal ") + SHOAL_VERSION + " -- an interactive array language\n" +
-           "backend: " + backend + "\n" +
-           "device: no GPU: kernels run on the CPU executor\n" +
-           "Type :help for the builtins and commands.";
+           "running: " + session.engine_description() + "\n" + "Type :help for the builtins and commands.";
 }
 
 Interpreter::Interpreter() : session_(std::make_unique<Session>()) {}

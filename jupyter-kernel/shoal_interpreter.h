@@ -20,7 +20,7 @@ size_t byte_offset(const std::string& text, long code_points);
 long code_point_offset(const std::string& text, size_t bytes);
 
 // The banner kernel_info shows (version, backend, device).
-std::string banner(const Session& session);
+std::string banner(Session& session);
 
 class Interpreter : public xeus::xinterpreter {
 public:

@@ -355,9 +355,9 @@ struct SessionCommands {
                    "no help for '" + std::string(topic) + "'", {"try :help for the list of builtins and commands"});
     }
 
-    static std::string overview() {
+    std::string overview() const {
         std::ostringstream o;
-        o << "Shoal " << SHOAL_VERSION << ", an array language (reference evaluator, CPU).\n"
+        o << "Shoal " << SHOAL_VERSION << ", an array language: " << s.engine_description() << ".\n"
           << "A statement is `let x = e`, `let f a b = e`, an expression (its value is printed)\n"
           << "or a command; indented lines and open brackets continue a statement.\n\n"
           << "Commands (a unique prefix works: :t, :q):\n";
@@ -647,6 +647,11 @@ void set_compiled_backend_factory(CompiledBackendFactory factory) { g_compiled_f
 CompiledBackend* Session::compiled_backend() {
     if (!impl_->compiled && g_compiled_factory) impl_->compiled = g_compiled_factory();
     return impl_->compiled.get();
+}
+
+std::string Session::engine_description() {
+    if (settings_.compiled && compiled_backend()) return compiled_backend()->description();
+    return "the reference evaluator (CPU)";
 }
 
 EvalContext Session::eval_context() {

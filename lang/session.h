@@ -82,7 +82,8 @@ struct KernelProfile {
 };
 
 // The array compiler lives in libraries that depend on this one, so the
-// program (REPL, tests) registers how to make it; without a factory
+// program registers how to make it (runtime/executors.h's
+// install_compiled_backend, which picks the executor); without a factory
 // `:set backend compiled`, `:ir` and `:cuda` report that it is unavailable.
 // The backend's explain() runs `run` recording the launch plans it builds.
 class CompiledBackend : public ArrayBackend {
@@ -93,6 +94,8 @@ public:
     virtual std::string explain(const std::function<void()>& run, bool cuda) = 0;
     // Runs `run`; returns every kernel launched meanwhile, in order of first launch.
     virtual std::vector<KernelProfile> profile(const std::function<void()>& run) = 0;
+    // What runs the arrays, for banners and `:help`: "compiled kernels on the CPU executor (...)".
+    virtual std::string description() const = 0;
 };
 using CompiledBackendFactory = std::shared_ptr<CompiledBackend> (*)();
 void set_compiled_backend_factory(CompiledBackendFactory factory);
@@ -137,6 +140,9 @@ public:
     // The session's compiled backend (made on first use; null without a
     // factory). It lives as long as the session: delayed arrays refer to it.
     CompiledBackend* compiled_backend();
+    // What runs the session's arrays, for banners and `:help`: the compiled
+    // backend's description (its executor's), or the reference evaluator.
+    std::string engine_description();
 
 private:
     // The context a statement is evaluated in (the current backend included).

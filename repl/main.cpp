@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "lang/session.h"
-#include "runtime/cpu/compiled_backend.h"
+#include "runtime/executors.h"
 
 #ifndef SHOAL_VERSION
 #define SHOAL_VERSION "unknown"
@@ -221,8 +221,8 @@ int run_interactive(Session& session) {
     el_set(el, EL_BIND, "^I", "shoal-complete", nullptr);
     el_source(el, nullptr);  // the user's ~/.editrc, if any
 
-    std::printf("Shoal %s, reference evaluator (CPU). Type :help for help, :quit or Ctrl-D to leave.\n",
-                SHOAL_VERSION);
+    std::printf("Shoal %s: %s. Type :help for help, :quit or Ctrl-D to leave.\n", SHOAL_VERSION,
+                session.engine_description().c_str());
     std::fflush(stdout);
 
     StreamOutput out(true);
@@ -298,7 +298,7 @@ std::string read_all(std::FILE* f) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    shoal::set_compiled_backend_factory(shoal::cpu::make_compiled_backend);  // :set backend compiled
+    shoal::runtime::install_compiled_backend();  // the best executor this machine has
     enum class Kind { File, Text, Stdin };
     struct Input {
         Kind kind;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "codegen/ir.h"
+#include "codegen/plan_executor.h"
 #include "lang/diagnostics.h"
 
 namespace shoal::cpu {
@@ -44,35 +45,12 @@ struct LaunchArgs {
     std::map<std::string, BufferArg> buffers;      // by parameter name
 };
 
-// Per-kernel counters: the memory-traffic model while we have no GPU.
-// run_kernel adds to them (one Counters can sum several launches). Global
-// addresses are taken relative to the buffer's start, as if every buffer
-// were 256-byte aligned like a device allocation, so the figures do not
-// depend on host alignment.
-struct Counters {
-    int64_t launches = 0;
-    int64_t global_bytes_loaded = 0;    // element size x active lanes of every global load
-    int64_t global_bytes_stored = 0;    // the same for stores (atomics count only in `atomics`)
-    int64_t global_sectors = 0;         // distinct 32-byte sectors touched per warp load/store, summed
-    int64_t shared_bank_conflicts = 0;  // extra serialised shared-memory wavefronts per warp access
-                                        // (32 banks of 4 bytes; 8-byte accesses per half-warp)
-    int64_t atomics = 0;                // atomic operations (one per active lane), global and shared
-    int64_t barriers = 0;               // barriers executed, summed over blocks
-    int64_t nanoseconds = 0;            // wall time of the launches (set by run_plan)
-};
-
-// Sums counters (several launches of a plan, a session's total).
-inline Counters& operator+=(Counters& a, const Counters& b) {
-    a.launches += b.launches;
-    a.global_bytes_loaded += b.global_bytes_loaded;
-    a.global_bytes_stored += b.global_bytes_stored;
-    a.global_sectors += b.global_sectors;
-    a.shared_bank_conflicts += b.shared_bank_conflicts;
-    a.atomics += b.atomics;
-    a.barriers += b.barriers;
-    a.nanoseconds += b.nanoseconds;
-    return a;
-}
+// Per-kernel counters: the memory-traffic model while we have no GPU
+// (codegen/plan_executor.h). run_kernel adds to them (one Counters can sum
+// several launches). Global addresses are taken relative to the buffer's
+// start, as if every buffer were 256-byte aligned like a device allocation,
+// so the figures do not depend on host alignment.
+using Counters = ir::KernelCounters;
 
 struct ExecOptions {
     // Checking mode (`:set check on`, always on in tests): shared-memory

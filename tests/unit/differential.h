@@ -14,7 +14,8 @@
 #include <vector>
 
 #include "lang/session.h"
-#include "runtime/cpu/compiled_backend.h"
+#include "codegen/compiled_backend.h"
+#include "runtime/executors.h"
 
 namespace shoal::testing {
 
@@ -27,7 +28,7 @@ struct Capture : SessionOutput {
 };
 
 inline std::string run(const std::string& program, bool compiled) {
-    set_compiled_backend_factory(cpu::make_compiled_backend);
+    runtime::install_compiled_backend();
     Session s;
     Capture out;
     s.execute(":set check on", "<t>", out);

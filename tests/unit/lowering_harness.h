@@ -17,6 +17,7 @@
 
 #include "codegen/cuda_printer.h"
 #include "codegen/lower_primitives.h"
+#include "codegen/pipeline.h"
 #include "runtime/cpu/run_plan.h"
 #include "runtime/cuda/nvrtc.h"
 
@@ -78,11 +79,26 @@ inline void compile_with_nvrtc(const LaunchPlan& plan) {
 #endif
 }
 
-inline PlanResult run(const LaunchPlan& plan, const Args& args) {
+// The plan a builder holds, after the pass pipeline (as the plan cache keeps it).
+inline LaunchPlan optimized(const PlanBuilder& pb, const PassOptions& options = {}) {
+    LaunchPlan plan = pb.plan();
+    optimize(plan, options);
+    return plan;
+}
+
+// Runs a plan exactly as given, in check mode (and compiles it with NVRTC).
+inline PlanResult run_as_is(const LaunchPlan& plan, const Args& args) {
     compile_with_nvrtc(plan);
     cpu::ExecOptions opt;
     opt.check = true;
     return cpu::run_plan(plan, args.a, opt);
+}
+
+// Optimises a plan as lowered (as the plan cache does), then runs it.
+inline PlanResult run(const LaunchPlan& lowered, const Args& args) {
+    LaunchPlan plan = lowered;
+    optimize(plan);
+    return run_as_is(plan, args);
 }
 
 template <class T> std::vector<T> output(const PlanResult& r, const std::string& name) {

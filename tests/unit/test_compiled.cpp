@@ -14,7 +14,8 @@
 #include "differential.h"
 #include "lang/builtins.h"
 #include "lang/session.h"
-#include "runtime/cpu/compiled_backend.h"
+#include "codegen/compiled_backend.h"
+#include "runtime/executors.h"
 
 using namespace shoal;
 
@@ -55,15 +56,15 @@ TEST_CASE("compiled backend: the examples agree with the reference evaluator") {
 }
 
 TEST_CASE("compiled backend: sum (map f (x - y)) is one fused reduction reading x and y once") {
-    set_compiled_backend_factory(cpu::make_compiled_backend);
+    runtime::install_compiled_backend();
     Session s;
     Capture out;
     s.execute(":set backend compiled\nlet x = map float (iota 65536)\nlet y = map (\\i -> float i * 0.5) (iota 65536)",
               "<t>", out);
     CompiledBackend& b = *s.compiled_backend();
-    cpu::reset_backend_stats(b);
+    compiled::reset_backend_stats(b);
     s.execute("sum (map (\\d -> d * d) (x - y))", "<t>", out);
-    const cpu::BackendStats& st = cpu::backend_stats(b);
+    const compiled::BackendStats& st = compiled::backend_stats(b);
     INFO(out.all);
     CHECK(st.plans_run == 1);
     CHECK(st.last_plan == "sum");
@@ -73,18 +74,18 @@ TEST_CASE("compiled backend: sum (map f (x - y)) is one fused reduction reading 
 }
 
 TEST_CASE("compiled backend: saxpy with two constants compiles one kernel") {
-    set_compiled_backend_factory(cpu::make_compiled_backend);
+    runtime::install_compiled_backend();
     Session s;
     Capture out;
     s.execute(":set backend compiled\nlet saxpy a x y = zipWith (\\xi yi -> a * xi + yi) x y\n"
               "let x = map float (iota 100)",
               "<t>", out);
     CompiledBackend& b = *s.compiled_backend();
-    cpu::reset_backend_stats(b);
+    compiled::reset_backend_stats(b);
     s.execute("sum (saxpy 2.0 x x)\nsum (saxpy 3.0 x x)", "<t>", out);
     CHECK(out.all == "14850.0\n19800.0\n");
-    CHECK(cpu::backend_stats(b).cache_misses == 1);
-    CHECK(cpu::backend_stats(b).cache_hits == 1);
+    CHECK(compiled::backend_stats(b).cache_misses == 1);
+    CHECK(compiled::backend_stats(b).cache_hits == 1);
 }
 
 TEST_CASE("compiled backend: a map returning a tuple") {
@@ -118,14 +119,14 @@ TEST_CASE("compiled backend: scans with operator sections") {
 }
 
 TEST_CASE("compiled backend: a scan fuses its producers into one plan") {
-    set_compiled_backend_factory(cpu::make_compiled_backend);
+    runtime::install_compiled_backend();
     Session s;
     Capture out;
     s.execute(":set backend compiled\nlet x = map float (iota 5000)", "<t>", out);
     CompiledBackend& b = *s.compiled_backend();
-    cpu::reset_backend_stats(b);
+    compiled::reset_backend_stats(b);
     s.execute("length (scan (+) 0.0 (map (\\v -> v * v) (reverse x)))", "<t>", out);
-    const cpu::BackendStats& st = cpu::backend_stats(b);
+    const compiled::BackendStats& st = compiled::backend_stats(b);
     INFO(out.all);
     CHECK(out.all == "5000\n");
     CHECK(st.plans_run == 1);
@@ -162,14 +163,14 @@ TEST_CASE("compiled backend: Black-Scholes prices call and put with one kernel")
     const size_t split = program.find("let (call, put)");
     REQUIRE(split != std::string::npos);
     const size_t end = program.find('\n', split);
-    set_compiled_backend_factory(cpu::make_compiled_backend);
+    runtime::install_compiled_backend();
     Session s;
     Capture out;
     s.execute(":set backend compiled\n" + program.substr(0, split), "<t>", out);
     CompiledBackend& b = *s.compiled_backend();
-    cpu::reset_backend_stats(b);
+    compiled::reset_backend_stats(b);
     s.execute(program.substr(split, end - split), "<t>", out);
-    const cpu::BackendStats& st = cpu::backend_stats(b);
+    const compiled::BackendStats& st = compiled::backend_stats(b);
     INFO(out.all);
     CHECK(st.plans_run == 1);
     CHECK(st.last_plan == "force");
@@ -178,7 +179,7 @@ TEST_CASE("compiled backend: Black-Scholes prices call and put with one kernel")
 }
 
 TEST_CASE("compiled backend: :ir and :cuda show the plan") {
-    set_compiled_backend_factory(cpu::make_compiled_backend);
+    runtime::install_compiled_backend();
     Session s;
     Capture out;
     s.execute("let x = map float (iota 10)\n:ir sum (x * x)\n:cuda sum (x * x)\n:set", "<t>", out);
@@ -189,12 +190,12 @@ TEST_CASE("compiled backend: :ir and :cuda show the plan") {
 // The builtins the reference evaluator computed for a program run with the
 // compiled backend ("name x count ..."), empty when everything compiled.
 std::string reference_fallbacks(const std::string& program) {
-    set_compiled_backend_factory(cpu::make_compiled_backend);
+    runtime::install_compiled_backend();
     Session s;
     Capture out;
     s.execute(":set backend compiled\n:set check on", "<t>", out);
     s.execute(program, "<t>", out);
-    const cpu::BackendStats& st = cpu::backend_stats(*s.compiled_backend());
+    const compiled::BackendStats& st = compiled::backend_stats(*s.compiled_backend());
     std::string fallbacks;
     for (const auto& [b, n] : st.reference_builtins) fallbacks += " " + b + " x" + std::to_string(n);
     if (st.reference_replays) fallbacks += " replays x" + std::to_string(st.reference_replays);
@@ -295,7 +296,7 @@ TEST_CASE("compiled backend: a nested reduction that runs sequentially in each t
         std::vector<std::string> seen;
         void warning(const std::string& w) override { seen.push_back(w); }
     };
-    set_compiled_backend_factory(cpu::make_compiled_backend);
+    runtime::install_compiled_backend();
     Session s;
     Warnings out;
     s.execute(":set backend compiled\nlet xs = map float (iota 50)", "<t>", out);
@@ -361,7 +362,7 @@ TEST_CASE("compiled backend: every array builtin runs compiled") {
 }
 
 TEST_CASE("compiled backend: :cuda f traces a function with symbolic parameters") {
-    set_compiled_backend_factory(cpu::make_compiled_backend);
+    runtime::install_compiled_backend();
     Session s;
     Capture out;
     s.execute("let rmse (xs : [float]) (ys : [float]) = sqrt (sum (map (\\d -> d * d) (xs - ys)) / float (length xs))\n"

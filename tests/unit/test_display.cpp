@@ -11,7 +11,8 @@
 #include "lang/display.h"
 #include "lang/plot.h"
 #include "lang/session.h"
-#include "runtime/cpu/compiled_backend.h"
+#include "codegen/compiled_backend.h"
+#include "runtime/executors.h"
 #include "session_capture.h"
 
 using namespace shoal;
@@ -330,7 +331,7 @@ TEST_CASE("plot: ticks are round numbers") {
 // ---------------------------------------------------------------- in a session
 
 TEST_CASE("display: :plot and :hist in a session display an SVG") {
-    set_compiled_backend_factory(cpu::make_compiled_backend);
+    runtime::install_compiled_backend();
     Session s;
     DisplayCapture out;
     CHECK(s.execute("let x = map (\\i -> sin (float i / 100.0)) (iota 100000)", "<t>", out));
@@ -361,7 +362,7 @@ TEST_CASE("display: :plot and :hist in a session display an SVG") {
 }
 
 TEST_CASE("display: :cuda publishes markdown and HTML") {
-    set_compiled_backend_factory(cpu::make_compiled_backend);
+    runtime::install_compiled_backend();
     Session s;
     DisplayCapture out;
     CHECK(s.execute("let x = map float (iota 1000)\n:cuda sum (map (\\v -> v * v) x)", "<t>", out));

@@ -218,7 +218,7 @@ TEST_CASE("cse: x * x over a fused load loads x once (executor counters)") {
     PullArray squared = zip_with(vec("x", F32), vec("x", F32), mul);  // two loads of x[i]
     PlanBuilder pb("sq");
     lower_map(pb, "sq", tuple_of(squared), {"out"});
-    const LaunchPlan plan = pb.finish();
+    const LaunchPlan plan = optimized(pb);
     INFO(to_string(plan.kernels[0]));
     CHECK(count_loads(plan.kernels[0], "x") == 1);
     auto r = run(plan, Args().buffer("x", x).scalar("n", n));
@@ -244,7 +244,7 @@ TEST_CASE("cse: a tuple fused twice into one consumer is computed once") {
     };
     PlanBuilder pb("both");
     lower_map(pb, "both", tuple_of(zip_with(component(0), component(1), add)), {"out"});
-    const LaunchPlan plan = pb.finish();
+    const LaunchPlan plan = optimized(pb);
     INFO(to_string(plan.kernels[0]));
     CHECK(count_loads(plan.kernels[0], "x") == 1);
     CHECK(!mentions(plan.kernels[0], "let s1"));  // the second copy of s is gone
@@ -393,7 +393,7 @@ TEST_CASE("dead code: a fused tuple's unused component disappears") {
     PullArray first{t.shape, F32, [t](KernelBuilder& kb, const std::vector<ExprPtr>& i) { return t.at(kb, i)[0]; }};
     PlanBuilder pb("first");
     lower_map(pb, "first", tuple_of(first), {"out"});
-    const LaunchPlan plan = pb.finish();
+    const LaunchPlan plan = optimized(pb);
     INFO(to_string(plan.kernels[0]));
     CHECK(count_loads(plan.kernels[0], "y") == 0);
     CHECK(!mentions(plan.kernels[0], "sqrt"));
@@ -467,9 +467,9 @@ TEST_CASE("pipeline: every plan kernel is optimised; SHOAL_DUMP_IR lists the IR 
     setenv("SHOAL_DUMP_IR", "1", 1);
     PlanBuilder pb("dump");
     lower_map(pb, "dumped", tuple_of(zip_with(vec("x", F32), vec("x", F32), mul)), {"out"});
+    const LaunchPlan plan = optimized(pb);
     unsetenv("SHOAL_DUMP_IR");
     std::cerr.rdbuf(saved);
-    const LaunchPlan plan = pb.finish();
 
     const std::string dump = captured.str();
     INFO(dump);
@@ -482,4 +482,28 @@ TEST_CASE("pipeline: every plan kernel is optimised; SHOAL_DUMP_IR lists the IR 
     // The last dump is the kernel the plan holds.
     CHECK(dump.substr(dump.rfind("kernel dumped")) == to_string(plan.kernels[0]));
     CHECK(count_loads(plan.kernels[0], "x") == 1);
+}
+
+TEST_CASE("pipeline: a pass switched off does not run; results stay the same") {
+    auto build = [] {
+        PlanBuilder pb("square");
+        lower_map(pb, "sq", tuple_of(zip_with(vec("x", F32), vec("x", F32), mul)), {"out"});
+        return pb;
+    };
+    const LaunchPlan all = optimized(build());
+    const LaunchPlan no_cse = optimized(build(), PassOptions{}.disable("cse"));
+    CHECK(count_loads(all.kernels[0], "x") == 1);
+    CHECK(count_loads(no_cse.kernels[0], "x") == 2);  // x * x reads x twice without CSE
+    CHECK(PassOptions{}.key() != PassOptions{}.disable("cse").key());
+    CHECK_THROWS_AS(PassOptions{}.disable("verify"), Error);  // the passes' proof cannot be switched off
+    CHECK_THROWS_AS(PassOptions{}.disable("fusion"), Error);  // not a pass of the pipeline
+
+    const int64_t n = 1000;
+    std::vector<float> x(n);
+    for (int64_t i = 0; i < n; ++i) x[i] = 0.25f * static_cast<float>(i);
+    const PlanResult with = run_as_is(all, Args().buffer("x", x).scalar("n", n));
+    const PlanResult without = run_as_is(no_cse, Args().buffer("x", x).scalar("n", n));
+    CHECK(with.total.global_bytes_loaded == 4 * n);
+    CHECK(without.total.global_bytes_loaded == 8 * n);
+    CHECK(output<float>(with, "out") == output<float>(without, "out"));
 }

@@ -11,7 +11,8 @@
 
 #include "differential.h"
 #include "lang/session.h"
-#include "runtime/cpu/compiled_backend.h"
+#include "codegen/compiled_backend.h"
+#include "runtime/executors.h"
 
 using namespace shoal;
 using shoal::testing::Capture;
@@ -24,19 +25,19 @@ struct Seed {
     Capture out;
 
     explicit Seed(const std::string& setup) {
-        set_compiled_backend_factory(cpu::make_compiled_backend);
+        runtime::install_compiled_backend();
         session.execute(":set backend compiled\n:set check on\n" + setup, "<seed>", out);
         REQUIRE(out.all.find("error") == std::string::npos);
     }
 
     // Runs one statement with fresh counters and returns them.
-    const cpu::BackendStats& run(const std::string& statement) {
-        cpu::reset_backend_stats(*session.compiled_backend());
+    const compiled::BackendStats& run(const std::string& statement) {
+        compiled::reset_backend_stats(*session.compiled_backend());
         out.all.clear();
         session.execute(statement, "<seed>", out);
         INFO(out.all);
         CHECK(out.all.find("error") == std::string::npos);
-        return cpu::backend_stats(*session.compiled_backend());
+        return compiled::backend_stats(*session.compiled_backend());
     }
 
     // The :ir text of an expression (its plans and kernels).
@@ -64,7 +65,7 @@ TEST_CASE("seed programs: RMSE is one reduction plan loading 8n bytes") {
     Seed s("let rmse (p : [float]) (o : [float]) : float =\n  let d = p - o in\n  sqrt (sum (d * d) / float (length d))\n"
            "let obs = generate " + kN_text + " (\\i -> sin (float i * 0.01))\n"
            "let pred = obs + 0.5");
-    const cpu::BackendStats& st = s.run("rmse pred obs");
+    const compiled::BackendStats& st = s.run("rmse pred obs");
     CHECK(st.plans_run == 1);
     CHECK(st.last.launches <= 2);  // the block partials, then one block combining them
     // 8n bytes of inputs plus the block partials (at most max_blocks floats).
@@ -82,7 +83,7 @@ TEST_CASE("seed programs: SDOT is one reduction plan loading 8n bytes") {
            "let y = generate " + kN_text + " (\\i -> 1.0 / float (i % 13 + 1))");
     for (const char* statement : {"sdot x y", "reduce (+) 0.0 (zipWith (*) x y)"}) {
         INFO(statement);
-        const cpu::BackendStats& st = s.run(statement);
+        const compiled::BackendStats& st = s.run(statement);
         CHECK(st.plans_run == 1);
         CHECK(st.last.launches <= 2);
         CHECK(st.last.global_bytes_loaded >= 8 * kN);
@@ -93,12 +94,12 @@ TEST_CASE("seed programs: SDOT is one reduction plan loading 8n bytes") {
 TEST_CASE("seed programs: SAXPY is one map kernel, 8n bytes in and 4n out, one kernel for every constant") {
     Seed s("let saxpy (a : float) (x : [float]) (y : [float]) : [float] = zipWith (\\xi yi -> a * xi + yi) x y\n"
            "let x = generate " + kN_text + " (\\i -> float i)\nlet y = fill " + kN_text + " 1.0");
-    const cpu::BackendStats& st = s.run("let r = saxpy 2.0 x y");
+    const compiled::BackendStats& st = s.run("let r = saxpy 2.0 x y");
     CHECK(st.plans_run == 1);
     CHECK(st.last.launches == 1);
     CHECK(st.last.global_bytes_loaded == 8 * kN);
     CHECK(st.last.global_bytes_stored == 4 * kN);
-    const cpu::BackendStats& again = s.run("let r2 = saxpy 3.0 x y");
+    const compiled::BackendStats& again = s.run("let r2 = saxpy 3.0 x y");
     CHECK(again.cache_hits == 1);  // literals are kernel parameters
     CHECK(again.cache_misses == 0);
 }
@@ -113,7 +114,7 @@ TEST_CASE("seed programs: Black-Scholes is one kernel with two outputs reading e
     const std::string n_line = "let n = 4096";
     setup.replace(setup.find(n_line), n_line.size(), "let n = " + kN_text);
     Seed s(setup);
-    const cpu::BackendStats& st = s.run("let (call, put) = map (\\i -> option price[i] strike[i] years[i]) (iota n)");
+    const compiled::BackendStats& st = s.run("let (call, put) = map (\\i -> option price[i] strike[i] years[i]) (iota n)");
     CHECK(st.plans_run == 1);
     CHECK(st.last.launches == 1);
     CHECK(st.last.global_bytes_loaded == 12 * kN);  // price, strike, years: once each
@@ -129,13 +130,13 @@ TEST_CASE("seed programs: the forward difference and Spencer's average are one m
            "let spencer (x : [float]) : [float] =\n  let m = length x - 14 in\n"
            "  let acc = loop acc = fill m 0.0 for k < 15 do acc + weights[k] * x[k:k + m] in\n  acc / 320.0\n"
            "let signal = generate " + kN_text + " (\\i -> sin (float i * 0.01))");
-    const cpu::BackendStats& d = s.run("let ds = fwd signal");
+    const compiled::BackendStats& d = s.run("let ds = fwd signal");
     CHECK(d.plans_run == 1);
     CHECK(d.last.launches == 1);
     CHECK(d.last.global_bytes_loaded == 8 * (kN - 1));  // two overlapping slices, no temporary
     CHECK(d.last.global_bytes_stored == 4 * (kN - 1));
     const int64_t m = kN - 14;
-    const cpu::BackendStats& sp = s.run("let smooth = spencer signal");
+    const compiled::BackendStats& sp = s.run("let smooth = spencer signal");
     CHECK(sp.plans_run == 1);  // the loop's 15 steps fuse into one kernel
     CHECK(sp.last.launches == 1);
     CHECK(sp.last.global_bytes_loaded == 15 * 4 * m);
@@ -144,7 +145,7 @@ TEST_CASE("seed programs: the forward difference and Spencer's average are one m
 
 TEST_CASE("seed programs: sum loads each element once") {
     Seed s("let x = map float (iota " + kN_text + ")");
-    const cpu::BackendStats& st = s.run("sum x");
+    const compiled::BackendStats& st = s.run("sum x");
     CHECK(st.plans_run == 1);
     CHECK(st.last.global_bytes_loaded >= 4 * kN);
     CHECK(st.last.global_bytes_loaded <= 4 * kN + 4 * 1024);

@@ -20,7 +20,8 @@
 #include "codegen/cuda_printer.h"
 #include "codegen/launch_plan.h"
 #include "lang/session.h"
-#include "runtime/cpu/compiled_backend.h"
+#include "codegen/compiled_backend.h"
+#include "runtime/executors.h"
 #include "runtime/cuda/nvrtc.h"
 
 using namespace shoal;
@@ -52,7 +53,7 @@ void collect(const ir::LaunchPlan& plan) {
 
 // Registered before any test runs.
 const bool registered = [] {
-    cpu::set_plan_observer(collect);
+    compiled::set_plan_observer(collect);
     return true;
 }();
 
@@ -82,7 +83,7 @@ std::string nvrtc_problem(const std::string& source) {
 
 TEST_CASE("nvrtc: every kernel the compiled backend generated in this run compiles for sm_80 and sm_90") {
     REQUIRE(registered);
-    set_compiled_backend_factory(cpu::make_compiled_backend);
+    runtime::install_compiled_backend();
     for (const auto& e : std::filesystem::directory_iterator(std::string(SHOAL_SOURCE_DIR) + "/examples")) {
         if (e.path().extension() != ".shoal") continue;
         std::ifstream in(e.path());

@@ -1,0 +1,191 @@
+// The delayed array graph: nodes, array-likes and replays (array_graph.h).
+#include "codegen/array_graph.h"
+
+#include <algorithm>
+
+#include "codegen/engine.h"
+
+namespace shoal::compiled {
+
+namespace {
+void leaves_into(const Value& v, std::vector<Value>& out) {
+    if (!v.is_tuple()) {
+        out.push_back(v);
+        return;
+    }
+    for (const Value& k : v.tuple()) leaves_into(k, out);
+}
+
+Value rebuild_from(const Value& like, const std::vector<Value>& ls, size_t& at) {
+    if (!like.is_tuple()) return ls.at(at++);
+    std::vector<Value> out;
+    for (const Value& k : like.tuple()) out.push_back(rebuild_from(k, ls, at));
+    return Value(std::move(out));
+}
+
+int64_t fusion_weight(const std::vector<Value>& operands) {
+    int64_t w = 1;
+    for (const Value& v : operands)
+        for (const Value& l : leaves(v))
+            if (l.is_delayed()) w += static_cast<const Node&>(*l.delayed()).weight();
+    return w;
+}
+}  // namespace
+
+ArrayPtr Node::force() const {
+    if (!forced()) backend_->force_group(*group_);
+    return forced();
+}
+
+// ---------------------------------------------------------------- values
+bool is_operand(const Value& v) { return v.is_array() || (v.is_delayed() && dynamic_cast<const Node*>(v.delayed().get())); }
+
+bool holds_array(const Value& v) {
+    if (v.is_tuple()) return std::any_of(v.tuple().begin(), v.tuple().end(), holds_array);
+    return v.is_array() || v.is_delayed();
+}
+bool holds_array_type(const Type& fn_type, size_t arity) {
+    Type t = fn_type;
+    for (size_t k = 0; k < arity; ++k) t = func_result(t);
+    return mentions_array(t);
+}
+
+Shape shape_of(const Value& v) { return v.is_array() ? v.array()->shape : v.delayed()->shape(); }
+Prim elem_of(const Value& v) { return v.is_array() ? v.array()->elem : v.is_delayed() ? v.delayed()->elem() : v.scalar().type; }
+
+std::vector<Value> leaves(const Value& v) {
+    std::vector<Value> out;
+    leaves_into(v, out);
+    return out;
+}
+
+bool is_like(const Value& v) {
+    const std::vector<Value> ls = leaves(v);
+    if (ls.empty() || !std::all_of(ls.begin(), ls.end(), is_operand)) return false;
+    const Shape s = shape_of(ls[0]);
+    return std::all_of(ls.begin(), ls.end(), [&](const Value& l) { return shape_of(l) == s; });
+}
+
+Shape like_shape(const Value& v) { return shape_of(leaves(v).at(0)); }
+
+// ---------------------------------------------------------------- array-likes
+
+Value rebuild(const Value& like, const std::vector<Value>& ls) {
+    size_t at = 0;
+    return rebuild_from(like, ls, at);
+}
+
+Value rebuild_type(const Type& t, const std::vector<Value>& ls, size_t& at) {
+    const Type p = prune(t);
+    if (is_array(p)) return rebuild_type(array_elem(p), ls, at);
+    if (!is_tuple(p)) return ls.at(at++);
+    std::vector<Value> out;
+    for (const Type& k : p->args) out.push_back(rebuild_type(k, ls, at));
+    return Value(std::move(out));
+}
+
+Type elem_type(const Value& v) {
+    if (v.is_tuple()) {
+        std::vector<Type> ks;
+        for (const Value& k : v.tuple()) ks.push_back(elem_type(k));
+        return t_tuple(std::move(ks));
+    }
+    return t_prim(v.is_scalar() ? v.scalar().type : elem_of(v));
+}
+
+bool scalar_leaves(const Value& v, std::vector<Scalar>& out) {
+    if (v.is_scalar()) {
+        out.push_back(v.scalar());
+        return true;
+    }
+    if (!v.is_tuple()) return false;
+    for (const Value& k : v.tuple())
+        if (!scalar_leaves(k, out)) return false;
+    return true;
+}
+
+bool prim_leaves(const Type& t, std::vector<Prim>& out) {
+    Type p = prune(t);
+    if (is_array(p)) p = prune(array_elem(p));
+    if (is_prim(p)) {
+        out.push_back(prim_of(p));
+        return true;
+    }
+    if (!is_tuple(p)) return false;
+    for (const Type& k : p->args)
+        if (!prim_leaves(k, out)) return false;
+    return true;
+}
+
+PullArray pull_of(const Value& v, FuseContext& fc) {
+    const ArrayPtr host = v.is_array() ? v.array() : static_cast<const Node&>(*v.delayed()).forced();
+    if (!host) return static_cast<const Node&>(*v.delayed()).pull(fc);
+    const FuseContext::Input& in = fc.input(host);
+    std::vector<std::string> extents;
+    for (const auto& e : in.extents) extents.push_back(e->name);
+    return ir::buffer_array(in.buffer, ir::scalar_of(host->elem), extents);
+}
+
+std::vector<ir::ExprPtr> extents(FuseContext& fc, const Shape& s) {
+    std::vector<ir::ExprPtr> out;
+    for (int64_t n : s) out.push_back(fc.extent(n));
+    return out;
+}
+
+ir::ExprPtr use(ir::KernelBuilder& kb, const ir::ExprPtr& p) { return ir::use_params(kb, p); }
+
+Replay make_replay(const std::string& name, const Type& type, std::span<const Value> args, const EvalContext& ctx,
+                   const Loc& loc) {
+    const evalimpl::BuiltinDef* def = evalimpl::find_builtin(name);
+    EvalContext reference = ctx;
+    reference.backend = nullptr;
+    return [def, type, a = std::vector<Value>(args.begin(), args.end()), loc, ctx = reference]() mutable {
+        return force(evalimpl::apply_builtin(*def, type, a, ctx, loc));
+    };
+}
+Replay leaf_replay(Replay whole, size_t k) {
+    return [whole = std::move(whole), k] { return leaves(whole()).at(k); };
+}
+
+Value per_leaf(const Value& v, const std::function<Value(const Value& leaf, size_t k)>& make) {
+    const std::vector<Value> ls = leaves(v);
+    std::vector<Value> out;
+    for (size_t k = 0; k < ls.size(); ++k) out.push_back(make(ls[k], k));
+    return rebuild(v, out);
+}
+
+std::vector<PullArray> pulls_of(const Value& v, FuseContext& fc) {
+    std::vector<PullArray> out;
+    for (const Value& l : leaves(v)) out.push_back(pull_of(l, fc));
+    return out;
+}
+
+std::vector<ir::ExprPtr> element_at(ir::KernelBuilder& kb, const std::vector<PullArray>& xs,
+                                    const std::vector<ir::ExprPtr>& i) {
+    std::vector<ir::ExprPtr> out;
+    for (const PullArray& x : xs) out.push_back(kb.bind("e", x.at(kb, i)));
+    return out;
+}
+
+std::vector<ir::ScalarType> scalar_types(const std::vector<Prim>& ps) {
+    std::vector<ir::ScalarType> out;
+    for (Prim p : ps) out.push_back(ir::scalar_of(p));
+    return out;
+}
+std::vector<Prim> prims_of(const Value& like) {
+    std::vector<Prim> out;
+    for (const Value& l : leaves(like)) out.push_back(elem_of(l));
+    return out;
+}
+
+// ---------------------------------------------------------------- fusion bound
+int64_t bounded_weight(const std::vector<Value>& operands) {
+    int64_t w = fusion_weight(operands);
+    if (w <= kMaxFusedNodes) return w;
+    for (const Value& v : operands)
+        for (const Value& l : leaves(v))
+            if (l.is_delayed()) l.delayed()->force();
+    return 1;
+}
+
+}  // namespace shoal::compiled

@@ -1,0 +1,135 @@
+// The delayed array graph of the fusion engine (docs/compiler.md, "Delayed
+// arrays"): array builtins return nodes whose shape and element type are
+// known at once and whose elements are a pull array built on demand, so a
+// consumer fuses every producer it reads into its own kernels. Also the
+// helpers on values the producers and consumers share: array-likes (an
+// operand, or a tuple of operands of one shape: an array of tuples), their
+// leaves, and replays on the reference evaluator.
+#pragma once
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "codegen/compile_function.h"
+#include "codegen/lower_primitives.h"
+#include "lang/eval.h"
+
+namespace shoal::compiled {
+
+using ir::PullArray;
+
+// How to recompute a node with the reference evaluator, when its function
+// turns out not to compile: the builtin call again, on forced arguments. The
+// result is forced (an array, or a tuple of arrays for a map returning a tuple).
+using Replay = std::function<Value()>;
+
+class FusionEngine;
+
+// Same-shape nodes computed together: one for most builtins, one per
+// component for a map returning a tuple. Forcing any member forces all of
+// them through one map kernel with an output per component, so the work they
+// share (Black-Scholes' call and put) is done once.
+struct NodeGroup {
+    std::function<ir::PullTuple(FuseContext&)> pull;
+    std::vector<Prim> elems;
+    Shape shape;
+    Replay replay;
+    EvalContext ctx;  // a copy: a node may be forced after its statement's context is gone
+    int64_t weight = 1;  // nodes fused into this one (bounded, see fusion_weight)
+    mutable std::vector<ArrayPtr> forced;  // empty until forced
+};
+
+// A node of the delayed graph: shape and element type known eagerly, the
+// elements described as a pull array built on demand in a FuseContext.
+class Node final : public DelayedArray {
+public:
+    using MakePull = std::function<PullArray(FuseContext&)>;
+    Node(std::shared_ptr<FusionEngine> backend, std::shared_ptr<const NodeGroup> group, size_t component,
+         MakePull pull)
+        : backend_(std::move(backend)), group_(std::move(group)), component_(component), pull_(std::move(pull)) {}
+
+    Prim elem() const override { return group_->elems[component_]; }
+    const Shape& shape() const override { return group_->shape; }
+    ArrayPtr force() const override;
+    // The host array once this node (or a sibling) was forced, else null.
+    ArrayPtr forced() const { return group_->forced.empty() ? nullptr : group_->forced[component_]; }
+    // The nodes a consumer would fuse by fusing this one (0 once forced).
+    int64_t weight() const { return forced() ? 0 : group_->weight; }
+    PullArray pull(FuseContext& fc) const { return pull_(fc); }
+
+private:
+    std::shared_ptr<FusionEngine> backend_;
+    std::shared_ptr<const NodeGroup> group_;
+    size_t component_;
+    MakePull pull_;
+};
+
+
+// ---------------------------------------------------------------- values
+// An array operand of the compiled subset: a host Array or one of our nodes.
+bool is_operand(const Value& v);
+// Whether a value or a builtin's result involves arrays (what the backend
+// should compute rather than the reference evaluator).
+bool holds_array(const Value& v);
+bool holds_array_type(const Type& fn_type, size_t arity);
+Shape shape_of(const Value& v);
+Prim elem_of(const Value& v);
+
+// ---------------------------------------------------------------- array-likes
+// An array of tuples is a tuple of arrays of one shape (docs/language.md):
+// an array-like is an operand or a tuple of array-likes of one shape; its
+// leaves are the operands in order.
+std::vector<Value> leaves(const Value& v);
+bool is_like(const Value& v);
+Shape like_shape(const Value& v);
+// The value with the structure of `like` and these leaves.
+Value rebuild(const Value& like, const std::vector<Value>& ls);
+// The value of Shoal type `t` built from leaves (consumed from `at`): one per
+// scalar of a tuple of scalars, or one per array of an array of tuples (which
+// the type checker may also write as a tuple of arrays).
+Value rebuild_type(const Type& t, const std::vector<Value>& ls, size_t& at);
+// The element type of an array-like (or the type of a scalar or tuple of scalars).
+Type elem_type(const Value& v);
+// The scalar leaves of a scalar or a tuple of scalars; false for anything else.
+bool scalar_leaves(const Value& v, std::vector<Scalar>& out);
+// The leaf element types of a Shoal type made of scalars, tuples and arrays
+// of them (the element types of an array of tuples).
+bool prim_leaves(const Type& t, std::vector<Prim>& out);
+std::vector<Prim> prims_of(const Value& like);
+std::vector<ir::ScalarType> scalar_types(const std::vector<Prim>& ps);
+// Applies `make` to every leaf of an array-like, keeping its structure.
+Value per_leaf(const Value& v, const std::function<Value(const Value& leaf, size_t k)>& make);
+
+// ---------------------------------------------------------------- pull arrays
+// The pull array reading an operand: a host array (or a forced node) is an
+// input buffer; an unforced node fuses.
+PullArray pull_of(const Value& v, FuseContext& fc);
+std::vector<PullArray> pulls_of(const Value& v, FuseContext& fc);
+// Extent parameters for a concrete shape.
+std::vector<ir::ExprPtr> extents(FuseContext& fc, const Shape& s);
+ir::ExprPtr use(ir::KernelBuilder& kb, const ir::ExprPtr& p);
+// The elements of several pull arrays at one index, each bound once.
+std::vector<ir::ExprPtr> element_at(ir::KernelBuilder& kb, const std::vector<PullArray>& xs,
+                                    const std::vector<ir::ExprPtr>& i);
+
+// ---------------------------------------------------------------- replays
+// The reference evaluator's result of one builtin call, forced (a node whose
+// function turns out not to compile is computed this way).
+Replay make_replay(const std::string& name, const Type& type, std::span<const Value> args, const EvalContext& ctx,
+                   const Loc& loc);
+// Leaf k of a replayed array-like.
+Replay leaf_replay(Replay whole, size_t k);
+
+// ---------------------------------------------------------------- fusion bound
+// Fusion is bounded: a graph built by a long loop (`iterate 1000 f x`), or
+// one that shares a node many times (x = x + x repeated), would otherwise
+// become one enormous kernel. A node whose fused graph would exceed this many
+// nodes forces its operands first (then they are buffers, weight 0).
+constexpr int64_t kMaxFusedNodes = 200;
+// The weight of a node reading `operands`, forcing them first when it would
+// exceed kMaxFusedNodes.
+int64_t bounded_weight(const std::vector<Value>& operands);
+
+}  // namespace shoal::compiled

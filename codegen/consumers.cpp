@@ -1,0 +1,410 @@
+// Consumers: the builtins that force their operands and run a plan of their
+// own with every producer fused in: reductions, count, argmax/argmin, scans,
+// ++/interleave/transpose, filter, sort, permute, scatter.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "codegen/engine.h"
+#include "codegen/kernel_code.h"
+
+namespace shoal::compiled {
+
+namespace {
+
+std::optional<ir::AssocOp> reduction_op(const std::string& name) {
+    if (name == "sum" || name == "+") return ir::AssocOp::Add;
+    if (name == "product" || name == "*") return ir::AssocOp::Mul;
+    if (name == "maximum" || name == "max") return ir::AssocOp::Max;
+    if (name == "minimum" || name == "min") return ir::AssocOp::Min;
+    if (name == "all" || name == "&&") return ir::AssocOp::And;
+    if (name == "any" || name == "||") return ir::AssocOp::Or;
+    return std::nullopt;
+}
+
+// The operator of `reduce`/`scan`: a bare operator section such as (+) or max.
+std::optional<ir::AssocOp> operator_arg(const Value& f) {
+    if (!f.is_function()) return std::nullopt;
+    const evalimpl::CallableView v = evalimpl::as_callable(f).view();
+    if (!v.builtin || !v.args.empty()) return std::nullopt;
+    return reduction_op(v.builtin->name);
+}
+
+}  // namespace
+
+// A function that does not compile declines (counted by reason): the
+// builtin is then the reference evaluator's.
+std::optional<Value> FusionEngine::consumer(const std::string& name, std::span<const Value> args,
+                                                  EvalContext& ctx) {
+    try {
+        return lower_consumer(name, args, ctx);
+    } catch (const Decline& d) {
+        ++stats.declines[d.why];
+        return std::nullopt;
+    }
+}
+
+std::optional<Value> FusionEngine::lower_consumer(const std::string& name, std::span<const Value> args,
+                                                        EvalContext& ctx) {
+    if (name == "sort" || name == "sortByKey") return sort(name == "sortByKey", args, ctx);
+    if (name == "scan" || name == "scanExclusive" || name == "segscan") return scan(name, args, ctx);
+    if (name == "++" || name == "interleave" || name == "transpose") return push(name, args, ctx);
+    if (name == "filter") return filter(args, ctx);
+    if (name == "permute") return permute(args, ctx);
+    if (name == "scatter") return scatter(args, ctx);
+    if (name == "count") return count(args[0], args[1], ctx);
+    if (name == "argmax" || name == "argmin") return arg_extreme(name == "argmax", args[0], ctx);
+    if (name == "reduce") {
+        if (operator_arg(args[0]) && args[1].is_scalar() && is_operand(args[2]))
+            return known_reduce(name, args, ctx);
+        return general_reduce(args[0], args[1], args[2], ctx);
+    }
+    if (name == "sum" || name == "product" || name == "maximum" || name == "minimum" || name == "all" || name == "any")
+        return known_reduce(name, args, ctx);
+    return std::nullopt;
+}
+
+// sum/product/maximum/minimum/all/any and `reduce` with an operator section,
+// along the innermost axis of a rank-1 or rank-2 array: one reduce plan with
+// every producer fused in.
+std::optional<Value> FusionEngine::known_reduce(const std::string& name, std::span<const Value> args,
+                                                      EvalContext& ctx) {
+    const bool is_reduce = name == "reduce";
+    const std::optional<ir::AssocOp> op = is_reduce ? operator_arg(args[0]) : reduction_op(name);
+    const Value& xs = is_reduce ? args[2] : args[0];
+    if (!op || !is_operand(xs)) return std::nullopt;
+    const Shape s = shape_of(xs);
+    if (s.size() != 1 && s.size() != 2) return std::nullopt;
+    const Prim elem = elem_of(xs);
+    FuseContext fc(ctx);
+    ir::PlanOutcome r = run(name, fc, [&](ir::PlanBuilder& pb) {
+        ir::lower_reduce(pb, name, pull_of(xs, fc), ir::known_combine(*op, ir::scalar_of(elem)), "out");
+    });
+    const ArrayPtr& out = r.outputs.at("out");
+    Value v = s.size() == 1 ? Value(out->get(0)) : Value(shaped(out, elem, {s[0]}));
+    if (!is_reduce) return v;
+    // reduce f z xs folds from z: combine z with each row's total (the operators commute).
+    static const std::map<ir::AssocOp, const char*> names = {
+        {ir::AssocOp::Add, "+"}, {ir::AssocOp::Mul, "*"}, {ir::AssocOp::Min, "min"},
+        {ir::AssocOp::Max, "max"}, {ir::AssocOp::And, "&&"}, {ir::AssocOp::Or, "||"}};
+    const evalimpl::BuiltinDef* def = evalimpl::find_builtin(names.at(*op));
+    EvalContext reference = ctx;
+    reference.backend = nullptr;
+    const Value pair[2] = {args[1], v};
+    return evalimpl::apply_builtin(*def, nullptr, pair, reference, Loc{});
+}
+
+// reduce f z xs with any associative function (and arrays of tuples): the
+// optional monoid over f, the first element of each row folded with z.
+std::optional<Value> FusionEngine::general_reduce(const Value& f, const Value& z, const Value& xs,
+                                                        EvalContext& ctx) {
+    std::vector<Scalar> zs;
+    if (!f.is_function() || !is_like(xs) || !scalar_leaves(z, zs)) return std::nullopt;
+    const Shape s = like_shape(xs);
+    const std::vector<Prim> prims = prims_of(xs);
+    if ((s.size() != 1 && s.size() != 2) || zs.size() != prims.size()) return std::nullopt;
+    const Type et = elem_type(xs);
+    auto zkeep = std::make_shared<const std::vector<Scalar>>(zs);
+    FuseContext fc(ctx);
+    std::vector<std::string> outs = leaf_buffers("out", prims.size(), false);
+    outs.insert(outs.begin(), "valid");
+    ir::PlanOutcome r = run("reduce", fc, [&](ir::PlanBuilder& pb) {
+        const UserOp op{&fc, f, et};
+        const ir::PullTuple src = folded_input(
+            fc, op, zkeep, pulls_of(xs, fc),
+            [](ir::KernelBuilder&, const std::vector<ir::ExprPtr>& i) { return column_zero(i)[0]; }, true);
+        ir::lower_reduce(pb, "reduce", src, optional_combine(op, scalar_types(prims)), outs);
+    });
+    const Array& valid = *r.outputs.at("valid");
+    const int64_t rows = s.size() == 1 ? 1 : s[0];
+    std::vector<Value> results;
+    for (size_t k = 0; k < prims.size(); ++k) {
+        const ArrayPtr& out = r.outputs.at(outs[k + 1]);
+        if (s.size() == 1) {
+            results.emplace_back(valid.get(0).b ? out->get(0) : zs[k]);
+            continue;
+        }
+        ArrayPtr a = shaped(out, prims[k], {rows});
+        for (int64_t row = 0; row < rows; ++row)
+            if (!valid.get(row).b) a->set(row, zs[k]);  // an empty row folds to z
+        results.emplace_back(a);
+    }
+    return rebuild(z, results);
+}
+
+// count p xs: the predicate compiled into a sum of 0/1 ints (wrapping as the
+// reference's int counter does).
+std::optional<Value> FusionEngine::count(const Value& p, const Value& xs, EvalContext& ctx) {
+    if (!p.is_function() || !is_like(xs)) return std::nullopt;
+    const Shape s = like_shape(xs);
+    if (s.size() != 1 && s.size() != 2) return std::nullopt;
+    const Type et = elem_type(xs);
+    FuseContext fc(ctx);
+    ir::PlanOutcome r = run("count", fc, [&](ir::PlanBuilder& pb) {
+        const std::vector<PullArray> x = pulls_of(xs, fc);
+        PullArray ones{x[0].shape, ir::ScalarType::I32, nullptr};
+        ones.at = [&fc, x, p, et](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
+            const ir::ExprPtr keep = compiled::compile_call(fc, kb, p, element_at(kb, x, i), {et}).at(0);
+            return ir::select(keep, ir::const_int(1, ir::ScalarType::I32), ir::const_int(0, ir::ScalarType::I32));
+        };
+        ir::lower_reduce(pb, "count", ones, ir::known_combine(ir::AssocOp::Add, ir::ScalarType::I32), "out");
+    });
+    const ArrayPtr& out = r.outputs.at("out");
+    return s.size() == 1 ? Value(out->get(0)) : Value(shaped(out, Prim::Int, {s[0]}));
+}
+
+// argmax/argmin: a reduction of (value, index) pairs. NaN is never better
+// (as in the reference), and among equals the smaller index wins, which
+// makes the operator commutative as well as associative.
+std::optional<Value> FusionEngine::arg_extreme(bool largest, const Value& xs, EvalContext& ctx) {
+    if (!is_operand(xs)) return std::nullopt;
+    const Shape s = shape_of(xs);
+    if ((s.size() != 1 && s.size() != 2) || s.back() == 0) return std::nullopt;  // the reference raises "empty"
+    const ir::ScalarType t = ir::scalar_of(elem_of(xs));
+    using ir::BinaryOp;
+    ir::Combine op;
+    op.types = {t, ir::ScalarType::I64};
+    ir::ExprPtr worst = is_float(t)               ? ir::const_float(std::nan(""), t)
+                        : t == ir::ScalarType::Bool ? ir::const_bool(!largest)
+                                                    : ir::neutral_of(largest ? ir::AssocOp::Max : ir::AssocOp::Min, t);
+    op.neutral = {worst, ir::const_int(std::numeric_limits<int64_t>::max())};
+    op.commutative = true;
+    op.fn = [largest, t](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& a, const std::vector<ir::ExprPtr>& b) {
+        auto nan = [&](const ir::ExprPtr& x) { return is_float(t) ? ir::binary(BinaryOp::Ne, x, x) : ir::const_bool(false); };
+        auto better = [&](const ir::ExprPtr& x, const ir::ExprPtr& cur) {
+            const ir::ExprPtr order = largest ? ir::binary(BinaryOp::Lt, cur, x) : ir::binary(BinaryOp::Lt, x, cur);
+            return ir::binary(BinaryOp::And, ir::unary(ir::UnaryOp::Not, nan(x)), ir::binary(BinaryOp::Or, nan(cur), order));
+        };
+        const ir::ExprPtr b_better = kb.bind("better", better(b[0], a[0]));
+        const ir::ExprPtr a_better = kb.bind("worse", better(a[0], b[0]));
+        const ir::ExprPtr tie = ir::binary(BinaryOp::And, ir::unary(ir::UnaryOp::Not, a_better),
+                                           ir::binary(BinaryOp::Lt, b[1], a[1]));
+        const ir::ExprPtr take_b = kb.bind("take", ir::binary(BinaryOp::Or, b_better, tie));
+        return std::vector<ir::ExprPtr>{ir::select(take_b, b[0], a[0]), ir::select(take_b, b[1], a[1])};
+    };
+    FuseContext fc(ctx);
+    ir::PlanOutcome r = run(largest ? "argmax" : "argmin", fc, [&](ir::PlanBuilder& pb) {
+        const PullArray x = pull_of(xs, fc);
+        ir::PullTuple src{x.shape, {t, ir::ScalarType::I64}, nullptr};
+        src.at = [x](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
+            return std::vector<ir::ExprPtr>{x.at(kb, i), ir::cast(ir::ScalarType::I64, i.back())};
+        };
+        ir::lower_reduce(pb, largest ? "argmax" : "argmin", src, op, {"best", "index"});
+    });
+    const Array& idx = *r.outputs.at("index");
+    const int64_t rows = s.size() == 1 ? 1 : s[0];
+    auto out = std::make_shared<Array>(Prim::Int, Shape{rows});
+    for (int64_t row = 0; row < rows; ++row)
+        out->set(row, Scalar::of_int(static_cast<int32_t>(idx.get(row).l)));
+    return s.size() == 1 ? Value(out->get(0)) : Value(out);
+}
+
+// scan/scanExclusive (rank 1 or 2, per row) and segscan (rank 1): one scan
+// plan with the producers fused in. An operator section on one array takes
+// the direct path; any other function (or an array of tuples) the optional
+// monoid over it.
+std::optional<Value> FusionEngine::scan(const std::string& name, std::span<const Value> args,
+                                              EvalContext& ctx) {
+    const Value& f = args[0];
+    const Value& xs = args.back();
+    std::vector<Scalar> zs;
+    if (!f.is_function() || !is_like(xs) || !scalar_leaves(args[1], zs)) return std::nullopt;
+    const Shape s = like_shape(xs);
+    const bool segmented = name == "segscan";
+    if (s.size() != 1 && (segmented || s.size() != 2)) return std::nullopt;
+    // Mismatched flags are the reference evaluator's error to raise.
+    if (segmented && (!is_operand(args[2]) || elem_of(args[2]) != Prim::Bool || shape_of(args[2]) != s))
+        return std::nullopt;
+    const std::vector<Prim> prims = prims_of(xs);
+    if (zs.size() != prims.size()) return std::nullopt;
+    const std::optional<ir::AssocOp> known = prims.size() == 1 ? operator_arg(f) : std::nullopt;
+    auto zkeep = std::make_shared<const std::vector<Scalar>>(zs);
+    const Type et = elem_type(xs);
+    FuseContext fc(ctx);
+    const std::vector<std::string> outs = leaf_buffers("out", prims.size(), false);
+    InPlaceOutputs results;
+    const std::vector<Value> arrays = results.add_all(outs, prims, s);
+    run(name, fc, [&](ir::PlanBuilder& pb) {
+        const std::vector<PullArray> x = pulls_of(xs, fc);
+        std::optional<PullArray> flags;
+        if (segmented) flags = pull_of(args[2], fc);
+        auto starts = [flags](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
+            const ir::ExprPtr first = column_zero(i)[0];
+            return flags ? ir::binary(ir::BinaryOp::Or, flags->at(kb, i), first) : first;
+        };
+        if (known) {  // the direct path: z folded into the input with the operator
+            const ir::AssocOp a = *known;
+            const SeedStep step = [a](ir::KernelBuilder&, const std::vector<ir::ExprPtr>& z,
+                                      const std::vector<ir::ExprPtr>& v) {
+                return std::vector<ir::ExprPtr>{ir::apply_op(a, z[0], v[0])};
+            };
+            const ir::PullTuple src = name == "scanExclusive" ? shifted_input(fc, zkeep, x, false)
+                                                              : folded_input(fc, step, zkeep, x, starts, false);
+            ir::lower_scan(pb, name, src, flags ? &*flags : nullptr, ir::known_combine(a, ir::scalar_of(prims[0])),
+                           ir::ScanKind::Inclusive, outs);
+            return;
+        }
+        const UserOp op{&fc, f, et};
+        const ir::PullTuple src = name == "scanExclusive" ? shifted_input(fc, zkeep, x, true)
+                                                          : folded_input(fc, op, zkeep, x, starts, true);
+        std::vector<std::string> all = outs;
+        all.insert(all.begin(), "valid");
+        ir::lower_scan(pb, name, src, flags ? &*flags : nullptr, optional_combine(op, scalar_types(prims)),
+                       ir::ScanKind::Inclusive, all);
+    }, results.into);
+    return rebuild(args[1], arrays);
+}
+
+// ++, interleave (push arrays: each thread writes into both parts) and
+// transpose (shared-memory tiles) are not index maps of one source, so they
+// run at once as their own plan (one kernel per leaf of an array of tuples),
+// with their producers fused in. Mismatched shapes decline: the reference
+// evaluator raises the error.
+std::optional<Value> FusionEngine::push(const std::string& name, std::span<const Value> args,
+                                              EvalContext& ctx) {
+    for (const Value& v : args)
+        if (!is_like(v)) return std::nullopt;
+    Shape s = like_shape(args[0]);
+    if (name == "transpose") {
+        if (s.size() != 2) return std::nullopt;
+        std::swap(s[0], s[1]);
+    } else {
+        const Shape b = like_shape(args[1]);
+        const bool fits = name == "++" ? Shape(s.begin() + 1, s.end()) == Shape(b.begin() + 1, b.end()) : s == b;
+        if (!fits || b.size() != s.size() || leaves(args[1]).size() != leaves(args[0]).size()) return std::nullopt;
+        s[0] += b[0];
+    }
+    const std::vector<Value> as = leaves(args[0]);
+    FuseContext fc(ctx);
+    const std::vector<std::string> outs = leaf_buffers("out", as.size(), true);
+    InPlaceOutputs results;
+    const std::vector<Value> arrays = results.add_all(outs, prims_of(args[0]), s);
+    run(name, fc, [&](ir::PlanBuilder& pb) {
+        const std::vector<PullArray> a = pulls_of(args[0], fc);
+        std::vector<PullArray> b;
+        if (name != "transpose") b = pulls_of(args[1], fc);
+        for (size_t k = 0; k < a.size(); ++k) {
+            const std::string kernel = pb.fresh(name == "++" ? "concat" : name);
+            if (name == "transpose")
+                ir::lower_transpose(pb, kernel, a[k], outs[k]);
+            else if (name == "++")
+                ir::lower_concat(pb, kernel, a[k], b[k], outs[k]);
+            else
+                ir::lower_interleave(pb, kernel, a[k], b[k], outs[k]);
+        }
+    }, results.into);
+    return rebuild(args[0], arrays);
+}
+
+// filter p xs (rank 1, arrays of tuples too): the predicate compiled into the
+// flags of a flags -> scan -> scatter plan; the kept count is read back and
+// sizes the result.
+std::optional<Value> FusionEngine::filter(std::span<const Value> args, EvalContext& ctx) {
+    const Value& xs = args[1];
+    if (!args[0].is_function() || !is_like(xs) || like_shape(xs).size() != 1) return std::nullopt;
+    const std::vector<Prim> prims = prims_of(xs);
+    const Type et = elem_type(xs);
+    FuseContext fc(ctx);
+    const std::vector<std::string> outs = leaf_buffers("out", prims.size(), true);
+    ir::PlanOutcome r = run("filter", fc, [&](ir::PlanBuilder& pb) {
+        const std::vector<PullArray> x = pulls_of(xs, fc);
+        PullArray keep{x[0].shape, ir::ScalarType::Bool, nullptr};
+        keep.at = [&fc, x, p = args[0], et](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
+            return compiled::compile_call(fc, kb, p, element_at(kb, x, i), {et}).at(0);
+        };
+        ir::lower_filter(pb, "filter", keep, x, outs, "count");
+    });
+    const int64_t n = r.scalars.at("count").i;
+    std::vector<Value> results;
+    for (size_t k = 0; k < prims.size(); ++k) results.emplace_back(shaped(r.outputs.at(outs[k]), prims[k], {n}));
+    return rebuild(xs, results);
+}
+
+// sort (each innermost row, any rank) and sortByKey (rank-1 keys; values of
+// any rank, arrays of tuples too): one radix sort plan with the producers of
+// the keys and values fused into its first pass. Mismatched lengths decline:
+// the reference raises the error.
+std::optional<Value> FusionEngine::sort(bool by_key, std::span<const Value> args, EvalContext& ctx) {
+    const Value& keys = args[0];
+    if (!is_operand(keys)) return std::nullopt;
+    const Shape ks = shape_of(keys);
+    if (by_key && (ks.size() != 1 || !is_like(args[1]) || like_shape(args[1])[0] != ks[0])) return std::nullopt;
+    const std::vector<Prim> prims = by_key ? prims_of(args[1]) : std::vector<Prim>{};
+    FuseContext fc(ctx);
+    InPlaceOutputs results;
+    const Value sorted = results.add("keys", elem_of(keys), ks);
+    const std::vector<std::string> outs = leaf_buffers("vals", prims.size(), false);
+    const std::vector<Value> values = by_key ? results.add_all(outs, prims, like_shape(args[1])) : std::vector<Value>{};
+    const char* name = by_key ? "sortByKey" : "sort";
+    run(name, fc, [&](ir::PlanBuilder& pb) {
+        const std::vector<PullArray> vals = by_key ? pulls_of(args[1], fc) : std::vector<PullArray>{};
+        ir::lower_sort(pb, name, pull_of(keys, fc), vals, "keys", outs);
+    }, results.into);
+    if (!by_key) return sorted;
+    return Value(std::vector<Value>{sorted, rebuild(args[1], values)});
+}
+
+// permute f dest g vals. With an operator section: atomics (or a CAS loop)
+// combine every element into dest[g i], the target function compiled into
+// the kernel; integer results are exact, float sums depend on the order.
+// With any other function (arrays of tuples too): sorted by target, each
+// target folded in source order, exactly as the reference.
+std::optional<Value> FusionEngine::permute(std::span<const Value> args, EvalContext& ctx) {
+    const std::optional<ir::AssocOp> op = operator_arg(args[0]);
+    const Value &f = args[0], &dest = args[1], &g = args[2], &vals = args[3];
+    if (!f.is_function() || !g.is_function() || !is_like(dest) || !is_like(vals) ||
+        leaves(dest).size() != leaves(vals).size())
+        return std::nullopt;
+    const std::vector<Prim> prims = prims_of(dest);
+    if (prims != prims_of(vals)) return std::nullopt;
+    const bool atomics = op && prims.size() == 1 && prims[0] != Prim::Bool;
+    FuseContext fc(ctx);
+    // The target of element i (flat, an int as in the reference).
+    auto target_of = [&fc, g](const std::vector<ir::ExprPtr>& shape) {
+        PullArray target{shape, ir::ScalarType::I64, nullptr};
+        target.at = [&fc, g, shape](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
+            const ir::ExprPtr flat = ir::cast(ir::ScalarType::I32, linear_index(kb, i, shape));
+            return ir::cast(ir::ScalarType::I64, compiled::compile_call(fc, kb, g, {flat}).at(0));
+        };
+        return target;
+    };
+    const std::vector<std::string> outs = leaf_buffers("out", prims.size(), true);
+    InPlaceOutputs results;
+    const std::vector<Value> arrays = results.add_all(outs, prims, like_shape(dest));
+    run("permute", fc, [&](ir::PlanBuilder& pb) {
+        const std::vector<PullArray> v = pulls_of(vals, fc), d = pulls_of(dest, fc);
+        const PullArray target = target_of(v[0].shape);
+        if (atomics) {
+            ir::lower_permute(pb, "permute", d[0], target, v[0], ir::known_combine(*op, ir::scalar_of(prims[0])), outs[0]);
+            return;
+        }
+        const Type et = elem_type(vals);
+        const UserOp combine{&fc, f, et};
+        ir::lower_permute_ordered(pb, "permute", ir::tuple_of(d), target, ir::tuple_of(v), combine, outs);
+    }, results.into);
+    return rebuild(dest, arrays);
+}
+
+// scatter dest idx vals (rank 1 or 2, arrays of tuples too): deterministic,
+// the last write wins. Mismatched extents decline: the reference raises.
+std::optional<Value> FusionEngine::scatter(std::span<const Value> args, EvalContext& ctx) {
+    const Value &dest = args[0], &idx = args[1], &vals = args[2];
+    if (!is_like(dest) || !is_operand(idx) || !is_like(vals) || shape_of(idx).size() != 1) return std::nullopt;
+    const Shape ds = like_shape(dest), vs = like_shape(vals);
+    if (ds.size() > 2 || vs[0] != shape_of(idx)[0] || Shape(ds.begin() + 1, ds.end()) != Shape(vs.begin() + 1, vs.end()) ||
+        leaves(dest).size() != leaves(vals).size())
+        return std::nullopt;
+    const std::vector<Prim> prims = prims_of(dest);
+    FuseContext fc(ctx);
+    const std::vector<std::string> outs = leaf_buffers("out", prims.size(), true);
+    InPlaceOutputs results;
+    const std::vector<Value> arrays = results.add_all(outs, prims, ds);
+    run("scatter", fc, [&](ir::PlanBuilder& pb) {
+        const std::vector<PullArray> d = pulls_of(dest, fc), v = pulls_of(vals, fc);
+        const PullArray i = pull_of(idx, fc);
+        for (size_t k = 0; k < d.size(); ++k) ir::lower_scatter(pb, pb.fresh("scatter"), d[k], i, v[k], outs[k]);
+    }, results.into);
+    return rebuild(dest, arrays);
+}
+
+}  // namespace shoal::compiled

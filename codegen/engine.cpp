@@ -1,0 +1,258 @@
+// The fusion engine's core: forcing nodes, running plans through the plan
+// cache and the executor, `:ir`/`:cuda`/`:profile` support and the entry
+// point that routes a builtin to a producer or a consumer (engine.h).
+#include "codegen/engine.h"
+
+#include <algorithm>
+#include <atomic>
+
+#include "codegen/cuda_printer.h"
+
+namespace shoal::compiled {
+
+namespace {
+ir::HostValue host_value(const Scalar& s) {
+    ir::HostValue h;
+    h.type = ir::scalar_of(s.type);
+    if (s.type == Prim::Float || s.type == Prim::Double)
+        h.f = s.as_double();
+    else
+        h.i = s.as_long();
+    return h;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- results
+std::vector<std::string> leaf_buffers(const std::string& prefix, size_t n, bool bare_single) {
+    std::vector<std::string> names;
+    for (size_t k = 0; k < n; ++k) names.push_back(n == 1 && bare_single ? prefix : prefix + std::to_string(k));
+    return names;
+}
+
+ArrayPtr InPlaceOutputs::add(const std::string& buffer, Prim p, const Shape& shape) {
+    auto a = std::make_shared<Array>(p, shape, Array::Uninitialised{});
+    into[buffer] = a;
+    return a;
+}
+
+std::vector<Value> InPlaceOutputs::add_all(const std::vector<std::string>& names, const std::vector<Prim>& prims,
+                                           const Shape& shape) {
+    std::vector<Value> arrays;
+    for (size_t k = 0; k < names.size(); ++k) arrays.emplace_back(add(names[k], prims[k], shape));
+    return arrays;
+}
+
+ArrayPtr shaped(const ArrayPtr& flat, Prim p, const Shape& shape) {
+    SHOAL_INTERNAL_ASSERT(prim_size(flat->elem) == prim_size(p) && flat->size() == shape_size(shape),
+                          "an executor's output does not fit its result");
+    flat->elem = p;
+    flat->shape = shape;
+    return flat;
+}
+
+
+// ---------------------------------------------------------------- forcing
+void FusionEngine::force_group(const NodeGroup& g) {
+    g.forced = materialise(g);
+    if (!g.forced.empty()) return;
+    ++stats.reference_replays;
+    for (const Value& x : leaves(g.replay())) g.forced.push_back(x.array());
+}
+
+// Empty when a function does not compile.
+std::vector<ArrayPtr> FusionEngine::materialise(const NodeGroup& g) {
+    try {
+        FuseContext fc(g.ctx);
+        // The kernel writes the bindings' arrays directly: no copy, no zeroing.
+        const std::vector<std::string> outs = leaf_buffers("out", g.elems.size(), true);
+        InPlaceOutputs results;
+        std::vector<ArrayPtr> arrays;
+        for (size_t k = 0; k < outs.size(); ++k) arrays.push_back(results.add(outs[k], g.elems[k], g.shape));
+        run("force", fc, [&](ir::PlanBuilder& pb) { ir::lower_map(pb, "force", g.pull(fc), outs); }, results.into);
+        return arrays;
+    } catch (const Decline& d) {
+        ++stats.declines[d.why];
+        return {};
+    }
+}
+
+Value FusionEngine::node(Prim elem, Shape shape, Node::MakePull pull, Replay replay, const EvalContext& ctx,
+                               const std::vector<Value>& operands) {
+    check_array_size(elem, shape);  // "array of shape ... is too large", as the reference raises it
+    auto g = std::make_shared<NodeGroup>(
+        NodeGroup{[pull](FuseContext& fc) { return ir::tuple_of(pull(fc)); }, {elem}, std::move(shape),
+                  std::move(replay), ctx, bounded_weight(operands), {}});
+    return Value(std::make_shared<const Node>(shared_from_this(), std::move(g), 0, std::move(pull)));
+}
+
+std::vector<Value> FusionEngine::tuple_nodes(std::vector<Prim> elems, Shape shape,
+                                                   std::function<ir::PullTuple(FuseContext&)> pull, Replay replay,
+                                                   const EvalContext& ctx, const std::vector<Value>& operands) {
+    for (Prim p : elems) check_array_size(p, shape);
+    auto g = std::make_shared<const NodeGroup>(NodeGroup{std::move(pull), std::move(elems), std::move(shape),
+                                                         std::move(replay), ctx, bounded_weight(operands), {}});
+    std::vector<Value> members;
+    for (size_t k = 0; k < g->elems.size(); ++k) {
+        // Fused into a consumer, a member computes the whole tuple and keeps
+        // its component (the others are dead code).
+        Node::MakePull component = [g, k](FuseContext& fc) {
+            const ir::PullTuple t = g->pull(fc);
+            return PullArray{t.shape, t.elems[k], [t, k](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
+                                 return t.at(kb, i)[k];
+                             }};
+        };
+        members.emplace_back(std::make_shared<const Node>(shared_from_this(), g, k, std::move(component)));
+    }
+    return members;
+}
+
+// ---------------------------------------------------------------- running plans
+namespace {
+std::atomic<PlanObserver> g_plan_observer{nullptr};
+}  // namespace
+
+void set_plan_observer(PlanObserver observer) { g_plan_observer.store(observer); }
+
+ir::PlanOutcome FusionEngine::run(const std::string& name, FuseContext& fc,
+                                  const std::function<void(ir::PlanBuilder&)>& build,
+                                  const std::map<std::string, ArrayPtr>& into) {
+    ir::PlanBuilder pb(name);
+    build(pb);
+    const PlanCache::Found found = cache_.get(pb.finish(), passes);
+    const ir::LaunchPlan& plan = *found.plan;
+    if (!found.hit && g_plan_observer) g_plan_observer(plan);
+    ++(found.hit ? stats.cache_hits : stats.cache_misses);
+    if (recording_) recording_->push_back(found.plan);
+
+    ir::PlanBindings bind;
+    for (const ir::PlanScalar& s : plan.scalars)
+        if (s.source == ir::ScalarSource::Input) bind.scalars[s.name] = host_value(fc.scalars().at(s.name));
+    bind.inputs = fc.buffers();
+    bind.outputs = into;
+    ir::RunOptions options = options_;
+    options.cancel = fc.eval_context().cancel;  // Ctrl-C stops a running kernel
+    // The plan compiled: its advice applies (even if running it fails).
+    if (std::vector<Warning>* w = fc.eval_context().warnings) w->insert(w->end(), fc.warnings.begin(), fc.warnings.end());
+    ir::PlanOutcome r = executor_->run(plan, bind, options);
+    ++stats.plans_run;
+    if (profiling_) record_profile(plan, r);
+    stats.last = r.total;
+    stats.last_plan = name;
+    stats.total += r.total;
+    return r;
+}
+
+void FusionEngine::record_profile(const ir::LaunchPlan& plan, const ir::PlanOutcome& r) {
+    for (size_t k = 0; k < plan.kernels.size(); ++k) {
+        const ir::KernelCounters& c = r.kernel_counters[k];
+        if (c.launches == 0) continue;
+        auto same = [&](const KernelProfile& p) { return p.plan == plan.name && p.kernel == plan.kernels[k].name; };
+        auto it = std::find_if(profiling_->begin(), profiling_->end(), same);
+        if (it == profiling_->end()) it = profiling_->insert(it, KernelProfile{plan.name, plan.kernels[k].name});
+        KernelProfile counts;
+        counts.launches = c.launches;
+        counts.nanoseconds = c.nanoseconds;
+        counts.bytes_loaded = c.global_bytes_loaded;
+        counts.bytes_stored = c.global_bytes_stored;
+        counts.sectors = c.global_sectors;
+        counts.bank_conflicts = c.shared_bank_conflicts;
+        counts.atomics = c.atomics;
+        *it += counts;
+    }
+}
+
+namespace {
+// Runs `run` with `slot` pointing at `target`, cleared again even if it throws.
+template <class T> void run_observed(T*& slot, T* target, const std::function<void()>& run) {
+    slot = target;
+    try {
+        run();
+    } catch (...) {
+        slot = nullptr;
+        throw;
+    }
+    slot = nullptr;
+}
+}  // namespace
+
+std::vector<KernelProfile> FusionEngine::profile(const std::function<void()>& run_it) {
+    std::vector<KernelProfile> rows;
+    run_observed(profiling_, &rows, run_it);
+    return rows;
+}
+
+std::string FusionEngine::explain(const std::function<void()>& run_it, bool cuda) {
+    std::vector<std::shared_ptr<const ir::LaunchPlan>> plans;
+    run_observed(recording_, &plans, run_it);
+    std::string out;
+    for (const auto& p : plans) {
+        out += (out.empty() ? "" : "\n\n") + ir::to_string(*p);
+        if (cuda) {
+            out += "\n" + ir::print_cuda(p->kernels);
+        } else {
+            for (const ir::Kernel& k : p->kernels) out += "\n" + ir::to_string(k);
+        }
+    }
+    while (!out.empty() && out.back() == '\n') out.pop_back();
+    return out;
+}
+
+// ---------------------------------------------------------------- entry
+std::optional<Value> FusionEngine::apply_builtin(std::string_view name_view, const Type& type,
+                                                       std::span<const Value> args, EvalContext& ctx, const Loc& loc) {
+    std::optional<Value> r = compile_builtin(std::string(name_view), type, args, ctx, loc);
+    if (!r && (std::any_of(args.begin(), args.end(), holds_array) || (type && holds_array_type(type, args.size()))))
+        ++stats.reference_builtins[std::string(name_view)];
+    return r;
+}
+
+std::optional<Value> FusionEngine::compile_builtin(const std::string& name, const Type& type,
+                                                         std::span<const Value> args, EvalContext& ctx,
+                                                         const Loc& loc) {
+    for (const Value& v : args)
+        if (v.is_string()) return std::nullopt;  // file I/O: the reference evaluator's
+    // Shapes are known without computing anything.
+    if ((name == "length" || name == "rows" || name == "cols" || name == "shape") && is_like(args[0])) {
+        const Shape s = like_shape(args[0]);
+        auto int_of = [](int64_t n) { return Value(Scalar::of_int(static_cast<int32_t>(n))); };
+        if (name == "length") return int_of(s[0]);
+        if (name != "shape") return s.size() == 2 ? std::optional(int_of(s[name == "rows" ? 0 : 1])) : std::nullopt;
+        if (s.size() == 1) return int_of(s[0]);
+        std::vector<Value> t;
+        for (int64_t e : s) t.push_back(int_of(e));
+        return Value(std::move(t));
+    }
+    // An array of tuples is a tuple of arrays: zip pairs them, unzip is the identity.
+    if ((name == "zip" || name == "zip3") && is_like(Value(std::vector<Value>(args.begin(), args.end()))))
+        return Value(std::vector<Value>(args.begin(), args.end()));
+    if (name == "unzip" && is_like(args[0])) return args[0];
+    // iterate: host control flow; its steps build the graph (bounded by kMaxFusedNodes).
+    if (name == "iterate" && args[0].is_scalar() && args[1].is_function()) {
+        Value x = args[2];
+        for (int64_t k = 0, n = args[0].scalar().as_long(); k < n; ++k) {
+            evalimpl::check_cancel(ctx, loc);
+            x = evalimpl::apply_value(args[1], std::span<const Value>(&x, 1), ctx, loc);
+        }
+        return x;
+    }
+    if (name == "random") return random(args[0], ctx);
+    if (std::optional<Value> r = consumer(name, args, ctx)) return r;
+    // Nodes keep the context with this backend: functions compiled into
+    // them hoist invariant array expressions, computed by this backend too.
+    last_ctx_ = ctx;
+    return producer(name, type, args, ctx, loc);
+}
+
+// ---------------------------------------------------------------- interface
+std::string FusionEngine::description() const { return "compiled kernels on " + executor_->description(); }
+
+std::shared_ptr<CompiledBackend> make_compiled_backend(std::shared_ptr<ir::PlanExecutor> executor) {
+    return std::make_shared<FusionEngine>(std::move(executor));
+}
+
+const BackendStats& backend_stats(CompiledBackend& b) { return dynamic_cast<FusionEngine&>(b).stats; }
+void reset_backend_stats(CompiledBackend& b) { dynamic_cast<FusionEngine&>(b).stats = BackendStats{}; }
+void set_pass_options(CompiledBackend& b, const ir::PassOptions& options) { dynamic_cast<FusionEngine&>(b).passes = options; }
+
+}  // namespace shoal::compiled

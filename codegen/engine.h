@@ -1,0 +1,102 @@
+// The fusion engine: the compiled backend's implementation, shared by its
+// parts (engine.cpp: forcing, running plans, the entry point; producers.cpp;
+// consumers.cpp). Not for use outside codegen/: see compiled_backend.h.
+#pragma once
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "codegen/array_graph.h"
+#include "codegen/compiled_backend.h"
+#include "codegen/plan_cache.h"
+
+namespace shoal::compiled {
+
+class FusionEngine final : public CompiledBackend, public std::enable_shared_from_this<FusionEngine> {
+public:
+    explicit FusionEngine(std::shared_ptr<ir::PlanExecutor> executor) : executor_(std::move(executor)) {}
+
+    std::optional<Value> apply_builtin(std::string_view name, const Type& type, std::span<const Value> args,
+                                       EvalContext& ctx, const Loc& loc) override;
+    std::optional<Value> slice(const Value& a, int64_t start, int64_t step, int64_t count) override;
+    void set_check(bool on) override { options_.check = on; }
+    std::string explain(const std::function<void()>& run, bool cuda) override;
+    std::vector<KernelProfile> profile(const std::function<void()>& run) override;
+    std::string description() const override;
+
+    // Forces a group: one map kernel writing every member, or (when a
+    // function does not compile) the reference evaluator's replay.
+    void force_group(const NodeGroup& g);
+    // Lowers (build), looks the plan up in the plan cache and runs it on the
+    // executor. `into`: arrays the named Output buffers are written to in place.
+    ir::PlanOutcome run(const std::string& name, FuseContext& fc, const std::function<void(ir::PlanBuilder&)>& build,
+                   const std::map<std::string, ArrayPtr>& into = {});
+
+    BackendStats stats;
+    ir::PassOptions passes;
+
+private:
+    // A node computed from `operands` (array-likes it reads; they are fused
+    // into it unless that would make kernels too large, then forced first).
+    Value node(Prim elem, Shape shape, Node::MakePull pull, Replay replay, const EvalContext& ctx,
+               const std::vector<Value>& operands);
+    // The nodes of a map returning a tuple: one per leaf component.
+    std::vector<Value> tuple_nodes(std::vector<Prim> elems, Shape shape,
+                                   std::function<ir::PullTuple(FuseContext&)> pull, Replay replay,
+                                   const EvalContext& ctx, const std::vector<Value>& operands);
+    std::vector<ArrayPtr> materialise(const NodeGroup& g);
+    std::optional<Value> compile_builtin(const std::string& name, const Type& type, std::span<const Value> args,
+                                         EvalContext& ctx, const Loc& loc);
+    std::optional<Value> producer(const std::string& name, const Type& type, std::span<const Value> args,
+                                  const EvalContext& ctx, const Loc& loc);
+    std::optional<Value> map_node(const std::string& name, const Type& type, const std::vector<Value>& a,
+                                  const EvalContext& ctx, const Loc& loc);
+    std::optional<Value> index_map(const std::string& name, const Type& type, const std::vector<Value>& a,
+                                   const EvalContext& ctx, const Loc& loc);
+    std::optional<Value> random(const Value& shape, EvalContext& ctx);
+    std::optional<Value> consumer(const std::string& name, std::span<const Value> args, EvalContext& ctx);
+    std::optional<Value> lower_consumer(const std::string& name, std::span<const Value> args, EvalContext& ctx);
+    std::optional<Value> sort(bool by_key, std::span<const Value> args, EvalContext& ctx);
+    std::optional<Value> known_reduce(const std::string& name, std::span<const Value> args, EvalContext& ctx);
+    std::optional<Value> general_reduce(const Value& f, const Value& z, const Value& xs, EvalContext& ctx);
+    std::optional<Value> count(const Value& p, const Value& xs, EvalContext& ctx);
+    std::optional<Value> arg_extreme(bool largest, const Value& xs, EvalContext& ctx);
+    std::optional<Value> scan(const std::string& name, std::span<const Value> args, EvalContext& ctx);
+    std::optional<Value> push(const std::string& name, std::span<const Value> args, EvalContext& ctx);
+    std::optional<Value> filter(std::span<const Value> args, EvalContext& ctx);
+    std::optional<Value> permute(std::span<const Value> args, EvalContext& ctx);
+    std::optional<Value> scatter(std::span<const Value> args, EvalContext& ctx);
+
+    std::shared_ptr<ir::PlanExecutor> executor_;
+    ir::RunOptions options_;
+    PlanCache cache_;
+    std::vector<std::shared_ptr<const ir::LaunchPlan>>* recording_ = nullptr;
+    std::vector<KernelProfile>* profiling_ = nullptr;  // during profile()
+    void record_profile(const ir::LaunchPlan& plan, const ir::PlanOutcome& r);
+    EvalContext last_ctx_;  // the context of the last builtin (slices have none of their own)
+};
+
+
+// ---------------------------------------------------------------- results
+// Output buffer names for n leaves: prefix0, prefix1, ...; a single leaf
+// is plain `prefix` when bare_single.
+std::vector<std::string> leaf_buffers(const std::string& prefix, size_t n, bool bare_single);
+
+// The arrays a consumer returns, made before its plan runs and written by
+// its kernels in place (uninitialised: the kernels write every element).
+struct InPlaceOutputs {
+    std::map<std::string, ArrayPtr> into;
+    ArrayPtr add(const std::string& buffer, Prim p, const Shape& shape);
+    // One array per leaf, all of `shape`, for the buffers `names`.
+    std::vector<Value> add_all(const std::vector<std::string>& names, const std::vector<Prim>& prims,
+                               const Shape& shape);
+};
+
+// An output the executor allocated (rank 1, its element count), given its
+// shape and element type: the same memory, no copy.
+ArrayPtr shaped(const ArrayPtr& flat, Prim p, const Shape& shape);
+
+}  // namespace shoal::compiled

@@ -1,0 +1,274 @@
+// Producers: the builtins that become delayed nodes (pull arrays fused into
+// whatever consumes them): elementwise operators and functions, map,
+// zipWith, generate, iota, fill, slices, index maps, random.
+#include <algorithm>
+#include <set>
+
+#include "codegen/engine.h"
+#include "codegen/kernel_code.h"
+#include "lang/array_ops.h"
+#include "lang/random.h"
+
+namespace shoal::compiled {
+
+namespace {
+
+const std::set<std::string>& elementwise_names() {
+    static const std::set<std::string> names = {
+        "+", "-", "*", "/", "%", "**", "==", "!=", "<", "<=", ">", ">=", "&&", "||", "&", "|", "^", "<<", ">>",
+        "negate", "!", "~", "sqrt", "exp", "log", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh",
+        "tanh", "erf", "floor", "ceil", "round", "abs", "atan2", "pow", "min", "max", "int", "long", "float", "double"};
+    return names;
+}
+
+// The element type an elementwise builtin produces, or nullopt when the
+// compiled subset does not cover it (found by emitting it on dummy operands).
+std::optional<Prim> elementwise_result(const std::string& name, Prim operand, size_t arity) {
+    const ir::ScalarType t = ir::scalar_of(operand);
+    try {
+        const ir::ScalarType r = compiled::builtin_result(name, std::vector<ir::ScalarType>(arity, t));
+        for (Prim p : {Prim::Bool, Prim::Int, Prim::Long, Prim::Float, Prim::Double})
+            if (ir::scalar_of(p) == r) return p;
+    } catch (const Decline&) {
+    }
+    return std::nullopt;
+}
+
+std::optional<Shape> shape_arg(const Value& v) {
+    Shape s;
+    if (v.is_tuple())
+        for (const Value& e : v.tuple()) s.push_back(e.scalar().as_long());
+    else
+        s.push_back(v.scalar().as_long());
+    for (int64_t n : s)
+        if (n < 0) return std::nullopt;  // the reference raises the error
+    return s;
+}
+
+Type result_of(Type t, int arity) {
+    for (int k = 0; k < arity; ++k) t = func_result(t);
+    return prune(t);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- producers
+std::optional<Value> FusionEngine::slice(const Value& a, int64_t start, int64_t step, int64_t count) {
+    if (!is_like(a)) return std::nullopt;
+    const Replay whole = [a, start, step, count] {
+        return per_leaf(force(a), [&](const Value& l, size_t) {
+            return Value(ops::index_array(*l.array(), {ops::AxisSelect{false, start, step, count}}));
+        });
+    };
+    return per_leaf(a, [&](const Value& leaf, size_t k) {
+        auto pull = [leaf, start, step, count](FuseContext& fc) {
+            const PullArray src = pull_of(leaf, fc);
+            PullArray out{{fc.extent(count)}, src.elem, nullptr};
+            const ir::ExprPtr lo = fc.extent(start), st = fc.extent(step);
+            out.at = [src, lo, st](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
+                return src.at(kb, {ir::binary(ir::BinaryOp::Add, use(kb, lo),
+                                              ir::binary(ir::BinaryOp::Mul, i[0], use(kb, st)))});
+            };
+            return out;
+        };
+        return node(elem_of(leaf), {count}, pull, leaf_replay(whole, k), last_ctx_, {leaf});
+    });
+}
+
+// map/zipWith/zipWith3: the function compiled into the element code; its
+// arguments may be arrays of tuples. A function returning a tuple gives a
+// tuple of nodes computed by one kernel with an output per leaf.
+std::optional<Value> FusionEngine::map_node(const std::string& name, const Type& type,
+                                                  const std::vector<Value>& a, const EvalContext& ctx,
+                                                  const Loc& loc) {
+    const Type r = result_of(type, static_cast<int>(a.size()));
+    std::vector<Prim> elems;
+    if (!mentions_array(r) || !prim_leaves(r, elems)) return std::nullopt;
+    for (size_t k = 1; k < a.size(); ++k)
+        if (!is_like(a[k])) return std::nullopt;
+    for (size_t k = 2; k < a.size(); ++k) ops::require_same_shape(like_shape(a[1]), like_shape(a[k]), name.c_str(), loc);
+    std::vector<Type> types;
+    for (size_t k = 1; k < a.size(); ++k) types.push_back(elem_type(a[k]));
+    auto pull = [a, elems, types](FuseContext& fc) {
+        std::vector<PullArray> srcs;
+        for (size_t k = 1; k < a.size(); ++k)
+            for (const PullArray& p : pulls_of(a[k], fc)) srcs.push_back(p);
+        ir::PullTuple out{srcs[0].shape, scalar_types(elems), nullptr};
+        out.at = [srcs, fn = a[0], types, &fc](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
+            return compiled::compile_call(fc, kb, fn, element_at(kb, srcs, i), types);
+        };
+        return out;
+    };
+    const std::vector<Value> operands(a.begin() + 1, a.end());
+    const std::vector<Value> members =
+        tuple_nodes(elems, like_shape(a[1]), pull, make_replay(name, type, a, ctx, loc), ctx, operands);
+    size_t at = 0;
+    return rebuild_type(r, members, at);
+}
+
+// Index maps (reverse, gather, take, drop, reshape, flatten): fused pull
+// arrays, one node per leaf of an array of tuples.
+std::optional<Value> FusionEngine::index_map(const std::string& name, const Type& type,
+                                                   const std::vector<Value>& a, const EvalContext& ctx,
+                                                   const Loc& loc) {
+    static const std::set<std::string> names = {"reverse", "flatten", "gather", "take", "drop", "reshape"};
+    if (!names.count(name)) return std::nullopt;
+    const bool unary = name == "reverse" || name == "flatten";
+    const Value& src = a[unary ? 0 : 1];
+    if (!is_like(src)) return std::nullopt;
+    Shape s = like_shape(src);
+    std::function<PullArray(FuseContext&, const PullArray&)> map;
+    if (name == "reverse") {
+        map = [](FuseContext&, const PullArray& x) { return ir::reverse_array(x); };
+    } else if (name == "gather") {
+        if (!is_operand(a[0]) || shape_of(a[0]).size() != 1) return std::nullopt;
+        s[0] = shape_of(a[0])[0];
+        map = [idx = a[0], loc](FuseContext& fc, const PullArray& x) {
+            return ir::gather_array(pull_of(idx, fc), x, loc);
+        };
+    } else if (name == "take" || name == "drop") {
+        if (!a[0].is_scalar()) return std::nullopt;
+        const int64_t n = a[0].scalar().as_long();
+        const int64_t kept = std::clamp<int64_t>(n, 0, s[0]);
+        s[0] = name == "take" ? kept : s[0] - kept;
+        // n itself is the parameter (the index map clamps it), so the kernel
+        // does not depend on its value.
+        map = [take = name == "take", n](FuseContext& fc, const PullArray& x) {
+            return take ? ir::take_array(x, fc.extent(n)) : ir::drop_array(x, fc.extent(n));
+        };
+    } else if (name == "reshape" || name == "flatten") {
+        Shape to = {shape_size(s)};
+        if (name == "reshape") {
+            const std::optional<Shape> target = shape_arg(a[0]);
+            if (!target || target->empty() || target->size() > 3 || shape_size(*target) != shape_size(s))
+                return std::nullopt;  // the reference raises the error
+            to = *target;
+        }
+        s = to;
+        map = [to](FuseContext& fc, const PullArray& x) { return ir::reshape_array(x, extents(fc, to)); };
+    } else {
+        return std::nullopt;
+    }
+    const Replay whole = make_replay(name, type, a, ctx, loc);
+    std::vector<Value> operands = {src};
+    if (name == "gather") operands.push_back(a[0]);
+    return per_leaf(src, [&](const Value& leaf, size_t k) {
+        auto pull = [leaf, map](FuseContext& fc) { return map(fc, pull_of(leaf, fc)); };
+        operands[0] = leaf;
+        return node(elem_of(leaf), s, pull, leaf_replay(whole, k), ctx, operands);
+    });
+}
+
+// random shape: Philox in the kernel, the stream number taken now (as the
+// reference evaluator takes it), so the numbers equal the reference's.
+std::optional<Value> FusionEngine::random(const Value& shape, EvalContext& ctx) {
+    const std::optional<Shape> s = shape_arg(shape);
+    if (!s || s->empty()) return std::nullopt;
+    check_array_size(Prim::Float, *s);
+    const uint64_t seed = ctx.seed, stream = ctx.random_stream++;
+    Replay replay = [s = *s, seed, stream] {
+        auto out = std::make_shared<Array>(Prim::Float, s);
+        float* x = out->data<float>();
+        for (int64_t i = 0, n = out->size(); i < n; ++i) x[i] = random_uniform(seed, stream, static_cast<uint64_t>(i));
+        return Value(std::move(out));
+    };
+    auto keep = std::make_shared<const std::vector<Scalar>>(
+        std::vector<Scalar>{Scalar::of_long(static_cast<int64_t>(seed)), Scalar::of_long(static_cast<int64_t>(stream))});
+    auto pull = [s = *s, keep](FuseContext& fc) {
+        PullArray out{extents(fc, s), ir::ScalarType::F32, nullptr};
+        out.at = [&fc, keep, shape = out.shape](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
+            const std::vector<ir::ExprPtr> key = lift_all(fc, kb, *keep);
+            return philox_uniform(kb, key[0], key[1], linear_index(kb, i, shape));
+        };
+        return out;
+    };
+    EvalContext reference = ctx;
+    reference.backend = nullptr;
+    return node(Prim::Float, *s, pull, replay, reference, {});
+}
+
+std::optional<Value> FusionEngine::producer(const std::string& name, const Type& type,
+                                                  std::span<const Value> args, const EvalContext& ctx,
+                                                  const Loc& loc) {
+    std::vector<Value> a(args.begin(), args.end());
+    if (elementwise_names().count(name)) {
+        if (std::none_of(a.begin(), a.end(), is_operand)) return std::nullopt;
+        for (const Value& v : a)
+            if (!is_operand(v) && !v.is_scalar()) return std::nullopt;
+        const auto result = elementwise_result(name, elem_of(a[0]), a.size());
+        if (!result) return std::nullopt;
+        const Value& arr = is_operand(a[0]) ? a[0] : a[1];
+        if (a.size() == 2 && is_operand(a[0]) && is_operand(a[1]))
+            ops::require_same_shape(shape_of(a[0]), shape_of(a[1]), name.c_str(), loc);
+        auto pull = [a, name, result](FuseContext& fc) {
+            std::vector<PullArray> srcs;
+            for (const Value& v : a) srcs.push_back(is_operand(v) ? pull_of(v, fc) : PullArray{});
+            const size_t shape_from = srcs[0].at ? 0 : 1;
+            PullArray out;
+            out.elem = ir::scalar_of(*result);
+            out.shape = srcs[shape_from].shape;
+            auto keep = std::make_shared<const std::vector<Value>>(a);  // addresses key the lifted scalars
+            out.at = [srcs, name, keep, &fc](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
+                std::vector<ir::ExprPtr> xs;
+                for (size_t k = 0; k < srcs.size(); ++k)
+                    xs.push_back(srcs[k].at ? srcs[k].at(kb, i) : fc.lift(kb, (*keep)[k].scalar(), &(*keep)[k]));
+                return compiled::emit_builtin(kb, name, xs);
+            };
+            return out;
+        };
+        return node(*result, shape_of(arr), pull, make_replay(name, type, args, ctx, loc), ctx, a);
+    }
+    if (name == "map" || name == "zipWith" || name == "zipWith3") return map_node(name, type, a, ctx, loc);
+    if (name == "iota") {
+        const std::optional<Shape> s = shape_arg(a[0]);
+        if (!s || s->size() != 1) return std::nullopt;
+        auto pull = [s = *s](FuseContext& fc) {
+            return PullArray{extents(fc, s), ir::ScalarType::I32,
+                             [](ir::KernelBuilder&, const std::vector<ir::ExprPtr>& i) {
+                                 return ir::cast(ir::ScalarType::I32, i[0]);  // indices are ints
+                             }};
+        };
+        return node(Prim::Int, *s, pull, make_replay(name, type, args, ctx, loc), ctx, {});
+    }
+    if (name == "fill") {
+        const std::optional<Shape> s = shape_arg(a[0]);
+        std::vector<Scalar> vs;
+        if (!s || s->empty() || !scalar_leaves(a[1], vs)) return std::nullopt;
+        const Replay whole = make_replay(name, type, args, ctx, loc);
+        auto keep = std::make_shared<const std::vector<Scalar>>(vs);
+        std::vector<Value> nodes;
+        for (size_t k = 0; k < vs.size(); ++k) {
+            auto pull = [s = *s, keep, k](FuseContext& fc) {
+                PullArray out{extents(fc, s), ir::scalar_of((*keep)[k].type), nullptr};
+                out.at = [&fc, keep, k](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>&) {
+                    return fc.lift(kb, (*keep)[k], &(*keep)[k]);
+                };
+                return out;
+            };
+            nodes.push_back(node(vs[k].type, *s, pull, leaf_replay(whole, k), ctx, {}));
+        }
+        return rebuild(a[1], nodes);
+    }
+    if (name == "generate") {
+        const std::optional<Shape> s = shape_arg(a[0]);
+        const Type r = result_of(type, 2);
+        std::vector<Prim> elems;
+        if (!s || s->empty() || !mentions_array(r) || !prim_leaves(r, elems)) return std::nullopt;
+        auto pull = [s = *s, fn = a[1], elems](FuseContext& fc) {
+            ir::PullTuple out{extents(fc, s), scalar_types(elems), nullptr};
+            out.at = [&fc, fn](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
+                std::vector<ir::ExprPtr> idx;
+                for (const auto& x : i) idx.push_back(ir::cast(ir::ScalarType::I32, x));  // indices are ints
+                return compiled::compile_call(fc, kb, fn, idx);
+            };
+            return out;
+        };
+        const std::vector<Value> members =
+            tuple_nodes(elems, *s, pull, make_replay(name, type, args, ctx, loc), ctx, {});
+        size_t at = 0;
+        return rebuild_type(r, members, at);
+    }
+    return index_map(name, type, a, ctx, loc);
+}
+
+}  // namespace shoal::compiled

@@ -1,0 +1,66 @@
+#include "runtime/cpu/cpu_executor.h"
+
+#include <cstring>
+#include <thread>
+
+#include "runtime/cpu/run_plan.h"
+#include "runtime/cpu/thread_pool.h"
+
+namespace shoal::cpu {
+
+namespace {
+
+// The Shoal element type of an output buffer handed back as an array
+// (unsigned buffers keep their bits in the signed type of their width).
+Prim prim_of_buffer(ir::ScalarType t) {
+    switch (t) {
+        case ir::ScalarType::Bool: return Prim::Bool;
+        case ir::ScalarType::I32:
+        case ir::ScalarType::U32: return Prim::Int;
+        case ir::ScalarType::I64:
+        case ir::ScalarType::U64: return Prim::Long;
+        case ir::ScalarType::F32: return Prim::Float;
+        case ir::ScalarType::F64: break;
+    }
+    return Prim::Double;
+}
+
+BufferArg memory_of(const ArrayPtr& a) { return BufferArg{a->bytes.data(), a->size()}; }
+
+class CpuExecutor final : public ir::PlanExecutor {
+public:
+    std::string name() const override { return "cpu"; }
+    std::string description() const override {
+        const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+        return "the CPU executor (" + std::to_string(threads) + " thread" + (threads == 1 ? "" : "s") +
+               "; no GPU)";
+    }
+
+    ir::PlanOutcome run(const ir::LaunchPlan& plan, const ir::PlanBindings& bindings,
+                        const ir::RunOptions& options) override {
+        PlanArgs args;
+        args.scalars = bindings.scalars;
+        for (const auto& [name, a] : bindings.inputs) args.buffers[name] = memory_of(a);
+        for (const auto& [name, a] : bindings.outputs) args.outputs[name] = memory_of(a);
+        ExecOptions exec;
+        exec.check = options.check;
+        exec.cancel = options.cancel;
+        PlanResult r = run_plan(plan, args, exec);
+        ir::PlanOutcome out;
+        for (auto& [name, hb] : r.outputs) {
+            auto a = std::make_shared<Array>(prim_of_buffer(hb.elem), Shape{hb.count}, Array::Uninitialised{});
+            if (!a->bytes.empty()) std::memcpy(a->bytes.data(), hb.bytes.data(), a->bytes.size());
+            out.outputs[name] = std::move(a);
+        }
+        out.scalars = std::move(r.scalars);
+        out.kernel_counters = std::move(r.kernel_counters);
+        out.total = r.total;
+        return out;
+    }
+};
+
+}  // namespace
+
+std::shared_ptr<ir::PlanExecutor> make_cpu_executor() { return std::make_shared<CpuExecutor>(); }
+
+}  // namespace shoal::cpu

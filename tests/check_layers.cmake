@@ -1,0 +1,28 @@
+# The layering rule of docs/architecture.md, checked on every build:
+#   lang/ <- codegen/ <- runtime/ <- repl/, jupyter-kernel/
+# A file may include its own layer and those below it, never one above.
+# Run as: cmake -DSOURCE_DIR=<repo> -P tests/check_layers.cmake
+set(layers lang codegen runtime)
+set(above_lang codegen runtime repl jupyter-kernel)
+set(above_codegen runtime repl jupyter-kernel)
+set(above_runtime repl jupyter-kernel)
+set(violations "")
+foreach(layer IN LISTS layers)
+  file(GLOB_RECURSE files ${SOURCE_DIR}/${layer}/*.h ${SOURCE_DIR}/${layer}/*.cpp)
+  foreach(f IN LISTS files)
+    file(STRINGS ${f} includes REGEX "^[ \t]*#[ \t]*include[ \t]*\"")
+    foreach(line IN LISTS includes)
+      foreach(above IN LISTS above_${layer})
+        if(line MATCHES "\"${above}/")
+          file(RELATIVE_PATH rel ${SOURCE_DIR} ${f})
+          string(STRIP "${line}" line)
+          list(APPEND violations "${rel}: ${line} (${layer}/ must not include ${above}/)")
+        endif()
+      endforeach()
+    endforeach()
+  endforeach()
+endforeach()
+if(violations)
+  list(JOIN violations "\n  " text)
+  message(FATAL_ERROR "layering violated:\n  ${text}")
+endif()

@@ -1,0 +1,2 @@
+// A clean lang/ file beside the bad one.
+#include "lang/value.h"
