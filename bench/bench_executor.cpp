@@ -43,7 +43,7 @@ void report(const char* name, int64_t n, double seconds) {
 
 // The plan as the engine runs it: after the pass pipeline.
 LaunchPlan optimized(const PlanBuilder& pb) {
-    LaunchPlan plan = pb.plan();
+    LaunchPlan plan = pb.finish();
     optimize(plan);
     return plan;
 }

@@ -78,6 +78,11 @@ const FuseContext::Input& FuseContext::input(const ArrayPtr& a) {
     return inputs_.emplace(a.get(), std::move(in)).first->second;
 }
 
+void FuseContext::size_inputs(ir::PlanBuilder& pb) const {
+    for (const auto& [array, in] : inputs_)
+        if (pb.plan().find_buffer(in.buffer)) pb.input_buffer(in.buffer, scalar_of(array->elem), ir::product(in.extents));
+}
+
 IExpr zero_of(ScalarType t) {
     if (t == ScalarType::Bool) return const_bool(false);
     return is_float(t) ? const_float(0, t) : const_int(0, t);

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "codegen/kernel_builder.h"
+#include "codegen/launch_plan.h"
 #include "lang/builtins_eval.h"
 
 namespace shoal::compiled {
@@ -47,6 +48,9 @@ public:
         std::vector<ir::ExprPtr> extents;
     };
     const Input& input(const ArrayPtr& a);
+    // Gives each input buffer the plan reads its size (the product of its
+    // extents), so that the plan's entry signature states it.
+    void size_inputs(ir::PlanBuilder& pb) const;
 
     EvalContext& eval_context() { return ctx_; }
     // Loop-invariant expressions hoisted out of the kernel, computed once per

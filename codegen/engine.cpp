@@ -119,6 +119,7 @@ ir::PlanOutcome FusionEngine::run(const std::string& name, FuseContext& fc,
                                   const std::map<std::string, ArrayPtr>& into) {
     ir::PlanBuilder pb(name);
     build(pb);
+    fc.size_inputs(pb);
     const PlanCache::Found found = cache_.get(pb.finish(), passes);
     const ir::LaunchPlan& plan = *found.plan;
     if (!found.hit && g_plan_observer) g_plan_observer(plan);

@@ -1,7 +1,9 @@
 #include "codegen/launch_plan.h"
 
 #include <cmath>
+#include <functional>
 #include <limits>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -19,6 +21,12 @@ const PlanBuffer* LaunchPlan::find_buffer(const std::string& n) const {
     for (const auto& b : buffers)
         if (b.name == n) return &b;
     return nullptr;
+}
+
+int64_t shared_bytes(const Kernel& k) {
+    int64_t bytes = 0;
+    for (const auto& a : k.shared) bytes += a.size * static_cast<int64_t>(scalar_size(a.type));
+    return bytes;
 }
 
 // ---------------------------------------------------------------- PlanBuilder
@@ -128,7 +136,186 @@ std::string PlanBuilder::read_back(const std::string& scalar, const std::string&
     return scalar;
 }
 
-LaunchPlan PlanBuilder::finish() { return plan_; }
+namespace {
+
+// Turns the launches and read-backs a lowering recorded into the host
+// program: each derived scalar computed and each buffer allocated right
+// before its first use, each kernel's error record checked right after its
+// launch, each temporary freed right after its last use.
+class HostProgram {
+public:
+    explicit HostProgram(const LaunchPlan& plan) : plan_(plan) {
+        for (const PlanScalar& s : plan.scalars)
+            if (s.source == ScalarSource::Input) defined_.insert(s.name);
+        for (const PlanBuffer& b : plan.buffers)
+            if (b.role == BufferRole::Input) allocated_.insert(b.name);
+    }
+
+    std::vector<PlanStep> schedule() {
+        for (const PlanStep& s : plan_.steps) {
+            if (s.kind == StepKind::Launch) {
+                const Kernel& k = plan_.kernels[static_cast<size_t>(s.kernel)];
+                need_scalars(s.grid);
+                for (const Param& p : k.params) {
+                    if (p.kind == ParamKind::Scalar) need_scalar(p.name);
+                    else need_buffer(p.name);
+                }
+                emit(s);
+                for (const Param& p : k.params)
+                    if (p.kind == ParamKind::Buffer) last_use_[p.name] = steps_.size() - 1;
+                if (!k.checks.empty()) {
+                    PlanStep check;
+                    check.kind = StepKind::Check;
+                    check.kernel = s.kernel;
+                    emit(check);
+                }
+            } else {
+                need_scalars(s.index);
+                need_buffer(s.buffer);
+                emit(s);
+                last_use_[s.buffer] = steps_.size() - 1;
+                defined_.insert(s.scalar);
+            }
+        }
+        // An output no launch wrote (an empty result) still exists.
+        for (const PlanBuffer& b : plan_.buffers)
+            if (b.role == BufferRole::Output) need_buffer(b.name);
+        return with_frees();
+    }
+
+private:
+    void emit(PlanStep s) { steps_.push_back(std::move(s)); }
+
+    void need_scalar(const std::string& name) {
+        if (defined_.count(name)) return;
+        const PlanScalar* s = plan_.find_scalar(name);
+        SHOAL_INTERNAL_ASSERT(s, "plan " + plan_.name + ": unknown scalar " + name);
+        SHOAL_INTERNAL_ASSERT(s->source == ScalarSource::Derived,
+                              "plan " + plan_.name + ": scalar " + name + " used before it is read back");
+        need_scalars(s->value);
+        PlanStep c;
+        c.kind = StepKind::Compute;
+        c.scalar = name;
+        emit(c);
+        defined_.insert(name);
+    }
+
+    void need_scalars(const ExprPtr& e) {
+        if (!e) return;
+        if (e->kind == ExprKind::Param) need_scalar(e->name);
+        for (const ExprPtr& a : e->args) need_scalars(a);
+    }
+
+    void need_buffer(const std::string& name) {
+        if (allocated_.count(name)) return;
+        const PlanBuffer* b = plan_.find_buffer(name);
+        SHOAL_INTERNAL_ASSERT(b && b->count, "plan " + plan_.name + ": buffer " + name + " has no size");
+        need_scalars(b->count);
+        PlanStep a;
+        a.kind = StepKind::Alloc;
+        a.buffer = name;
+        emit(a);
+        allocated_.insert(name);
+    }
+
+    std::vector<PlanStep> with_frees() const {
+        std::map<size_t, std::vector<std::string>> frees;  // step index -> temporaries last used there
+        for (const PlanBuffer& b : plan_.buffers)
+            if (b.role == BufferRole::Temp)
+                if (auto it = last_use_.find(b.name); it != last_use_.end()) frees[it->second].push_back(b.name);
+        std::vector<PlanStep> out;
+        for (size_t i = 0; i < steps_.size(); ++i) {
+            out.push_back(steps_[i]);
+            // A launch's temporaries stay until its error record is checked.
+            if (i + 1 < steps_.size() && steps_[i + 1].kind == StepKind::Check) continue;
+            const size_t used = steps_[i].kind == StepKind::Check ? i - 1 : i;
+            if (auto it = frees.find(used); it != frees.end())
+                for (const std::string& name : it->second) {
+                    PlanStep f;
+                    f.kind = StepKind::Free;
+                    f.buffer = name;
+                    out.push_back(f);
+                }
+        }
+        return out;
+    }
+
+    const LaunchPlan& plan_;
+    std::set<std::string> defined_, allocated_;
+    std::map<std::string, size_t> last_use_;
+    std::vector<PlanStep> steps_;
+};
+
+}  // namespace
+
+void verify_host_program(const LaunchPlan& plan) {
+    std::set<std::string> defined(plan.entry.scalars.begin(), plan.entry.scalars.end());
+    std::set<std::string> live(plan.entry.inputs.begin(), plan.entry.inputs.end()), freed;
+    auto fail = [&](size_t step, const std::string& what) {
+        internal_error(__FILE__, __LINE__, "plan " + plan.name + ", step " + std::to_string(step + 1) + ": " + what);
+    };
+    std::function<void(size_t, const ExprPtr&)> uses = [&](size_t i, const ExprPtr& e) {
+        if (!e) return;
+        if (e->kind == ExprKind::Param && !defined.count(e->name)) fail(i, "scalar " + e->name + " used before it is defined");
+        for (const ExprPtr& a : e->args) uses(i, a);
+    };
+    auto use_buffer = [&](size_t i, const std::string& b) {
+        if (!live.count(b)) fail(i, "buffer " + b + (freed.count(b) ? " used after it is freed" : " used before it is allocated"));
+    };
+    for (size_t i = 0; i < plan.steps.size(); ++i) {
+        const PlanStep& s = plan.steps[i];
+        switch (s.kind) {
+            case StepKind::Compute:
+                uses(i, plan.find_scalar(s.scalar)->value);
+                defined.insert(s.scalar);
+                break;
+            case StepKind::Alloc:
+                uses(i, plan.find_buffer(s.buffer)->count);
+                if (live.count(s.buffer) || freed.count(s.buffer)) fail(i, "buffer " + s.buffer + " allocated twice");
+                live.insert(s.buffer);
+                break;
+            case StepKind::Launch: {
+                const Kernel& k = plan.kernels.at(static_cast<size_t>(s.kernel));
+                uses(i, s.grid);
+                for (const Param& p : k.params) {
+                    if (p.kind == ParamKind::Scalar && !defined.count(p.name)) fail(i, "scalar " + p.name + " used before it is defined");
+                    if (p.kind == ParamKind::Buffer) use_buffer(i, p.name);
+                }
+                const bool checked = i + 1 < plan.steps.size() && plan.steps[i + 1].kind == StepKind::Check &&
+                                     plan.steps[i + 1].kernel == s.kernel;
+                if (!k.checks.empty() && !checked) fail(i, "the launch of " + k.name + " is not followed by its check");
+                break;
+            }
+            case StepKind::Check: break;
+            case StepKind::ReadBack:
+                uses(i, s.index);
+                use_buffer(i, s.buffer);
+                defined.insert(s.scalar);
+                break;
+            case StepKind::Free:
+                use_buffer(i, s.buffer);
+                if (plan.find_buffer(s.buffer)->role != BufferRole::Temp) fail(i, "frees " + s.buffer + ", which is not a temporary");
+                live.erase(s.buffer);
+                freed.insert(s.buffer);
+                break;
+        }
+    }
+    for (const std::string& out : plan.entry.outputs)
+        if (!live.count(out)) fail(plan.steps.size(), "output " + out + " is never allocated");
+}
+
+LaunchPlan PlanBuilder::finish() const {
+    LaunchPlan plan = plan_;
+    for (const PlanScalar& s : plan.scalars)
+        if (s.source == ScalarSource::Input) plan.entry.scalars.push_back(s.name);
+    for (const PlanBuffer& b : plan.buffers) {
+        if (b.role == BufferRole::Input) plan.entry.inputs.push_back(b.name);
+        if (b.role == BufferRole::Output) plan.entry.outputs.push_back(b.name);
+    }
+    plan.steps = HostProgram(plan).schedule();
+    verify_host_program(plan);
+    return plan;
+}
 
 // ---------------------------------------------------------------- host expressions
 ExprPtr i64(int64_t v) { return const_int(v, ScalarType::I64); }
@@ -354,15 +541,6 @@ std::string host_expr_string(const ExprPtr& e) {
 
 namespace {
 
-const char* role_name(BufferRole r) {
-    switch (r) {
-        case BufferRole::Input: return "input";
-        case BufferRole::Output: return "output";
-        case BufferRole::Temp: return "temp";
-    }
-    return "?";
-}
-
 std::string buffers_with_access(const Kernel& k, bool written) {
     std::string s;
     for (const auto& p : k.params) {
@@ -373,50 +551,76 @@ std::string buffers_with_access(const Kernel& k, bool written) {
     return s.empty() ? "-" : s;
 }
 
-int64_t shared_bytes(const Kernel& k) {
-    int64_t bytes = 0;
-    for (const auto& a : k.shared) bytes += a.size * static_cast<int64_t>(scalar_size(a.type));
-    return bytes;
+// "const float x[len_x]": a buffer as a parameter or an allocation.
+std::string buffer_decl(const PlanBuffer& b) {
+    return std::string(b.role == BufferRole::Input ? "const " : "") + cuda_scalar_name(b.elem) + " " + b.name + "[" +
+           (b.count ? strip_parens(host_expr_string(b.count)) : "") + "]";
 }
 
-void print_launch(std::ostringstream& os, const LaunchPlan& plan, const PlanStep& s, int number) {
-    const Kernel& k = plan.kernels[static_cast<size_t>(s.kernel)];
-    os << "  " << number << ". launch " << k.name << "<<<" << strip_parens(host_expr_string(s.grid)) << ", "
-       << k.block_size << ">>>";
-    if (!s.comment.empty()) os << "   // " << s.comment;
-    os << "\n       shared " << shared_bytes(k) << " B";
-    for (const auto& a : k.shared) os << (&a == &k.shared.front() ? " (" : ", ") << a.name << "[" << a.size << "]";
-    if (!k.shared.empty()) os << ")";
-    os << "; reads " << buffers_with_access(k, false) << "; writes " << buffers_with_access(k, true) << "\n";
+// plan saxpy(float c0, long long len_x, const float x[len_x], ...) -> float out[len_x]
+std::string signature(const LaunchPlan& plan) {
+    std::string s = "launch plan " + plan.name + "(";
+    std::string sep;
+    for (const std::string& n : plan.entry.scalars) {
+        s += sep + cuda_scalar_name(plan.find_scalar(n)->type) + " " + n;
+        sep = ", ";
+    }
+    for (const std::string& n : plan.entry.inputs) {
+        s += sep + buffer_decl(*plan.find_buffer(n));
+        sep = ", ";
+    }
+    s += ")";
+    sep = " -> ";
+    for (const std::string& n : plan.entry.outputs) {
+        s += sep + buffer_decl(*plan.find_buffer(n));
+        sep = ", ";
+    }
+    return s;
+}
+
+void print_step(std::ostringstream& os, const LaunchPlan& plan, const PlanStep& s, int number) {
+    os << "  " << number << ". ";
+    switch (s.kind) {
+        case StepKind::Compute: {
+            const PlanScalar* v = plan.find_scalar(s.scalar);
+            os << cuda_scalar_name(v->type) << " " << s.scalar << " = " << strip_parens(host_expr_string(v->value));
+            break;
+        }
+        case StepKind::Alloc: {
+            const PlanBuffer* b = plan.find_buffer(s.buffer);
+            os << "alloc " << buffer_decl(*b) << (b->role == BufferRole::Output ? "   // result" : "");
+            break;
+        }
+        case StepKind::Launch: {
+            const Kernel& k = plan.kernels[static_cast<size_t>(s.kernel)];
+            os << "launch " << k.name << "<<<" << strip_parens(host_expr_string(s.grid)) << ", " << k.block_size
+               << ">>>";
+            if (!s.comment.empty()) os << "   // " << s.comment;
+            os << "\n       shared " << shared_bytes(k) << " B";
+            for (const auto& a : k.shared) os << (&a == &k.shared.front() ? " (" : ", ") << a.name << "[" << a.size << "]";
+            if (!k.shared.empty()) os << ")";
+            os << "; reads " << buffers_with_access(k, false) << "; writes " << buffers_with_access(k, true);
+            break;
+        }
+        case StepKind::Check:
+            os << "check the error record of " << plan.kernels[static_cast<size_t>(s.kernel)].name;
+            break;
+        case StepKind::ReadBack:
+            os << "read back " << s.scalar << " = " << s.buffer << "[" << strip_parens(host_expr_string(s.index)) << "]";
+            if (!s.comment.empty()) os << "   // " << s.comment;
+            break;
+        case StepKind::Free: os << "free " << s.buffer; break;
+    }
+    os << "\n";
 }
 
 }  // namespace
 
 std::string to_string(const LaunchPlan& plan) {
     std::ostringstream os;
-    os << "launch plan " << plan.name << "\n";
-    for (const auto& s : plan.scalars) {
-        os << "  scalar " << cuda_scalar_name(s.type) << " " << s.name;
-        if (s.source == ScalarSource::Derived) os << " = " << strip_parens(host_expr_string(s.value));
-        else if (s.source == ScalarSource::ReadBack) os << "   (read back)";
-        else os << "   (input)";
-        os << "\n";
-    }
-    for (const auto& b : plan.buffers) {
-        os << "  " << role_name(b.role) << " " << cuda_scalar_name(b.elem) << " " << b.name << "["
-           << (b.count ? strip_parens(host_expr_string(b.count)) : "?") << "]\n";
-    }
+    os << signature(plan) << "\n";
     int number = 1;
-    for (const auto& s : plan.steps) {
-        if (s.kind == StepKind::Launch) {
-            print_launch(os, plan, s, number++);
-        } else {
-            os << "  " << number++ << ". read back " << s.scalar << " = " << s.buffer << "["
-               << strip_parens(host_expr_string(s.index)) << "]";
-            if (!s.comment.empty()) os << "   // " << s.comment;
-            os << "\n";
-        }
-    }
+    for (const auto& s : plan.steps) print_step(os, plan, s, number++);
     return os.str();
 }
 

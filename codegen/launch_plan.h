@@ -1,21 +1,26 @@
 // A launch plan: what a forced array expression becomes. It is the kernels
-// plus the host-side sequence that runs them: typed plan scalars (extents,
-// lifted constants, derived sizes, counts read back from the device), typed
-// buffers (inputs, outputs, temporaries) with their element counts, and the
-// steps in order (kernel launches with their grid, and read-backs).
+// plus the host program that runs them, as explicit ordered steps that every
+// executor walks the same way (runtime/cpu/run_plan.cpp; the CUDA executor)
+// and the `:emit` printer will print as C++:
 //
-// Everything is explicit and typed so that the plan can be printed three
-// ways: as the `:cuda` launch-plan view (to_string), run by the CPU
-// executor (runtime/cpu/run_plan.h) or a CUDA runtime, and later emitted as
-// host C++ (`:emit`): every host expression maps one to one onto C++.
+//   entry: the inputs (scalars, then buffers) and outputs, in order, with
+//          element types and their extents as plan scalars
+//   steps: compute a host scalar, allocate a buffer, launch a kernel, check
+//          its error record, read a scalar back from device memory, free
+//
+// There is no second interpretation of a plan anywhere: a host never
+// allocates on first use or evaluates a scalar lazily; PlanBuilder::finish
+// schedules every allocation and host scalar before its first use and frees
+// each temporary after its last.
 //
 // Binding is BY NAME: a kernel's Scalar params are plan scalars and its
-// Buffer params are plan buffers of the same name and element type.
+// Buffer params are plan buffers of the same name and element type; a launch
+// passes them in the kernel's parameter order.
 //
 // Host expressions reuse ir::Expr restricted to Const, Param (a plan
 // scalar), Unary(Neg), Binary (arithmetic and comparisons), Select, Cast and
-// Call(min, max); eval_host evaluates them (integer division by zero gives 0,
-// as in kernels).
+// Call(min, max); eval_host evaluates them with Shoal's scalar semantics
+// (integer division by zero gives 0, as in kernels).
 //
 // Zero-sized launches: a launch whose grid evaluates to <= 0 is skipped (a
 // CUDA launch with an empty grid is an error), so every lowering makes sure
@@ -42,7 +47,7 @@ struct PlanScalar {
     std::string name;
     ScalarType type = ScalarType::I64;
     ScalarSource source = ScalarSource::Input;
-    ExprPtr value;  // Derived
+    ExprPtr value;  // Derived: computed by a Compute step
 };
 
 enum class BufferRole : uint8_t {
@@ -55,25 +60,38 @@ struct PlanBuffer {
     std::string name;
     ScalarType elem = ScalarType::F32;
     BufferRole role = BufferRole::Temp;
-    // Element count as a host expression over plan scalars; it may use a
-    // ReadBack scalar, then the buffer is allocated when first used. Null for
-    // an Input whose size the caller supplies.
+    // Element count as a host expression over plan scalars (it may use a
+    // ReadBack scalar: the Alloc step comes after that read-back). For an
+    // Input, the product of its extents (null only in hand-built plans).
     ExprPtr count;
 };
 
 enum class StepKind : uint8_t {
-    Launch,    // run kernels[kernel] on `grid` blocks of kernel.block_size threads
+    Compute,   // scalar := value of the Derived plan scalar `scalar`
+    Alloc,     // memory for `buffer` (a Temp, or an Output the caller did not bind)
+    Launch,    // kernels[kernel]<<<grid, block_size, shared bytes>>>(its params, in order)
+    Check,     // raise the failed check recorded by the last launch of kernels[kernel], if any
     ReadBack,  // scalar := buffer[index] (copies one element to the host; synchronises)
+    Free,      // `buffer` (a Temp) is no longer used
 };
 
 struct PlanStep {
     StepKind kind = StepKind::Launch;
-    int kernel = -1;            // Launch
+    int kernel = -1;            // Launch, Check
     ExprPtr grid;               // Launch: number of blocks (host expression)
-    std::string scalar;         // ReadBack: the plan scalar it defines
-    std::string buffer;         // ReadBack
+    std::string scalar;         // Compute, ReadBack: the plan scalar it defines
+    std::string buffer;         // Alloc, ReadBack, Free
     ExprPtr index;              // ReadBack: host expression
     std::string comment;        // why this step exists ("pass 2: combine the block partials")
+};
+
+// The plan's signature, as a host function would take it: every Input
+// scalar (extents and lifted constants), every Input buffer, every Output
+// buffer, each in the order the lowering declared it.
+struct PlanEntry {
+    std::vector<std::string> scalars;
+    std::vector<std::string> inputs;
+    std::vector<std::string> outputs;
 };
 
 struct LaunchPlan {
@@ -81,11 +99,15 @@ struct LaunchPlan {
     std::vector<Kernel> kernels;
     std::vector<PlanScalar> scalars;
     std::vector<PlanBuffer> buffers;
+    PlanEntry entry;
     std::vector<PlanStep> steps;
 
     const PlanScalar* find_scalar(const std::string& name) const;
     const PlanBuffer* find_buffer(const std::string& name) const;
 };
+
+// Shared memory of a kernel in bytes (its static shared arrays).
+int64_t shared_bytes(const Kernel& k);
 
 // Building a plan. Kernels added with add_kernel have their parameters
 // registered: a Scalar param not yet in the plan becomes an Input scalar, a
@@ -115,8 +137,11 @@ public:
     std::string read_back(const std::string& scalar, const std::string& buffer, ExprPtr index,
                           std::string comment = "");
 
+    // The plan so far: kernels, scalars, buffers, launches and read-backs in
+    // order (no host program yet).
     const LaunchPlan& plan() const { return plan_; }
-    LaunchPlan finish();
+    // The plan with its entry signature and its host program scheduled.
+    LaunchPlan finish() const;
 
 private:
     void register_params(const Kernel& k);
@@ -126,6 +151,14 @@ private:
     LaunchPlan plan_;
     std::map<std::string, int> counters_;
 };
+
+// Checks the host program's invariants (an internal error names the first
+// broken one): every scalar is defined (input, computed or read back) before
+// a step uses it; every buffer is an input or allocated before its use and
+// not used after it is freed; only temporaries are freed, each once; every
+// launch of a kernel with checks is followed by its Check; every output is
+// allocated.
+void verify_host_program(const LaunchPlan& plan);
 
 // ---------------------------------------------------------------- host expressions
 // Builders for host formulas (they also work inside kernels).
@@ -150,9 +183,9 @@ int64_t eval_host_int(const ExprPtr& e, const std::function<HostValue(const std:
 // A host expression in C syntax: "min((n + 2047) / 2048, 1024)".
 std::string host_expr_string(const ExprPtr& e);
 
-// The `:cuda` launch-plan view: scalars, buffers, then each step in order
-// with its kernel's grid and block formulas, shared memory and buffers read
-// and written.
+// The `:cuda` launch-plan view: the entry signature, then each step of the
+// host program in order (launches with their grid and block, shared memory
+// and the buffers they read and write).
 std::string to_string(const LaunchPlan& plan);
 
 }  // namespace shoal::ir

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstring>
 #include <functional>
+#include <utility>
 
 namespace shoal::cpu {
 
@@ -13,84 +14,82 @@ void replace_all(std::string& s, const std::string& what, const std::string& wit
         s.replace(at, what.size(), with);
 }
 
-// The state of one plan execution: scalar values (derived ones computed on
-// first use) and the memory of every buffer.
+// The state of one plan execution: the host program's scalars, the memory
+// of every buffer and each kernel's error record since its last launch.
 class PlanRun {
 public:
     PlanRun(const ir::LaunchPlan& plan, const PlanArgs& args, const ExecOptions& options)
         : plan_(plan), args_(args), options_(options) {
         result_.kernel_counters.resize(plan.kernels.size());
+        errors_.resize(plan.kernels.size());
         for (const auto& [name, v] : args.scalars) result_.scalars[name] = v;
     }
 
+    // The host program, step by step (launch_plan.h): nothing is allocated
+    // or computed but by its step.
     PlanResult run() {
         for (const auto& s : plan_.steps) {
-            if (s.kind == ir::StepKind::Launch) launch(s);
-            else read_back(s);
-        }
-        for (const auto& b : plan_.buffers)
-            if (b.role == ir::BufferRole::Output && !args_.outputs.count(b.name)) {
-                ensure_allocated(b);  // an output no launch touched (an empty result)
-                result_.outputs[b.name] = std::move(owned_[b.name]);
+            switch (s.kind) {
+                case ir::StepKind::Compute: compute(s); break;
+                case ir::StepKind::Alloc: allocate(s.buffer); break;
+                case ir::StepKind::Launch: launch(s); break;
+                case ir::StepKind::Check: check(s); break;
+                case ir::StepKind::ReadBack: read_back(s); break;
+                case ir::StepKind::Free:
+                    bound_.erase(s.buffer);
+                    owned_.erase(s.buffer);  // back to the recycling allocator
+                    break;
             }
+        }
+        for (const std::string& name : plan_.entry.outputs)
+            if (!args_.outputs.count(name)) result_.outputs[name] = std::move(owned_.at(name));
         return std::move(result_);
     }
 
 private:
-    ir::HostValue scalar(const std::string& name) {
-        if (auto it = result_.scalars.find(name); it != result_.scalars.end()) return it->second;
-        const ir::PlanScalar* s = plan_.find_scalar(name);
-        SHOAL_INTERNAL_ASSERT(s, "run_plan: unknown scalar " + name);
-        SHOAL_INTERNAL_ASSERT(s->source == ir::ScalarSource::Derived,
-                              "run_plan: scalar " + name + " used before it has a value");
-        ir::HostValue v = ir::eval_host(s->value, lookup_);
-        result_.scalars[name] = v;
-        return v;
+    ir::HostValue scalar(const std::string& name) const {
+        auto it = result_.scalars.find(name);
+        SHOAL_INTERNAL_ASSERT(it != result_.scalars.end(), "run_plan: scalar " + name + " used before its step");
+        return it->second;
     }
 
-    int64_t count(const ir::PlanBuffer& b) { return std::max<int64_t>(0, ir::eval_host_int(b.count, lookup_)); }
+    void compute(const ir::PlanStep& s) {
+        const ir::PlanScalar* v = plan_.find_scalar(s.scalar);
+        SHOAL_INTERNAL_ASSERT(v && v->source == ir::ScalarSource::Derived, "run_plan: cannot compute " + s.scalar);
+        result_.scalars[s.scalar] = ir::eval_host(v->value, lookup_);
+    }
 
     // Check mode fills new memory with 0xff bytes (see run_plan.h).
     void fill_for_check(void* data, size_t bytes) const {
         if (options_.check && bytes > 0) std::memset(data, 0xff, bytes);
     }
 
-    void ensure_allocated(const ir::PlanBuffer& b) {
-        if (b.role == ir::BufferRole::Input || owned_.count(b.name)) return;
-        HostBuffer hb;
-        hb.elem = b.elem;
-        hb.count = count(b);
-        hb.bytes = HostBytes(static_cast<size_t>(hb.count) * ir::scalar_size(b.elem));
-        fill_for_check(hb.bytes.data(), hb.bytes.size());
-        owned_[b.name] = std::move(hb);
-    }
-
-    // An output in caller memory: bound (and sized) on first use.
-    BufferArg caller_output(const ir::PlanBuffer& b, const BufferArg& memory) {
-        auto [it, fresh] = caller_outputs_.try_emplace(b.name, memory);
-        if (fresh) {
-            const int64_t n = count(b);
-            SHOAL_INTERNAL_ASSERT(n <= memory.elements, "run_plan: output " + b.name + " needs " + std::to_string(n) +
-                                                            " elements, the caller gave " +
-                                                            std::to_string(memory.elements));
-            it->second.elements = n;
-            fill_for_check(memory.data, static_cast<size_t>(n) * ir::scalar_size(b.elem));
-        }
-        return it->second;
-    }
-
-    BufferArg buffer(const std::string& name) {
+    void allocate(const std::string& name) {
         const ir::PlanBuffer* b = plan_.find_buffer(name);
-        SHOAL_INTERNAL_ASSERT(b, "run_plan: unknown buffer " + name);
-        if (b->role == ir::BufferRole::Input) {
-            auto it = args_.buffers.find(name);
-            SHOAL_INTERNAL_ASSERT(it != args_.buffers.end(), "run_plan: input buffer " + name + " not bound");
-            return it->second;
+        SHOAL_INTERNAL_ASSERT(b && b->role != ir::BufferRole::Input, "run_plan: cannot allocate " + name);
+        const int64_t n = std::max<int64_t>(0, ir::eval_host_int(b->count, lookup_));
+        if (auto it = args_.outputs.find(name); it != args_.outputs.end()) {  // caller memory, written in place
+            SHOAL_INTERNAL_ASSERT(n <= it->second.elements, "run_plan: output " + name + " needs " + std::to_string(n) +
+                                                                " elements, the caller gave " +
+                                                                std::to_string(it->second.elements));
+            fill_for_check(it->second.data, static_cast<size_t>(n) * ir::scalar_size(b->elem));
+            bound_[name] = BufferArg{it->second.data, n};
+            return;
         }
-        if (auto it = args_.outputs.find(name); it != args_.outputs.end()) return caller_output(*b, it->second);
-        ensure_allocated(*b);
-        HostBuffer& hb = owned_[name];
-        return BufferArg{hb.bytes.data(), hb.count};
+        HostBuffer hb;
+        hb.elem = b->elem;
+        hb.count = n;
+        hb.bytes = HostBytes(static_cast<size_t>(n) * ir::scalar_size(b->elem));
+        fill_for_check(hb.bytes.data(), hb.bytes.size());
+        bound_[name] = BufferArg{hb.bytes.data(), n};
+        owned_[name] = std::move(hb);
+    }
+
+    BufferArg buffer(const std::string& name) const {
+        if (auto it = bound_.find(name); it != bound_.end()) return it->second;
+        auto it = args_.buffers.find(name);
+        SHOAL_INTERNAL_ASSERT(it != args_.buffers.end(), "run_plan: buffer " + name + " used before its step");
+        return it->second;
     }
 
     static ScalarArg to_arg(ir::ScalarType t, const ir::HostValue& v) {
@@ -116,7 +115,12 @@ private:
         c.nanoseconds = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
         result_.kernel_counters[static_cast<size_t>(s.kernel)] += c;
         result_.total += c;
-        if (err.code >= 0) raise(k, err);
+        errors_[static_cast<size_t>(s.kernel)] = err;
+    }
+
+    void check(const ir::PlanStep& s) {
+        const KernelError err = std::exchange(errors_[static_cast<size_t>(s.kernel)], KernelError{});
+        if (err.code >= 0) raise(plan_.kernels[static_cast<size_t>(s.kernel)], err);
     }
 
     [[noreturn]] static void raise(const ir::Kernel& k, const KernelError& err) {
@@ -151,8 +155,9 @@ private:
     const PlanArgs& args_;
     const ExecOptions& options_;
     PlanResult result_;
-    std::map<std::string, HostBuffer> owned_;
-    std::map<std::string, BufferArg> caller_outputs_;
+    std::map<std::string, HostBuffer> owned_;   // allocated here (temporaries, outputs the caller did not bind)
+    std::map<std::string, BufferArg> bound_;    // every allocated buffer's memory
+    std::vector<KernelError> errors_;           // per kernel, since its last launch
     std::function<ir::HostValue(const std::string&)> lookup_ = [this](const std::string& n) { return scalar(n); };
 };
 

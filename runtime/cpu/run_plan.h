@@ -1,9 +1,8 @@
 // Running a LaunchPlan on the CPU executor: binds the caller's scalars and
-// buffers by name, evaluates derived scalars and grid formulas, allocates
-// temporaries and outputs when they are first used (so a size read back from
-// the device can size a later buffer), runs the steps in order and turns the
-// first failed kernel check into the shoal::Error the reference evaluator
-// gives.
+// buffers by name and walks the plan's host program (launch_plan.h) step by
+// step: computes host scalars, allocates, launches kernels on the IR
+// interpreter, turns a failed check into the shoal::Error the reference
+// evaluator gives, reads scalars back, frees.
 #pragma once
 #include <cstddef>
 #include <map>

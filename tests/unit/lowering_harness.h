@@ -81,7 +81,7 @@ inline void compile_with_nvrtc(const LaunchPlan& plan) {
 
 // The plan a builder holds, after the pass pipeline (as the plan cache keeps it).
 inline LaunchPlan optimized(const PlanBuilder& pb, const PassOptions& options = {}) {
-    LaunchPlan plan = pb.plan();
+    LaunchPlan plan = pb.finish();
     optimize(plan, options);
     return plan;
 }

@@ -369,7 +369,7 @@ TEST_CASE("compiled backend: :cuda f traces a function with symbolic parameters"
               ":cuda rmse",
               "<t>", out);
     CHECK(out.all.find("//   xs : [float]   buffer arg_xs, extent len_xs") != std::string::npos);
-    CHECK(out.all.find("scalar long long sum_blocks = min((len_xs + 4095) / 4096, 1024)") != std::string::npos);
+    CHECK(out.all.find(". long long sum_blocks = min((len_xs + 4095) / 4096, 1024)") != std::string::npos);
     CHECK(out.all.find("const float* __restrict__ arg_ys") != std::string::npos);
     CHECK(out.all.find("error") == std::string::npos);
     Capture poly;

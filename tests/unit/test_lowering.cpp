@@ -227,7 +227,7 @@ TEST_CASE("fusion: RMSE-like sum (map (d*d) (x - y)) is one reduce plan loading 
     CHECK(r.total.global_bytes_loaded <= 8 * n + 4 * 1024);
     // The `:cuda` launch-plan view names the grid formulas.
     const std::string view = to_string(plan);
-    CHECK(view.find("scalar long long rmse_blocks = min((n + 4095) / 4096, 1024)") != std::string::npos);
+    CHECK(view.find(". long long rmse_blocks = min((n + 4095) / 4096, 1024)") != std::string::npos);
     CHECK(view.find("launch rmse<<<1, 256>>>") != std::string::npos);
 }
 
@@ -539,4 +539,76 @@ TEST_CASE("filter: flags, scan, scatter; the count read back sizes the outputs")
         check_close(output<int32_t>(r, "ox"), wx);
         check_close(output<double>(r, "oy"), wy);
     }
+}
+
+// ---------------------------------------------------------------- the host program
+// The order of a plan's steps, as kinds and names ("alloc flags", "launch k", ...).
+std::vector<std::string> step_names(const LaunchPlan& plan) {
+    std::vector<std::string> out;
+    for (const PlanStep& s : plan.steps) {
+        switch (s.kind) {
+            case StepKind::Compute: out.push_back("compute " + s.scalar); break;
+            case StepKind::Alloc: out.push_back("alloc " + s.buffer); break;
+            case StepKind::Launch: out.push_back("launch " + plan.kernels[s.kernel].name); break;
+            case StepKind::Check: out.push_back("check " + plan.kernels[s.kernel].name); break;
+            case StepKind::ReadBack: out.push_back("read back " + s.scalar); break;
+            case StepKind::Free: out.push_back("free " + s.buffer); break;
+        }
+    }
+    return out;
+}
+
+TEST_CASE("host program: filter allocates before first use, sizes its outputs by the count read back, frees temporaries") {
+    PullArray px = vec("x", ScalarType::I32);
+    PullArray keep = map_array(px, ScalarType::Bool, [](KernelBuilder&, ExprPtr v) {
+        return binary(BinaryOp::Gt, v, const_int(10, ScalarType::I32));
+    });
+    PlanBuilder pb("flt");
+    lower_filter(pb, "flt", keep, {px}, {"ox"}, "kept");
+    const LaunchPlan plan = pb.finish();
+    CHECK(plan.entry.scalars == std::vector<std::string>{"n"});
+    CHECK(plan.entry.inputs == std::vector<std::string>{"x"});
+    CHECK(plan.entry.outputs == std::vector<std::string>{"ox"});
+    const std::vector<std::string> steps = step_names(plan);
+    INFO(to_string(plan));
+    auto at = [&](const std::string& step) {
+        auto it = std::find(steps.begin(), steps.end(), step);
+        REQUIRE(it != steps.end());
+        return it - steps.begin();
+    };
+    // The output is sized by the count, so it is allocated after the read-back.
+    CHECK(at("read back kept") < at("alloc ox"));
+    // Every temporary is freed once, after the last step that used it.
+    int frees = 0;
+    for (const PlanBuffer& b : plan.buffers)
+        if (b.role == BufferRole::Temp) {
+            const auto freed = at("free " + b.name);
+            CHECK(at("alloc " + b.name) < freed);
+            ++frees;
+        }
+    CHECK(frees >= 1);
+    CHECK(std::count(steps.begin(), steps.end(), "free ox") == 0);  // the result is the caller's
+}
+
+TEST_CASE("host program: a launch of a kernel with checks is followed by its check; the verifier refuses broken programs") {
+    PullArray idx = vec("idx", ScalarType::I32);
+    PlanBuilder pb("g");
+    lower_map(pb, "gather", tuple_of(gather_array(idx, vec("src", ScalarType::F32, "m"), Loc{})), {"out"});
+    LaunchPlan plan = pb.finish();
+    const std::vector<std::string> steps = step_names(plan);
+    INFO(to_string(plan));
+    REQUIRE(!plan.kernels[0].checks.empty());  // the index is checked against m
+    const auto launch = std::find(steps.begin(), steps.end(), "launch gather");
+    REQUIRE(launch + 1 < steps.end());
+    CHECK(launch[1] == "check gather");
+    CHECK(to_string(plan).find("check the error record of gather") != std::string::npos);
+
+    LaunchPlan unchecked = plan;  // the check removed
+    unchecked.steps.erase(std::find_if(unchecked.steps.begin(), unchecked.steps.end(),
+                                       [](const PlanStep& s) { return s.kind == StepKind::Check; }));
+    CHECK_THROWS_WITH_AS(verify_host_program(unchecked), doctest::Contains("is not followed by its check"), Error);
+    LaunchPlan unallocated = plan;  // the output used before it exists
+    unallocated.steps.erase(std::find_if(unallocated.steps.begin(), unallocated.steps.end(),
+                                         [](const PlanStep& s) { return s.kind == StepKind::Alloc; }));
+    CHECK_THROWS_WITH_AS(verify_host_program(unallocated), doctest::Contains("used before it is allocated"), Error);
 }
