@@ -38,6 +38,7 @@ struct NodeGroup {
     Replay replay;
     EvalContext ctx;  // a copy: a node may be forced after its statement's context is gone
     int64_t weight = 1;  // nodes fused into this one (bounded, see fusion_weight)
+    Loc origin;          // the builtin call that made it (the kernel comment `:cuda` shows)
     mutable std::vector<ArrayPtr> forced;  // empty until forced
 };
 

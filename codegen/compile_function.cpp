@@ -34,7 +34,7 @@ using ir::select;
 using ir::unary;
 
 // ---------------------------------------------------------------- the fuse context
-IExpr FuseContext::lift(KernelBuilder& kb, const Scalar& s, const void* key) {
+IExpr FuseContext::lift(KernelBuilder& kb, const Scalar& s, const void* key, const std::string& shown_as) {
     int64_t bits = 0;
     std::memcpy(&bits, &s.l, sizeof bits);
     const auto k = std::make_tuple(key, s.type, bits);
@@ -45,6 +45,7 @@ IExpr FuseContext::lift(KernelBuilder& kb, const Scalar& s, const void* key) {
         name = "c" + std::to_string(counter_++);
         scalars_[name] = s;
         if (key) lifted_[k] = name;
+        if (!shown_as.empty()) shown_names_[name] = shown_as;
     }
     return param(kb.scalar_param(name, scalar_of(s.type)), scalar_of(s.type));
 }
@@ -59,21 +60,16 @@ const FuseContext::Input& FuseContext::input(const ArrayPtr& a) {
     auto it = inputs_.find(a.get());
     if (it != inputs_.end()) return it->second;
     Input in{"in" + std::to_string(counter_++), {}};
-    if (ctx_.parameter_names) {
-        // `:cuda f`: the parameter's name for the buffer, its extents named
-        // after it (the arg_ prefix keeps them apart from the plan's own names).
-        if (auto it = ctx_.parameter_names->find(a.get()); it != ctx_.parameter_names->end()) {
-            in.buffer = "arg_" + it->second;
-            for (size_t k = 0; k < a->shape.size(); ++k) {
-                const std::string name = "len_" + it->second + (a->shape.size() > 1 ? std::to_string(k) : "");
-                scalars_[name] = Scalar::of_long(a->shape[k]);
-                in.extents.push_back(param(name, ScalarType::I64));
-            }
-            buffers_[in.buffer] = a;
-            return inputs_.emplace(a.get(), std::move(in)).first->second;
-        }
-    }
     for (int64_t n : a->shape) in.extents.push_back(extent(n));
+    // The plan keeps these canonical names (one structure, one cached plan);
+    // `:cuda` shows the binding's: x, len_x (len_x0, len_x1 for a matrix).
+    if (ctx_.parameter_names)
+        if (auto named = ctx_.parameter_names->find(a.get()); named != ctx_.parameter_names->end()) {
+            shown_names_[in.buffer] = named->second;
+            for (size_t k = 0; k < in.extents.size(); ++k)
+                shown_names_[in.extents[k]->name] =
+                    "len_" + named->second + (in.extents.size() > 1 ? std::to_string(k) : "");
+        }
     buffers_[in.buffer] = a;
     return inputs_.emplace(a.get(), std::move(in)).first->second;
 }
@@ -339,8 +335,8 @@ private:
     }
 
     // A value from the host (captured or global): scalars are lifted.
-    CVal host_value(const Value& v, const void* key) {
-        if (v.is_scalar()) return scalar_val(fc_.lift(kb_, v.scalar(), key));
+    CVal host_value(const Value& v, const void* key, const std::string& name = "") {
+        if (v.is_scalar()) return scalar_val(fc_.lift(kb_, v.scalar(), key, name));
         if (v.is_tuple()) {
             CVal t;
             t.is_tuple = true;
@@ -361,7 +357,7 @@ private:
     CVal variable(const Expr& e, Scope& s) {
         for (auto it = s.locals.rbegin(); it != s.locals.rend(); ++it)
             if (it->first == e.text) return it->second;
-        if (std::optional<Value> v = s.closure->resolve(e, fc_.eval_context())) return host_value(*v, &e);
+        if (std::optional<Value> v = s.closure->resolve(e, fc_.eval_context())) return host_value(*v, &e, e.text);
         const evalimpl::BuiltinDef* def = evalimpl::find_builtin(e.text);
         if (!def) decline("the name " + e.text);
         return host_val(evalimpl::apply_builtin(*def, e.type, {}, fc_.eval_context(), e.loc));

@@ -39,7 +39,9 @@ public:
 
     // A lifted scalar; `key` (a literal or variable node plus the value's
     // bits) makes re-emitting the same function reuse the parameter.
-    ir::ExprPtr lift(ir::KernelBuilder& kb, const Scalar& s, const void* key = nullptr);
+    // `shown_as`: the variable it came from, the name `:cuda` shows for it.
+    ir::ExprPtr lift(ir::KernelBuilder& kb, const Scalar& s, const void* key = nullptr,
+                     const std::string& shown_as = "");
     // An I64 extent parameter holding n.
     ir::ExprPtr extent(int64_t n);
     // A host array read by the plan: its buffer name (one per array).
@@ -62,6 +64,10 @@ public:
     void remember_hoisted(const void* expr, const void* closure, Value v) { hoisted_[{expr, closure}] = std::move(v); }
     const std::map<std::string, Scalar>& scalars() const { return scalars_; }
     const std::map<std::string, ArrayPtr>& buffers() const { return buffers_; }
+    // The user's names for the plan's parameters, for `:cuda` (codegen/display_names.h):
+    // input buffers after the bindings (EvalContext::parameter_names), their
+    // extents len_<name>, lifted scalars after their variables.
+    const std::map<std::string, std::string>& shown_names() const { return shown_names_; }
 
     // Advice found while compiling (sequential nesting); the backend passes
     // it on to the statement only once the plan is built, so a function that
@@ -72,6 +78,7 @@ private:
     EvalContext ctx_;
     std::map<std::string, Scalar> scalars_;
     std::map<std::string, ArrayPtr> buffers_;
+    std::map<std::string, std::string> shown_names_;
     std::map<std::tuple<const void*, Prim, int64_t>, std::string> lifted_;
     std::map<const Array*, Input> inputs_;
     std::map<std::pair<const void*, const void*>, Value> hoisted_;

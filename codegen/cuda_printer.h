@@ -33,6 +33,16 @@ namespace shoal::ir {
 // All kernels in one translation unit (verify each kernel first).
 std::string print_cuda(const std::vector<Kernel>& kernels);
 
+// The same unit in parts, for `:cuda` to fold the helpers: the prelude (the
+// helper functions the kernels use), their groups' names ("wrapping
+// arithmetic", ...) and the kernels.
+struct CudaUnit {
+    std::string prelude;
+    std::vector<std::string> helpers;
+    std::string kernels;
+};
+CudaUnit print_cuda_unit(const std::vector<Kernel>& kernels);
+
 // Halide CodeGen_C style: one virtual method per node, so a subclass (say for
 // another device dialect) overrides only what differs. Statement printers
 // write lines; expression printers return the text of the expression.
@@ -40,6 +50,7 @@ class CudaPrinter {
 public:
     virtual ~CudaPrinter() = default;
     std::string print(const std::vector<Kernel>& kernels);
+    CudaUnit print_unit(const std::vector<Kernel>& kernels);
 
 protected:
     // Helper groups emitted once in the prelude when some kernel needs them.

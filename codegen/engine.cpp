@@ -5,12 +5,43 @@
 
 #include <algorithm>
 #include <atomic>
+#include <set>
+#include <utility>
 
 #include "codegen/cuda_printer.h"
 
 namespace shoal::compiled {
 
 namespace {
+
+// Sets a member for the length of a scope (also when it throws).
+template <class T> class Restore {
+public:
+    Restore(T& slot, T value) : slot_(slot), saved_(std::exchange(slot, std::move(value))) {}
+    ~Restore() { slot_ = std::move(saved_); }
+    Restore(const Restore&) = delete;
+    Restore& operator=(const Restore&) = delete;
+
+private:
+    T& slot_;
+    T saved_;
+};
+
+// "sum (x * y)   -- <stdin>:1:5": the source expression a plan computes, for
+// its kernels' comment. Cut at a word boundary, never inside a word.
+std::string source_comment(const Loc& loc) {
+    if (!loc.valid()) return "";
+    const std::string_view line = loc.source->line(loc.line);
+    const size_t from = std::min(line.size(), static_cast<size_t>(std::max(loc.col - 1, 0)));
+    std::string text(line.substr(from, std::max(loc.length, 1)));
+    constexpr size_t kWidth = 72;
+    if (text.size() > kWidth) {
+        size_t cut = text.rfind(' ', kWidth);
+        text = text.substr(0, cut == std::string::npos || cut == 0 ? kWidth : cut) + " ...";
+    }
+    return text + "   -- " + loc.source->name + ":" + std::to_string(loc.line) + ":" + std::to_string(loc.col);
+}
+
 ir::HostValue host_value(const Scalar& s) {
     ir::HostValue h;
     h.type = ir::scalar_of(s.type);
@@ -54,7 +85,10 @@ ArrayPtr shaped(const ArrayPtr& flat, Prim p, const Shape& shape) {
 
 // ---------------------------------------------------------------- forcing
 void FusionEngine::force_group(const NodeGroup& g) {
-    g.forced = materialise(g);
+    {
+        const Restore<Loc> during(origin_, g.origin);
+        g.forced = materialise(g);
+    }
     if (!g.forced.empty()) return;
     ++stats.reference_replays;
     for (const Value& x : leaves(g.replay())) g.forced.push_back(x.array());
@@ -69,7 +103,7 @@ std::vector<ArrayPtr> FusionEngine::materialise(const NodeGroup& g) {
         InPlaceOutputs results;
         std::vector<ArrayPtr> arrays;
         for (size_t k = 0; k < outs.size(); ++k) arrays.push_back(results.add(outs[k], g.elems[k], g.shape));
-        run("force", fc, [&](ir::PlanBuilder& pb) { ir::lower_map(pb, "force", g.pull(fc), outs); }, results.into);
+        run("map", fc, [&](ir::PlanBuilder& pb) { ir::lower_map(pb, "map", g.pull(fc), outs); }, results.into);
         return arrays;
     } catch (const Decline& d) {
         ++stats.declines[d.why];
@@ -82,7 +116,7 @@ Value FusionEngine::node(Prim elem, Shape shape, Node::MakePull pull, Replay rep
     check_array_size(elem, shape);  // "array of shape ... is too large", as the reference raises it
     auto g = std::make_shared<NodeGroup>(
         NodeGroup{[pull](FuseContext& fc) { return ir::tuple_of(pull(fc)); }, {elem}, std::move(shape),
-                  std::move(replay), ctx, bounded_weight(operands), {}});
+                  std::move(replay), ctx, bounded_weight(operands), origin_, {}});
     return Value(std::make_shared<const Node>(shared_from_this(), std::move(g), 0, std::move(pull)));
 }
 
@@ -91,7 +125,7 @@ std::vector<Value> FusionEngine::tuple_nodes(std::vector<Prim> elems, Shape shap
                                                    const EvalContext& ctx, const std::vector<Value>& operands) {
     for (Prim p : elems) check_array_size(p, shape);
     auto g = std::make_shared<const NodeGroup>(NodeGroup{std::move(pull), std::move(elems), std::move(shape),
-                                                         std::move(replay), ctx, bounded_weight(operands), {}});
+                                                         std::move(replay), ctx, bounded_weight(operands), origin_, {}});
     std::vector<Value> members;
     for (size_t k = 0; k < g->elems.size(); ++k) {
         // Fused into a consumer, a member computes the whole tuple and keeps
@@ -124,7 +158,7 @@ ir::PlanOutcome FusionEngine::run(const std::string& name, FuseContext& fc,
     const ir::LaunchPlan& plan = *found.plan;
     if (!found.hit && g_plan_observer) g_plan_observer(plan);
     ++(found.hit ? stats.cache_hits : stats.cache_misses);
-    if (recording_) recording_->push_back(found.plan);
+    if (recording_) recording_->push_back(ir::for_display(plan, {explaining_, fc.shown_names(), source_comment(origin_)}));
 
     ir::PlanBindings bind;
     for (const ir::PlanScalar& s : plan.scalars)
@@ -163,46 +197,51 @@ void FusionEngine::record_profile(const ir::LaunchPlan& plan, const ir::PlanOutc
     }
 }
 
-namespace {
-// Runs `run` with `slot` pointing at `target`, cleared again even if it throws.
-template <class T> void run_observed(T*& slot, T* target, const std::function<void()>& run) {
-    slot = target;
-    try {
-        run();
-    } catch (...) {
-        slot = nullptr;
-        throw;
-    }
-    slot = nullptr;
-}
-}  // namespace
-
 std::vector<KernelProfile> FusionEngine::profile(const std::function<void()>& run_it) {
     std::vector<KernelProfile> rows;
-    run_observed(profiling_, &rows, run_it);
+    const Restore<std::vector<KernelProfile>*> during(profiling_, &rows);
+    run_it();
     return rows;
 }
 
-std::string FusionEngine::explain(const std::function<void()>& run_it, bool cuda) {
-    std::vector<std::shared_ptr<const ir::LaunchPlan>> plans;
-    run_observed(recording_, &plans, run_it);
+std::string FusionEngine::explain(const std::function<void()>& run_it, const ExplainOptions& options) {
+    std::vector<ir::LaunchPlan> plans;
+    {
+        const Restore<std::vector<ir::LaunchPlan>*> recording(recording_, &plans);
+        const Restore<std::string> naming(explaining_, options.function);
+        run_it();
+    }
     std::string out;
-    for (const auto& p : plans) {
-        out += (out.empty() ? "" : "\n\n") + ir::to_string(*p);
-        if (cuda) {
-            out += "\n" + ir::print_cuda(p->kernels);
+    std::set<std::string> helpers;  // folded: named once, at the end
+    for (const ir::LaunchPlan& p : plans) {
+        out += (out.empty() ? "" : "\n\n") + ir::to_string(p);
+        if (!options.cuda) {
+            for (const ir::Kernel& k : p.kernels) out += "\n" + ir::to_string(k);
+        } else if (options.full) {
+            out += "\n" + ir::print_cuda(p.kernels);
         } else {
-            for (const ir::Kernel& k : p->kernels) out += "\n" + ir::to_string(k);
+            const ir::CudaUnit unit = ir::print_cuda_unit(p.kernels);
+            helpers.insert(unit.helpers.begin(), unit.helpers.end());
+            out += "\n" + unit.kernels;
         }
     }
     while (!out.empty() && out.back() == '\n') out.pop_back();
+    if (!helpers.empty()) {
+        std::string names;
+        for (const std::string& h : helpers) names += (names.empty() ? "" : ", ") + h;
+        out += "\n\n// Shoal's helper functions are left out (" + names + "): :cuda --full shows the whole source NVRTC compiles.";
+    }
     return out;
 }
 
 // ---------------------------------------------------------------- entry
 std::optional<Value> FusionEngine::apply_builtin(std::string_view name_view, const Type& type,
                                                        std::span<const Value> args, EvalContext& ctx, const Loc& loc) {
-    std::optional<Value> r = compile_builtin(std::string(name_view), type, args, ctx, loc);
+    std::optional<Value> r;
+    {
+        const Restore<Loc> during(origin_, loc);
+        r = compile_builtin(std::string(name_view), type, args, ctx, loc);
+    }
     if (!r && (std::any_of(args.begin(), args.end(), holds_array) || (type && holds_array_type(type, args.size()))))
         ++stats.reference_builtins[std::string(name_view)];
     return r;

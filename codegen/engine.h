@@ -11,6 +11,7 @@
 
 #include "codegen/array_graph.h"
 #include "codegen/compiled_backend.h"
+#include "codegen/display_names.h"
 #include "codegen/plan_cache.h"
 
 namespace shoal::compiled {
@@ -23,7 +24,7 @@ public:
                                        EvalContext& ctx, const Loc& loc) override;
     std::optional<Value> slice(const Value& a, int64_t start, int64_t step, int64_t count) override;
     void set_check(bool on) override { options_.check = on; }
-    std::string explain(const std::function<void()>& run, bool cuda) override;
+    std::string explain(const std::function<void()>& run, const ExplainOptions& options) override;
     std::vector<KernelProfile> profile(const std::function<void()>& run) override;
     std::string description() const override;
 
@@ -73,7 +74,10 @@ private:
     std::shared_ptr<ir::PlanExecutor> executor_;
     ir::RunOptions options_;
     PlanCache cache_;
-    std::vector<std::shared_ptr<const ir::LaunchPlan>>* recording_ = nullptr;
+    // During explain(): each plan run, as the user reads it (display_names.h).
+    std::vector<ir::LaunchPlan>* recording_ = nullptr;
+    std::string explaining_;  // ExplainOptions::function during explain()
+    Loc origin_;              // the builtin call being compiled or forced
     std::vector<KernelProfile>* profiling_ = nullptr;  // during profile()
     void record_profile(const ir::LaunchPlan& plan, const ir::PlanOutcome& r);
     EvalContext last_ctx_;  // the context of the last builtin (slices have none of their own)

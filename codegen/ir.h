@@ -228,6 +228,8 @@ BlockStmtPtr block_for(const std::string& v, ExprPtr lo, ExprPtr hi, ExprPtr ste
 // atomics on bool; block size 1..1024 (a multiple of 32 with shuffles);
 // at most 48 KiB of shared memory.
 void verify(const Kernel& k);
+// Whether verify accepts `name` for a kernel, parameter, shared array or variable.
+bool is_valid_name(const std::string& name);
 
 // A readable text form for `:ir` and SHOAL_DUMP_IR.
 std::string to_string(const Kernel& k);

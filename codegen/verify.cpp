@@ -778,6 +778,8 @@ private:
 
 }  // namespace
 
+bool is_valid_name(const std::string& name) { return bad_name_reason(name).empty(); }
+
 void verify(const Kernel& k) { Verifier(k).run(); }
 
 }  // namespace shoal::ir

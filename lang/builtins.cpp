@@ -165,7 +165,7 @@ std::vector<CommandDoc> make_command_docs() {
         {"seed", ":seed [k]", "set the random seed to k (default 42) and restart the random stream; alone, show it"},
         {"set", ":set print N | :set check on|off | :set backend reference|compiled", "print arrays longer than N (at least 7) along an axis summarised (default 20); check: compare optimised results with the reference; backend: evaluate array expressions with the reference evaluator or the array compiler (CPU executor); alone, show the settings"},
         {"ir", ":ir e", "evaluate e with the array compiler and show its launch plans and kernel IR"},
-        {"cuda", ":cuda e", "evaluate e with the array compiler and show its launch plans and CUDA source"},
+        {"cuda", ":cuda [--full] e", "evaluate e with the array compiler and show its launch plans and CUDA source (--full: with the helper functions)"},
         {"profile", ":profile e", "evaluate e with the array compiler and show, per kernel, launches, time and memory traffic"},
         {"time", ":time e", "evaluate e, show its value and how long it took (kernel time and launches)"},
         {"plot", ":plot e", "plot a vector as a line, a matrix as a heat map, a pair of vectors (x, y) as y over x (SVG in a notebook)"},

@@ -69,8 +69,9 @@ struct EvalContext {
     uint64_t random_stream = 0;  // advanced by every call of `random`
     ArrayBackend* backend = nullptr;  // null: the reference evaluator alone
     std::vector<Warning>* warnings = nullptr;  // null: advice is dropped
-    // `:cuda f`: the placeholder arrays standing for f's parameters, by
-    // address, with the parameter names the generated code should show.
+    // `:cuda`/`:ir`: arrays by address with the names the generated code
+    // should show: the session's bindings, and for `:cuda f` the placeholder
+    // arrays standing for f's parameters.
     const std::map<const void*, std::string>* parameter_names = nullptr;
 };
 

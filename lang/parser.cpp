@@ -10,6 +10,7 @@
 //
 // Every error that is raised because the tokens ran out is Incomplete (the
 // REPL then asks for another line); every other one is Syntax.
+#include <cctype>
 #include "parser.h"
 
 #include <algorithm>
@@ -849,12 +850,13 @@ StmtPtr parse_command(const SourcePtr& src, size_t colon, size_t end) {
 struct LineScan {
     int depth = 0;
     // Scans text[begin, end) (one line); returns the end of its last
-    // character that is not blank or part of a comment.
-    size_t scan(const std::string& text, size_t begin, size_t end) {
+    // character that is not blank or part of a comment. Before `options_end`
+    // (a command's options, `:cuda --full`) a `--` starts no comment.
+    size_t scan(const std::string& text, size_t begin, size_t end, size_t options_end = 0) {
         size_t content_end = begin;
         for (size_t i = begin; i < end; ++i) {
             char c = text[i];
-            if (c == '-' && i + 1 < end && text[i + 1] == '-') break;
+            if (c == '-' && i + 1 < end && text[i + 1] == '-' && i >= options_end) break;
             if (c == '"') {
                 i = skip_string(text, i, end);
                 content_end = std::min(i + 1, end);
@@ -875,6 +877,22 @@ struct LineScan {
         return end;
     }
 };
+
+// The end of a command's options: `--word`s right after `:name` (`:cuda
+// --full e`), which are not comments. `first` is the line's first character.
+size_t command_options_end(const std::string& text, size_t first, size_t end) {
+    if (first >= end || text[first] != ':') return 0;
+    size_t i = first + 1;
+    while (i < end && is_command_char(text[i])) ++i;
+    size_t options_end = 0;
+    for (;;) {
+        while (i < end && is_blank(text[i])) ++i;
+        if (i + 2 >= end || text.compare(i, 2, "--") != 0 || !std::isalpha(static_cast<unsigned char>(text[i + 2])))
+            return options_end;
+        while (i < end && !is_blank(text[i])) ++i;
+        options_end = i;
+    }
+}
 
 }  // namespace
 
@@ -900,7 +918,7 @@ std::vector<StatementSpan> split_statements(const Source& src) {
                 scan.depth = 0;
                 open = true;
             }
-            current.end = scan.scan(text, first, line_end);
+            current.end = scan.scan(text, first, line_end, continues ? 0 : command_options_end(text, first, line_end));
         }
         line_begin = line_end + 1;
     }

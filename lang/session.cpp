@@ -434,22 +434,34 @@ struct SessionCommands {
         return true;
     }
 
-    // The command's argument parsed as an expression (positions in the statement's source).
-    ExprPtr argument_expression() const {
-        size_t begin = offset_of(stmt.argument_loc);
+    // The command's argument parsed as an expression (positions in the
+    // statement's source), after its first `skip` bytes (an option).
+    ExprPtr argument_expression(size_t skip = 0) const {
+        size_t begin = offset_of(stmt.argument_loc) + skip;
         size_t end = std::min(begin + stmt.argument.size(), src->text.size());
         return parse_expression(src, begin, end);
     }
 
     // :ir e / :cuda e: evaluates e with the compiled backend (whatever the
-    // current backend), forcing its value, and prints the plans built. A
+    // current backend), forcing its value, and prints the plans built, with
+    // the session's bindings as the names of the buffers they fill. A
     // function (`:cuda saxpy`) is applied to placeholder arguments: arrays of
     // one element whose buffers and extents are named after its parameters,
-    // so the plan reads as formulas of them.
+    // so the plan reads as formulas of them. `:cuda --full e` shows the
+    // complete CUDA units (the helper functions are folded otherwise).
     bool explain(const CommandInfo& c, std::string_view arg, bool cuda) {
+        ExplainOptions options;
+        options.cuda = cuda;
+        size_t skip = 0;
+        if (cuda && (arg == "--full" || arg.starts_with("--full ") || arg.starts_with("--full\t"))) {
+            options.full = true;
+            skip = arg.find_first_not_of(" \t", 6);
+            arg = skip == std::string_view::npos ? std::string_view{} : arg.substr(skip);
+        }
         if (arg.empty() || !stmt.argument_loc.valid()) usage(c);
         CompiledBackend* backend = require_compiled();
-        ExprPtr e = argument_expression();
+        ExprPtr e = argument_expression(skip);
+        options.function = explained_function(*e);
         if (const Binding* b = e->kind == ExprKind::Var ? I.find(e->text) : nullptr; b && b->generic)
             user_error(ErrorKind::Type, stmt.argument_loc,
                        "'" + e->text + "' is polymorphic (" + scheme_to_string(*b->scheme) + "): :" + stmt.command +
@@ -462,6 +474,7 @@ struct SessionCommands {
         ctx.backend = backend;  // whatever the current backend
         backend->set_check(s.settings_.check);
         std::map<const void*, std::string> names;
+        for (const auto& [name, key] : I.names) name_arrays(I.globals.at(key)->value, name, names);
         ctx.parameter_names = &names;
         std::string header;
         std::string text = backend->explain(
@@ -473,10 +486,26 @@ struct SessionCommands {
                 }
                 force(v);
             },
-            cuda);
+            options);
         if (text.empty()) text = "no kernels: this expression is evaluated by the reference evaluator";
         out.display(explain_display(header + text, cuda));
         return true;
+    }
+
+    // The user function an explained expression is (`saxpy`) or applies
+    // (`rmse a b`): it names the kernels. Empty for anything else.
+    std::string explained_function(const Expr& e) const {
+        const Expr* head = &e;
+        while (head->kind == ExprKind::App || head->kind == ExprKind::Annot) head = head->kids.at(0).get();
+        return head->kind == ExprKind::Var && I.find(head->text) ? head->text : "";
+    }
+
+    // Names the arrays of a binding's value for the generated code: `x`, or
+    // `p_0`, `p_1` for the components of a tuple `p`.
+    static void name_arrays(const Value& v, const std::string& name, std::map<const void*, std::string>& names) {
+        if (v.is_array()) names.emplace(v.array().get(), name);
+        if (!v.is_tuple()) return;
+        for (size_t k = 0; k < v.tuple().size(); ++k) name_arrays(v.tuple()[k], name + "_" + std::to_string(k), names);
     }
 
     // The placeholder arguments of a function of type t for `:cuda f`, the
@@ -512,7 +541,7 @@ struct SessionCommands {
             }
             auto a = std::make_shared<Array>(prim_of(p), Shape(static_cast<size_t>(array_rank(p)), 1));
             names[a.get()] = name;
-            header += "//   " + name + " : " + type_to_string(p) + "   buffer arg_" + name + ", extent" +
+            header += "//   " + name + " : " + type_to_string(p) + "   buffer " + name + ", extent" +
                       (array_rank(p) > 1 ? "s len_" + name + "0.." : " len_" + name) + "\n";
             args.emplace_back(a);
         }

@@ -86,12 +86,20 @@ struct KernelProfile {
 // install_compiled_backend, which picks the executor); without a factory
 // `:set backend compiled`, `:ir` and `:cuda` report that it is unavailable.
 // The backend's explain() runs `run` recording the launch plans it builds.
+// How `:ir` / `:cuda` show the plans of a statement.
+struct ExplainOptions {
+    bool cuda = false;      // the CUDA source (else the kernel IR)
+    bool full = false;      // `:cuda --full`: each plan's complete CUDA unit, helper functions included
+    std::string function;   // the function or statement explained: it names the kernels ("saxpy")
+};
+
 class CompiledBackend : public ArrayBackend {
 public:
     virtual void set_check(bool on) = 0;
     // Runs `run`, recording every launch plan forced meanwhile; returns them
-    // printed as the plan view plus the kernel IR, or plus the CUDA source.
-    virtual std::string explain(const std::function<void()>& run, bool cuda) = 0;
+    // printed as the plan view plus the kernel IR or the CUDA source, with
+    // the user's names (EvalContext::parameter_names) and source expressions.
+    virtual std::string explain(const std::function<void()>& run, const ExplainOptions& options) = 0;
     // Runs `run`; returns every kernel launched meanwhile, in order of first launch.
     virtual std::vector<KernelProfile> profile(const std::function<void()>& run) = 0;
     // What runs the arrays, for banners and `:help`: "compiled kernels on the CPU executor (...)".

@@ -173,7 +173,7 @@ TEST_CASE("compiled backend: Black-Scholes prices call and put with one kernel")
     const compiled::BackendStats& st = compiled::backend_stats(b);
     INFO(out.all);
     CHECK(st.plans_run == 1);
-    CHECK(st.last_plan == "force");
+    CHECK(st.last_plan == "map");
     CHECK(st.last.launches == 1);
     CHECK(st.reference_replays == 0);
 }
@@ -368,9 +368,14 @@ TEST_CASE("compiled backend: :cuda f traces a function with symbolic parameters"
     s.execute("let rmse (xs : [float]) (ys : [float]) = sqrt (sum (map (\\d -> d * d) (xs - ys)) / float (length xs))\n"
               ":cuda rmse",
               "<t>", out);
-    CHECK(out.all.find("//   xs : [float]   buffer arg_xs, extent len_xs") != std::string::npos);
+    CHECK(out.all.find("//   xs : [float]   buffer xs, extent len_xs") != std::string::npos);
     CHECK(out.all.find(". long long sum_blocks = min((len_xs + 4095) / 4096, 1024)") != std::string::npos);
-    CHECK(out.all.find("const float* __restrict__ arg_ys") != std::string::npos);
+    CHECK(out.all.find("const float* __restrict__ ys") != std::string::npos);
+    // Kernels are named after the function, the plan's entry after its parameters.
+    CHECK(out.all.find("launch plan rmse(long long len_xs, long long len_ys, const float xs[len_xs], const float ys[len_ys])") !=
+          std::string::npos);
+    CHECK(out.all.find("void __launch_bounds__(256) rmse_sum_partials(") != std::string::npos);
+    CHECK(out.all.find("// sum (map (\\d -> d * d) (xs - ys))   -- <t>:1:") != std::string::npos);
     CHECK(out.all.find("error") == std::string::npos);
     Capture poly;
     s.execute("let saxpy a x y = a * x + y\n:cuda saxpy\n:ir (saxpy : float -> [float] -> [float] -> [float])\n:cuda map",
@@ -378,4 +383,34 @@ TEST_CASE("compiled backend: :cuda f traces a function with symbolic parameters"
     CHECK(poly.all.find("error: 'saxpy' is polymorphic") != std::string::npos);
     CHECK(poly.all.find("out[gid] = (c") != std::string::npos);  // a * x + y with a lifted
     CHECK(poly.all.find("error: :cuda of a function needs parameters of known scalar or array types") != std::string::npos);
+}
+
+TEST_CASE("compiled backend: :cuda names buffers after the bindings, folds the helpers, --full shows them") {
+    runtime::install_compiled_backend();
+    Session s;
+    Capture setup;
+    s.execute("let x = generate 1000 (\\i -> float i)\nlet out = x * 2.0\nlet tree = iota 10", "<t>", setup);
+    Capture folded;
+    s.execute(":cuda x + out", "<t>", folded);
+    INFO(folded.all);
+    // x and out are bindings; `out` clashes with the plan's result buffer and keeps its own name.
+    CHECK(folded.all.find("launch plan map(long long len_x, long long len_out, const float x[len_x], const float out_1[len_out]) -> float out[len_x]") !=
+          std::string::npos);
+    CHECK(folded.all.find("in0") == std::string::npos);
+    CHECK(folded.all.find("__device__") == std::string::npos);  // the prelude is folded
+    CHECK(folded.all.find("// Shoal's helper functions are left out (wrapping arithmetic): :cuda --full") != std::string::npos);
+    Capture full;
+    s.execute(":cuda --full x + out", "<t>", full);
+    CHECK(full.all.find("__device__ __forceinline__ long long shoal_add(") != std::string::npos);
+    CHECK(full.all.find("left out") == std::string::npos);
+    // A name that is a shared array of the kernel (the reduction's tree) is renamed, never clashes.
+    Capture reduce;
+    s.execute(":cuda sum (map float tree)", "<t>", reduce);
+    CHECK(reduce.all.find("const int* __restrict__ tree_1") != std::string::npos);
+    CHECK(reduce.all.find("error") == std::string::npos);
+    // The cached plan keeps canonical names: the same structure over other bindings is a cache hit.
+    compiled::reset_backend_stats(*s.compiled_backend());
+    Capture again;
+    s.execute("let y = x + 1.0\nlet z = out + 1.0", "<t>", again);
+    CHECK(compiled::backend_stats(*s.compiled_backend()).cache_hits == 1);
 }
