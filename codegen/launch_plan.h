@@ -14,8 +14,8 @@
 //
 // Host expressions reuse ir::Expr restricted to Const, Param (a plan
 // scalar), Unary(Neg), Binary (arithmetic and comparisons), Select, Cast and
-// Call(min, max); eval_host evaluates them (integer division by zero gives 0,
-// as in kernels).
+// Call(min, max); eval_host evaluates them with the kernels' scalar semantics
+// (lang/scalar_semantics.h: integer division by zero gives 0, ...).
 //
 // Zero-sized launches: a launch whose grid evaluates to <= 0 is skipped (a
 // CUDA launch with an empty grid is an error), so every lowering makes sure
