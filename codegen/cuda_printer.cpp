@@ -17,13 +17,37 @@ namespace {
 const std::map<int, const char*>& helper_texts() {
     static const std::map<int, const char*> texts = {
         {0,  // ErrorRecord
-         R"(// The launch's error record. The runtime sets code = -1 before the launch;
-// the first failing check stores its number, the index and the extent.
+         R"(// The launch's error record: the failed check of the lowest global thread
+// (blockIdx.x * blockDim.x + threadIdx.x), that thread's first in program
+// order, whatever the scheduling (the CPU executor reports the same). Before
+// the launch the runtime sets key = ~0ull (no error yet), code = -1 and
+// lock = 0; code >= 0 afterwards means check `code` failed at index, extent.
 struct ShoalError {
+    unsigned long long key;  // the global thread whose failure is recorded
     int code;
+    int lock;                // 1 while a thread updates the record
     long long index;
     long long extent;
 };
+// Only failing threads get here, and only those that would win take the
+// lock. Spinning is safe: since sm_70 the threads of a warp are scheduled
+// independently, so the lock's holder always makes progress.
+__device__ __noinline__ void shoal_record_error(ShoalError* e, int code, long long index, long long extent) {
+    const unsigned long long key = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (key >= *(volatile unsigned long long*)&e->key) return;
+    while (atomicCAS(&e->lock, 0, 1) != 0) {
+    }
+    __threadfence();
+    volatile ShoalError* r = e;
+    if (key < r->key) {  // strictly lower: a thread's later failure never replaces its first
+        r->key = key;
+        r->code = code;
+        r->index = index;
+        r->extent = extent;
+    }
+    __threadfence();
+    atomicExch(&e->lock, 0);
+}
 )"},
         {1,  // SpecialFloats
          R"(// Non-finite constants (C++ has no literals for them).
@@ -491,10 +515,8 @@ void CudaPrinter::print_error(const Stmt& s) {
     if (c.loc.valid())
         what += " (" + c.loc.source->name + ":" + std::to_string(c.loc.line) + ":" + std::to_string(c.loc.col) + ")";
     print_comment(what);
-    open("if (atomicCAS(&shoal_error->code, -1, " + std::to_string(s.error_code) + ") == -1)");
-    line("shoal_error->index = " + print_expr(s.exprs[0]) + ";");
-    line("shoal_error->extent = " + print_expr(s.exprs[1]) + ";");
-    close();
+    line("shoal_record_error(shoal_error, " + std::to_string(s.error_code) + ", " + print_expr(s.exprs[0]) +
+         ", " + print_expr(s.exprs[1]) + ");");
 }
 
 void CudaPrinter::print_seq(const Stmt& s) {
