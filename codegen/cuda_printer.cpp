@@ -319,7 +319,13 @@ void CudaPrinter::close() {
 
 std::string CudaPrinter::prelude() const {
     std::string s;
-    for (Helper h : helpers_) s += std::string(helper_texts().at(static_cast<int>(h))) + "\n";
+    for (Helper h : helpers_) s += helper_texts().at(static_cast<int>(h)) + std::string("\n");
+    return s;
+}
+
+std::string cuda_full_prelude() {
+    std::string s;
+    for (const auto& [group, text] : helper_texts()) s += text + std::string("\n");
     return s;
 }
 
@@ -734,5 +740,53 @@ std::string CudaPrinter::print_shuffle(const Expr& e) {
 }
 
 std::string print_cuda(const std::vector<Kernel>& kernels) { return CudaPrinter().print(kernels); }
+
+// ---------------------------------------------------------------- host expressions
+
+namespace {
+
+// The kernel printer's expressions, changed only where host C++ differs:
+// CUDA's integer min / max are device builtins (std::min / std::max here),
+// and no C cast or raw integer / and % is left for a reader to check (a
+// constant divisor goes through shoal_div too).
+class HostCppPrinter : public CudaPrinter {
+public:
+    std::string expression(const ExprPtr& e) { return print_expr(e); }
+
+protected:
+    std::string call2(const std::string& fn, const ExprPtr& a, const ExprPtr& b) {
+        return fn + "(" + print_expr(a) + ", " + print_expr(b) + ")";
+    }
+
+    std::string print_binary(const Expr& e) override {
+        if (is_integer(e.args[0]->type)) {
+            switch (e.binary_op) {
+                case BinaryOp::Div: return call2("shoal_div", e.args[0], e.args[1]);
+                case BinaryOp::Mod: return call2("shoal_mod", e.args[0], e.args[1]);
+                case BinaryOp::Min: return call2("std::min", e.args[0], e.args[1]);
+                case BinaryOp::Max: return call2("std::max", e.args[0], e.args[1]);
+                default: break;
+            }
+        }
+        return CudaPrinter::print_binary(e);
+    }
+
+    std::string print_call(const Expr& e) override {
+        const bool int_min_max = is_integer(e.type) && (e.name == "min" || e.name == "max");
+        return int_min_max ? call2("std::" + e.name, e.args[0], e.args[1]) : CudaPrinter::print_call(e);
+    }
+
+    // Float -> integer and anything -> bool as in kernels (shoal_to_i32 ...,
+    // `!= 0`); the rest is exact in C++20 (integers wrap, floats round once).
+    std::string print_cast(const Expr& e) override {
+        const ScalarType from = e.args[0]->type, to = e.type;
+        if (to == ScalarType::Bool || (is_float(from) && is_integer(to))) return CudaPrinter::print_cast(e);
+        return "static_cast<" + type_name(to) + ">(" + print_expr(e.args[0]) + ")";
+    }
+};
+
+}  // namespace
+
+std::string print_host_cpp(const ExprPtr& e) { return HostCppPrinter().expression(e); }
 
 }  // namespace shoal::ir

@@ -37,6 +37,17 @@ namespace shoal::ir {
 // All kernels in one translation unit (verify each kernel first).
 std::string print_cuda(const std::vector<Kernel>& kernels);
 
+// Every helper of the prelude, as print_cuda emits them when some kernel
+// needs them: what host C++ from print_host_cpp calls, and what the unit
+// tests compile as host code to check it against lang/scalar_semantics.h.
+std::string cuda_full_prelude();
+
+// A host expression (launch_plan.h host_expr_cpp) as host C++: printed as in
+// kernels, with the prelude's helpers, but integer / and % always through
+// shoal_div / shoal_mod, integer min / max as std::min / std::max, and casts
+// through the prelude's conversions or static_cast (never a C cast).
+std::string print_host_cpp(const ExprPtr& e);
+
 // Halide CodeGen_C style: one virtual method per node, so a subclass (say for
 // another device dialect) overrides only what differs. Statement printers
 // write lines; expression printers return the text of the expression.

@@ -3,6 +3,7 @@
 #include <set>
 #include <sstream>
 
+#include "codegen/cuda_printer.h"
 #include "codegen/pipeline.h"
 #include "codegen/scalar_eval.h"
 #include "lang/diagnostics.h"
@@ -274,6 +275,24 @@ std::string host_expr_string(const ExprPtr& e) {
         }
         default: return "<device " + std::to_string(static_cast<int>(e->kind)) + ">";
     }
+}
+
+namespace {
+
+// eval_host's nodes only: a device node has no meaning on the host.
+void require_host_expr(const ExprPtr& e) {
+    const bool host = e->kind == ExprKind::Const || e->kind == ExprKind::Param || e->kind == ExprKind::Unary ||
+                      e->kind == ExprKind::Binary || e->kind == ExprKind::Select || e->kind == ExprKind::Cast ||
+                      (e->kind == ExprKind::Call && (e->name == "min" || e->name == "max"));
+    SHOAL_INTERNAL_ASSERT(host, "host expression: device-only node " + host_expr_string(e));
+    for (const auto& a : e->args) require_host_expr(a);
+}
+
+}  // namespace
+
+std::string host_expr_cpp(const ExprPtr& e) {
+    require_host_expr(e);
+    return print_host_cpp(e);
 }
 
 namespace {

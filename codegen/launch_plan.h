@@ -152,6 +152,14 @@ int64_t eval_host_int(const ExprPtr& e, const std::function<HostValue(const std:
 // A host expression in C syntax: "min((n + 2047) / 2048, 1024)".
 std::string host_expr_string(const ExprPtr& e);
 
+// A host expression as C++ that computes exactly what eval_host does, with
+// the CUDA prelude's helpers (cuda_printer.h cuda_full_prelude): integer /
+// and % through shoal_div / shoal_mod, float -> integer casts through
+// shoal_to_i32 ..., other casts as static_cast, float constants that read
+// back exactly. Plan scalars are variables of their own name. For `:emit`:
+// "std::min(shoal_div(shoal_sub(shoal_add(n, 2048LL), 1LL), 2048LL), 1024LL)".
+std::string host_expr_cpp(const ExprPtr& e);
+
 // The `:cuda` launch-plan view: scalars, buffers, then each step in order
 // with its kernel's grid and block formulas, shared memory and buffers read
 // and written.
