@@ -17,13 +17,37 @@ namespace {
 const std::map<int, const char*>& helper_texts() {
     static const std::map<int, const char*> texts = {
         {0,  // ErrorRecord
-         R"(// The launch's error record. The runtime sets code = -1 before the launch;
-// the first failing check stores its number, the index and the extent.
+         R"(// The launch's error record: the failed check of the lowest global thread
+// (blockIdx.x * blockDim.x + threadIdx.x), that thread's first in program
+// order, whatever the scheduling (the CPU executor reports the same). Before
+// the launch the runtime sets key = ~0ull (no error yet), code = -1 and
+// lock = 0; code >= 0 afterwards means check `code` failed at index, extent.
 struct ShoalError {
+    unsigned long long key;  // the global thread whose failure is recorded
     int code;
+    int lock;                // 1 while a thread updates the record
     long long index;
     long long extent;
 };
+// Only failing threads get here, and only those that would win take the
+// lock. Spinning is safe: since sm_70 the threads of a warp are scheduled
+// independently, so the lock's holder always makes progress.
+__device__ __noinline__ void shoal_record_error(ShoalError* e, int code, long long index, long long extent) {
+    const unsigned long long key = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (key >= *(volatile unsigned long long*)&e->key) return;
+    while (atomicCAS(&e->lock, 0, 1) != 0) {
+    }
+    __threadfence();
+    volatile ShoalError* r = e;
+    if (key < r->key) {  // strictly lower: a thread's later failure never replaces its first
+        r->key = key;
+        r->code = code;
+        r->index = index;
+        r->extent = extent;
+    }
+    __threadfence();
+    atomicExch(&e->lock, 0);
+}
 )"},
         {1,  // SpecialFloats
          R"(// Non-finite constants (C++ has no literals for them).
@@ -295,7 +319,13 @@ void CudaPrinter::close() {
 
 std::string CudaPrinter::prelude() const {
     std::string s;
-    for (Helper h : helpers_) s += std::string(helper_texts().at(static_cast<int>(h))) + "\n";
+    for (Helper h : helpers_) s += helper_texts().at(static_cast<int>(h)) + std::string("\n");
+    return s;
+}
+
+std::string cuda_full_prelude() {
+    std::string s;
+    for (const auto& [group, text] : helper_texts()) s += text + std::string("\n");
     return s;
 }
 
@@ -506,10 +536,8 @@ void CudaPrinter::print_error(const Stmt& s) {
     if (c.loc.valid())
         what += " (" + c.loc.source->name + ":" + std::to_string(c.loc.line) + ":" + std::to_string(c.loc.col) + ")";
     print_comment(what);
-    open("if (atomicCAS(&shoal_error->code, -1, " + std::to_string(s.error_code) + ") == -1)");
-    line("shoal_error->index = " + print_expr(s.exprs[0]) + ";");
-    line("shoal_error->extent = " + print_expr(s.exprs[1]) + ";");
-    close();
+    line("shoal_record_error(shoal_error, " + std::to_string(s.error_code) + ", " + print_expr(s.exprs[0]) +
+         ", " + print_expr(s.exprs[1]) + ");");
 }
 
 void CudaPrinter::print_seq(const Stmt& s) {
@@ -727,5 +755,53 @@ std::string CudaPrinter::print_shuffle(const Expr& e) {
 }
 
 std::string print_cuda(const std::vector<Kernel>& kernels) { return CudaPrinter().print(kernels); }
+
+// ---------------------------------------------------------------- host expressions
+
+namespace {
+
+// The kernel printer's expressions, changed only where host C++ differs:
+// CUDA's integer min / max are device builtins (std::min / std::max here),
+// and no C cast or raw integer / and % is left for a reader to check (a
+// constant divisor goes through shoal_div too).
+class HostCppPrinter : public CudaPrinter {
+public:
+    std::string expression(const ExprPtr& e) { return print_expr(e); }
+
+protected:
+    std::string call2(const std::string& fn, const ExprPtr& a, const ExprPtr& b) {
+        return fn + "(" + print_expr(a) + ", " + print_expr(b) + ")";
+    }
+
+    std::string print_binary(const Expr& e) override {
+        if (is_integer(e.args[0]->type)) {
+            switch (e.binary_op) {
+                case BinaryOp::Div: return call2("shoal_div", e.args[0], e.args[1]);
+                case BinaryOp::Mod: return call2("shoal_mod", e.args[0], e.args[1]);
+                case BinaryOp::Min: return call2("std::min", e.args[0], e.args[1]);
+                case BinaryOp::Max: return call2("std::max", e.args[0], e.args[1]);
+                default: break;
+            }
+        }
+        return CudaPrinter::print_binary(e);
+    }
+
+    std::string print_call(const Expr& e) override {
+        const bool int_min_max = is_integer(e.type) && (e.name == "min" || e.name == "max");
+        return int_min_max ? call2("std::" + e.name, e.args[0], e.args[1]) : CudaPrinter::print_call(e);
+    }
+
+    // Float -> integer and anything -> bool as in kernels (shoal_to_i32 ...,
+    // `!= 0`); the rest is exact in C++20 (integers wrap, floats round once).
+    std::string print_cast(const Expr& e) override {
+        const ScalarType from = e.args[0]->type, to = e.type;
+        if (to == ScalarType::Bool || (is_float(from) && is_integer(to))) return CudaPrinter::print_cast(e);
+        return "static_cast<" + type_name(to) + ">(" + print_expr(e.args[0]) + ")";
+    }
+};
+
+}  // namespace
+
+std::string print_host_cpp(const ExprPtr& e) { return HostCppPrinter().expression(e); }
 
 }  // namespace shoal::ir

@@ -14,11 +14,15 @@
 //   Buffer as a device pointer (`const T* __restrict__` when Access::Read,
 //   `T* __restrict__` otherwise; bool elements are 1 byte);
 // - when !Kernel::checks.empty(), one more, last parameter
-//   `ShoalError* shoal_error`: a device struct {int code; long long index;
-//   long long extent;} (layout: int, 4 bytes padding, two 8-byte integers) that
-//   the runtime initialises with code = -1 before the launch. The first failed
-//   Error statement stores its check number, index and extent; code >= 0
-//   afterwards means Kernel::checks[code] failed.
+//   `ShoalError* shoal_error`: a device struct {unsigned long long key; int
+//   code; int lock; long long index; long long extent;} (32 bytes, no
+//   padding) that the runtime initialises with key = ~0ull, code = -1 and
+//   lock = 0 before the launch. A failed Error statement records its check
+//   number, index and extent when its thread (blockIdx.x * blockDim.x +
+//   threadIdx.x, stored in key) is lower than the recorded one, so code >= 0
+//   afterwards means Kernel::checks[code] failed, and the record holds the
+//   lowest failing thread's first failure, as the CPU executor reports it
+//   (runtime/cpu/executor.h KernelError) whatever the scheduling.
 // Atomic CAS on f32/f64 compares bit patterns (a NaN compare value can match).
 #pragma once
 #include <set>
@@ -42,6 +46,17 @@ struct CudaUnit {
     std::string kernels;
 };
 CudaUnit print_cuda_unit(const std::vector<Kernel>& kernels);
+
+// Every helper of the prelude, as print_cuda emits them when some kernel
+// needs them: what host C++ from print_host_cpp calls, and what the unit
+// tests compile as host code to check it against lang/scalar_semantics.h.
+std::string cuda_full_prelude();
+
+// A host expression (launch_plan.h host_expr_cpp) as host C++: printed as in
+// kernels, with the prelude's helpers, but integer / and % always through
+// shoal_div / shoal_mod, integer min / max as std::min / std::max, and casts
+// through the prelude's conversions or static_cast (never a C cast).
+std::string print_host_cpp(const ExprPtr& e);
 
 // Halide CodeGen_C style: one virtual method per node, so a subclass (say for
 // another device dialect) overrides only what differs. Statement printers

@@ -26,9 +26,11 @@
 // - Integer arithmetic wraps (two's complement); integer / and % by zero give
 //   0 (docs/semantics.md); shifts take the amount modulo the bit width.
 // - Global indices are I64; shared-memory indices are I32.
-// - An Error statement records the first failed check (code, index, extent)
-//   in the launch's error record and lets the thread continue; the runtime
-//   turns it into the same message the reference evaluator gives.
+// - An Error statement records a failed check (code, index, extent) in the
+//   launch's error record and lets the thread continue. The launch reports
+//   the lowest failing thread's (blockIdx * blockDim + threadIdx) first
+//   failure, on every device; the runtime turns it into the same message the
+//   reference evaluator gives.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -107,7 +109,7 @@ enum class StmtKind : uint8_t {
     For,      // for (name = lo; name < hi; name += step) body   (sequential; step > 0)
     While,    // while (cond) body
     Atomic,   // [result =] atomicOp(&mem[index], value [, compare]); global or shared
-    Error,    // record failed check `code` with (index, extent) unless one is recorded
+    Error,    // record failed check `code` with (index, extent); the lowest thread's first is kept
     Seq,      // { body... }
     Comment,  // a comment in the generated code (the source expression)
 };

@@ -7,6 +7,8 @@
 #include <set>
 #include <sstream>
 
+#include "codegen/cuda_printer.h"
+#include "codegen/scalar_eval.h"
 #include "lang/diagnostics.h"
 
 namespace shoal::ir {
@@ -337,148 +339,71 @@ ExprPtr product(const std::vector<ExprPtr>& xs) {
 
 namespace {
 
-// Wraps an integer result to the width and signedness of t.
-int64_t wrap_int(ScalarType t, uint64_t v) {
-    switch (t) {
-        case ScalarType::Bool: return v != 0;
-        case ScalarType::I32: return static_cast<int32_t>(static_cast<uint32_t>(v));
-        case ScalarType::U32: return static_cast<uint32_t>(v);
-        default: return static_cast<int64_t>(v);
-    }
+// A host value as the C++ value type T of its type (scalar_eval.h), and back.
+template <class T> T value_as(const HostValue& v) {
+    if constexpr (scalar::is_fp_v<T>) return static_cast<T>(v.f);
+    else if constexpr (scalar::is_bool_v<T>) return v.i != 0;
+    else return static_cast<T>(v.i);
+}
+template <class T> HostValue host_value(ScalarType t, T x) {
+    if constexpr (scalar::is_fp_v<T>) return HostValue{t, 0, static_cast<double>(x)};
+    else return HostValue{t, static_cast<int64_t>(x), 0};  // U64: the bit pattern
 }
 
-HostValue make_int(ScalarType t, uint64_t v) { return HostValue{t, wrap_int(t, v), 0}; }
-HostValue make_float(ScalarType t, double v) {
-    return HostValue{t, 0, t == ScalarType::F32 ? static_cast<double>(static_cast<float>(v)) : v};
-}
-
-double as_double(const HostValue& v) {
-    if (is_float(v.type)) return v.f;
-    if (v.type == ScalarType::U64) return static_cast<double>(static_cast<uint64_t>(v.i));
-    return static_cast<double>(v.i);
-}
-
-// Shoal's conversion: float -> integer truncates, NaN -> 0, saturates.
+// Shoal's conversion of v to type `to` (scalar::convert).
 HostValue convert(ScalarType to, const HostValue& v) {
-    if (is_float(to)) return make_float(to, as_double(v));
-    if (to == ScalarType::Bool) return HostValue{to, is_float(v.type) ? v.f != 0 : v.i != 0, 0};
-    if (!is_float(v.type)) return make_int(to, static_cast<uint64_t>(v.i));
-    double d = v.f;
-    if (std::isnan(d)) return HostValue{to, 0, 0};
-    double lo = 0, hi = 0;
-    switch (to) {
-        case ScalarType::I32: lo = -2147483648.0; hi = 2147483647.0; break;
-        case ScalarType::U32: lo = 0; hi = 4294967295.0; break;
-        case ScalarType::U64: lo = 0; hi = 18446744073709551615.0; break;
-        default: lo = -9223372036854775808.0; hi = 9223372036854775807.0; break;
-    }
-    if (d <= lo) return make_int(to, to == ScalarType::U64 ? 0 : static_cast<uint64_t>(static_cast<int64_t>(lo)));
-    if (d >= hi) {
-        if (to == ScalarType::U64) return make_int(to, std::numeric_limits<uint64_t>::max());
-        if (to == ScalarType::I64) return make_int(to, static_cast<uint64_t>(std::numeric_limits<int64_t>::max()));
-        return make_int(to, static_cast<uint64_t>(static_cast<int64_t>(hi)));
-    }
-    if (to == ScalarType::U64) return make_int(to, static_cast<uint64_t>(d));
-    return make_int(to, static_cast<uint64_t>(static_cast<int64_t>(d)));
+    return with_type(v.type, [&](auto from_tag) {
+        using From = typename decltype(from_tag)::type;
+        return with_type(to, [&](auto to_tag) {
+            using To = typename decltype(to_tag)::type;
+            return host_value(to, scalar::convert<To>(value_as<From>(v)));
+        });
+    });
 }
 
-bool compare(BinaryOp op, const HostValue& a, const HostValue& b) {
-    auto cmp = [&](auto x, auto y) {
-        switch (op) {
-            case BinaryOp::Eq: return x == y;
-            case BinaryOp::Ne: return x != y;
-            case BinaryOp::Lt: return x < y;
-            case BinaryOp::Le: return x <= y;
-            case BinaryOp::Gt: return x > y;
-            default: return x >= y;
-        }
-    };
-    if (is_float(a.type)) return cmp(a.f, b.f);
-    if (is_unsigned_int(a.type)) return cmp(static_cast<uint64_t>(a.i), static_cast<uint64_t>(b.i));
-    return cmp(a.i, b.i);
+HostValue unary_value(UnaryOp op, const HostValue& a) {
+    return with_type(a.type, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        if (std::optional<T> r = apply_unary(op, value_as<T>(a))) return host_value(a.type, *r);
+        internal_error(__FILE__, __LINE__, std::string("host expression: no such operator on ") + scalar_name(a.type));
+    });
 }
 
-HostValue float_binary(BinaryOp op, ScalarType t, double x, double y) {
-    switch (op) {
-        case BinaryOp::Add: return make_float(t, x + y);
-        case BinaryOp::Sub: return make_float(t, x - y);
-        case BinaryOp::Mul: return make_float(t, x * y);
-        case BinaryOp::Div: return make_float(t, x / y);
-        case BinaryOp::Mod: return make_float(t, std::fmod(x, y));
-        case BinaryOp::Min: return make_float(t, std::fmin(x, y));
-        case BinaryOp::Max: return make_float(t, std::fmax(x, y));
-        default: internal_error(__FILE__, __LINE__, "host expression: bitwise operator on floats");
-    }
+HostValue binary_value(BinaryOp op, const HostValue& a, const HostValue& b) {
+    return with_type(a.type, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        const T x = value_as<T>(a), y = value_as<T>(b);
+        if (std::optional<bool> c = apply_comparison(op, x, y)) return HostValue{ScalarType::Bool, *c, 0};
+        if (std::optional<T> r = apply_arithmetic(op, x, y)) return host_value(a.type, *r);
+        internal_error(__FILE__, __LINE__, std::string("host expression: no such operator on ") + scalar_name(a.type));
+    });
 }
-
-HostValue int_binary(BinaryOp op, ScalarType t, int64_t x, int64_t y) {
-    const bool u = is_unsigned_int(t);
-    const auto ux = static_cast<uint64_t>(x), uy = static_cast<uint64_t>(y);
-    const int bits = static_cast<int>(scalar_size(t)) * 8;
-    switch (op) {
-        case BinaryOp::Add: return make_int(t, ux + uy);
-        case BinaryOp::Sub: return make_int(t, ux - uy);
-        case BinaryOp::Mul: return make_int(t, ux * uy);
-        case BinaryOp::Div:
-            if (y == 0) return make_int(t, 0);
-            if (u) return make_int(t, ux / uy);
-            if (y == -1) return make_int(t, 0 - ux);  // minInt / -1 wraps
-            return make_int(t, static_cast<uint64_t>(x / y));
-        case BinaryOp::Mod:
-            if (y == 0 || (!u && y == -1)) return make_int(t, 0);
-            return make_int(t, u ? ux % uy : static_cast<uint64_t>(x % y));
-        case BinaryOp::Min: return make_int(t, u ? std::min(ux, uy) : static_cast<uint64_t>(std::min(x, y)));
-        case BinaryOp::Max: return make_int(t, u ? std::max(ux, uy) : static_cast<uint64_t>(std::max(x, y)));
-        case BinaryOp::And: return make_int(t, ux & uy);
-        case BinaryOp::Or: return make_int(t, ux | uy);
-        case BinaryOp::Xor: return make_int(t, ux ^ uy);
-        case BinaryOp::Shl: return make_int(t, ux << (uy % bits));
-        case BinaryOp::Shr:
-            if (u) return make_int(t, (bits == 32 ? static_cast<uint32_t>(ux) : ux) >> (uy % bits));
-            return make_int(t, static_cast<uint64_t>(x >> (uy % bits)));
-        default: internal_error(__FILE__, __LINE__, "host expression: unexpected operator");
-    }
-}
-
-bool is_comparison(BinaryOp op) { return op >= BinaryOp::Eq; }
 
 }  // namespace
 
+// The operations are scalar_eval.h's, so host and kernel arithmetic agree.
 HostValue eval_host(const ExprPtr& e, const std::function<HostValue(const std::string&)>& lookup) {
     auto arg = [&](size_t k) { return eval_host(e->args[k], lookup); };
     switch (e->kind) {
         case ExprKind::Const:
-            return is_float(e->type) ? make_float(e->type, e->f) : make_int(e->type, static_cast<uint64_t>(e->i));
+            return with_type(e->type, [&](auto tag) {
+                return host_value(e->type, const_value<typename decltype(tag)::type>(*e));
+            });
         case ExprKind::Param: return convert(e->type, lookup(e->name));
-        case ExprKind::Unary: {
-            HostValue a = arg(0);
-            if (e->unary_op == UnaryOp::Neg)
-                return is_float(a.type) ? make_float(a.type, -a.f) : make_int(a.type, 0 - static_cast<uint64_t>(a.i));
-            if (e->unary_op == UnaryOp::Not) return HostValue{ScalarType::Bool, a.i == 0, 0};
-            return make_int(a.type, ~static_cast<uint64_t>(a.i));
-        }
-        case ExprKind::Binary: {
-            HostValue a = arg(0), b = arg(1);
-            if (is_comparison(e->binary_op)) return HostValue{ScalarType::Bool, compare(e->binary_op, a, b), 0};
-            if (is_float(a.type)) return float_binary(e->binary_op, a.type, a.f, b.f);
-            return int_binary(e->binary_op, a.type, a.i, b.i);
-        }
+        case ExprKind::Unary: return unary_value(e->unary_op, arg(0));
+        case ExprKind::Binary: return binary_value(e->binary_op, arg(0), arg(1));
         case ExprKind::Select: return arg(0).i ? arg(1) : arg(2);
         case ExprKind::Cast: return convert(e->type, arg(0));
-        case ExprKind::Call: {
+        case ExprKind::Call:
             SHOAL_INTERNAL_ASSERT((e->name == "min" || e->name == "max") && e->args.size() == 2,
                                   "host expression: call of " + e->name);
-            HostValue a = arg(0), b = arg(1);
-            BinaryOp op = e->name == "min" ? BinaryOp::Min : BinaryOp::Max;
-            return is_float(a.type) ? float_binary(op, a.type, a.f, b.f) : int_binary(op, a.type, a.i, b.i);
-        }
+            return binary_value(e->name == "min" ? BinaryOp::Min : BinaryOp::Max, arg(0), arg(1));
         default: internal_error(__FILE__, __LINE__, "host expression: device-only node " + host_expr_string(e));
     }
 }
 
 int64_t eval_host_int(const ExprPtr& e, const std::function<HostValue(const std::string&)>& lookup) {
-    HostValue v = eval_host(e, lookup);
-    return is_float(v.type) ? static_cast<int64_t>(v.f) : v.i;
+    return convert(ScalarType::I64, eval_host(e, lookup)).i;
 }
 
 // ---------------------------------------------------------------- printing
@@ -537,6 +462,24 @@ std::string host_expr_string(const ExprPtr& e) {
         }
         default: return "<device " + std::to_string(static_cast<int>(e->kind)) + ">";
     }
+}
+
+namespace {
+
+// eval_host's nodes only: a device node has no meaning on the host.
+void require_host_expr(const ExprPtr& e) {
+    const bool host = e->kind == ExprKind::Const || e->kind == ExprKind::Param || e->kind == ExprKind::Unary ||
+                      e->kind == ExprKind::Binary || e->kind == ExprKind::Select || e->kind == ExprKind::Cast ||
+                      (e->kind == ExprKind::Call && (e->name == "min" || e->name == "max"));
+    SHOAL_INTERNAL_ASSERT(host, "host expression: device-only node " + host_expr_string(e));
+    for (const auto& a : e->args) require_host_expr(a);
+}
+
+}  // namespace
+
+std::string host_expr_cpp(const ExprPtr& e) {
+    require_host_expr(e);
+    return print_host_cpp(e);
 }
 
 namespace {

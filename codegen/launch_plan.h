@@ -19,8 +19,8 @@
 //
 // Host expressions reuse ir::Expr restricted to Const, Param (a plan
 // scalar), Unary(Neg), Binary (arithmetic and comparisons), Select, Cast and
-// Call(min, max); eval_host evaluates them with Shoal's scalar semantics
-// (integer division by zero gives 0, as in kernels).
+// Call(min, max); eval_host evaluates them with the kernels' scalar semantics
+// (lang/scalar_semantics.h: integer division by zero gives 0, ...).
 //
 // Zero-sized launches: a launch whose grid evaluates to <= 0 is skipped (a
 // CUDA launch with an empty grid is an error), so every lowering makes sure
@@ -182,6 +182,14 @@ int64_t eval_host_int(const ExprPtr& e, const std::function<HostValue(const std:
 
 // A host expression in C syntax: "min((n + 2047) / 2048, 1024)".
 std::string host_expr_string(const ExprPtr& e);
+
+// A host expression as C++ that computes exactly what eval_host does, with
+// the CUDA prelude's helpers (cuda_printer.h cuda_full_prelude): integer /
+// and % through shoal_div / shoal_mod, float -> integer casts through
+// shoal_to_i32 ..., other casts as static_cast, float constants that read
+// back exactly. Plan scalars are variables of their own name. For `:emit`:
+// "std::min(shoal_div(shoal_sub(shoal_add(n, 2048LL), 1LL), 2048LL), 1024LL)".
+std::string host_expr_cpp(const ExprPtr& e);
 
 // The `:cuda` launch-plan view: the entry signature, then each step of the
 // host program in order (launches with their grid and block, shared memory

@@ -6,113 +6,45 @@
 #include <set>
 
 #include "codegen/ir_visitor.h"
-// The executor's scalar operations are the definition of the IR's semantics
-// that the tests check the kernels against; folding with anything else could
-// make a folded kernel disagree with the unfolded one.
-#include "runtime/cpu/scalar_ops.h"
+// Folding with exactly the shared scalar semantics (lang/scalar_semantics.h),
+// which the executor and the reference evaluator run too: folding with
+// anything else could make a folded kernel disagree with the unfolded one.
+#include "codegen/scalar_eval.h"
 
 namespace shoal::ir {
 namespace {
 
-namespace ops = cpu::ops;
-using cpu::is_bool_v;
-using cpu::is_fp_v;
-using cpu::is_int_v;
+using scalar::is_bool_v;
+using scalar::is_int_v;
 
 // ---------------------------------------------------------------- constants
 
-// A constant's value as the executor's lane type T (F32 constants round to float).
-template <class T> T value_of(const Expr& c) {
-    if constexpr (is_fp_v<T>) return static_cast<T>(c.f);
-    else if constexpr (is_bool_v<T>) return c.i != 0;
-    else return static_cast<T>(c.i);
-}
-
-template <class T> ExprPtr constant(ScalarType t, T v) {
-    if constexpr (is_fp_v<T>) return const_float(static_cast<double>(v), t);
-    else if constexpr (is_bool_v<T>) return const_bool(v != 0);
-    else return const_int(static_cast<int64_t>(v), t);  // U64: the bit pattern
-}
-
 bool is_const(const ExprPtr& e) { return e->kind == ExprKind::Const; }
 
-bool is_comparison(BinaryOp op) { return op >= BinaryOp::Eq; }
-
 ExprPtr fold_unary(UnaryOp op, const Expr& a) {
-    return cpu::with_type(a.type, [&](auto tag) -> ExprPtr {
+    return with_type(a.type, [&](auto tag) -> ExprPtr {
         using T = typename decltype(tag)::type;
-        const T x = value_of<T>(a);
-        switch (op) {
-            case UnaryOp::Neg:
-                if constexpr (!is_bool_v<T>) return constant(a.type, ops::neg(x));
-                break;
-            case UnaryOp::Not:
-                if constexpr (is_bool_v<T>) return constant(a.type, T(!x));
-                break;
-            case UnaryOp::BitNot:
-                if constexpr (is_int_v<T>) return constant(a.type, T(~x));
-                break;
-        }
+        if (std::optional<T> r = apply_unary(op, const_value<T>(a))) return const_of(a.type, *r);
         return nullptr;
     });
 }
 
-// a op b for the operators defined on T (the verifier rejects the others).
-template <class T> std::optional<T> arithmetic(BinaryOp op, T a, T b) {
-    if constexpr (!is_bool_v<T>) {
-        switch (op) {
-            case BinaryOp::Add: return ops::add(a, b);
-            case BinaryOp::Sub: return ops::sub(a, b);
-            case BinaryOp::Mul: return ops::mul(a, b);
-            case BinaryOp::Div: return ops::div(a, b);
-            case BinaryOp::Mod: return ops::mod(a, b);
-            case BinaryOp::Min: return ops::min(a, b);
-            case BinaryOp::Max: return ops::max(a, b);
-            default: break;
-        }
-    }
-    if constexpr (!is_fp_v<T>) {
-        switch (op) {
-            case BinaryOp::And: return T(a & b);
-            case BinaryOp::Or: return T(a | b);
-            case BinaryOp::Xor: return T(a ^ b);
-            default: break;
-        }
-    }
-    if constexpr (is_int_v<T>) {
-        if (op == BinaryOp::Shl) return ops::shl(a, b);
-        if (op == BinaryOp::Shr) return ops::shr(a, b);
-    }
-    return std::nullopt;
-}
-
-template <class T> bool compare(BinaryOp op, T a, T b) {
-    switch (op) {
-        case BinaryOp::Eq: return a == b;
-        case BinaryOp::Ne: return a != b;
-        case BinaryOp::Lt: return a < b;
-        case BinaryOp::Le: return a <= b;
-        case BinaryOp::Gt: return a > b;
-        default: return a >= b;
-    }
-}
-
 ExprPtr fold_binary(BinaryOp op, const Expr& a, const Expr& b) {
-    return cpu::with_type(a.type, [&](auto tag) -> ExprPtr {
+    return with_type(a.type, [&](auto tag) -> ExprPtr {
         using T = typename decltype(tag)::type;
-        const T x = value_of<T>(a), y = value_of<T>(b);
-        if (is_comparison(op)) return const_bool(compare(op, x, y));
-        if (std::optional<T> r = arithmetic(op, x, y)) return constant(a.type, *r);
+        const T x = const_value<T>(a), y = const_value<T>(b);
+        if (std::optional<bool> c = apply_comparison(op, x, y)) return const_bool(*c);
+        if (std::optional<T> r = apply_arithmetic(op, x, y)) return const_of(a.type, *r);
         return nullptr;
     });
 }
 
 ExprPtr fold_cast(ScalarType to, const Expr& a) {
-    return cpu::with_type(a.type, [&](auto from_tag) {
+    return with_type(a.type, [&](auto from_tag) {
         using From = typename decltype(from_tag)::type;
-        return cpu::with_type(to, [&](auto to_tag) {
+        return with_type(to, [&](auto to_tag) {
             using To = typename decltype(to_tag)::type;
-            return constant(to, ops::convert<To, From>(value_of<From>(a)));
+            return const_of(to, scalar::convert<To, From>(const_value<From>(a)));
         });
     });
 }
@@ -125,17 +57,17 @@ ExprPtr fold_call(const Expr& e) {
     if (!unary_fn && !binary_fn) return nullptr;
     for (const auto& a : e.args)
         if (!is_const(a) || a->type != e.type) return nullptr;
-    return cpu::with_type(e.type, [&](auto tag) -> ExprPtr {
+    return with_type(e.type, [&](auto tag) -> ExprPtr {
         using T = typename decltype(tag)::type;
         if constexpr (is_bool_v<T>) {
             return nullptr;
         } else {
-            const T x = value_of<T>(*e.args[0]);
-            if (unary_fn) return constant(e.type, ops::abs(x));
-            const T y = value_of<T>(*e.args[1]);
-            if (e.name == "min") return constant(e.type, ops::min(x, y));
-            if (e.name == "max") return constant(e.type, ops::max(x, y));
-            if constexpr (is_int_v<T>) return constant(e.type, ops::mulhi(x, y));
+            const T x = const_value<T>(*e.args[0]);
+            if (unary_fn) return const_of(e.type, scalar::abs(x));
+            const T y = const_value<T>(*e.args[1]);
+            if (e.name == "min") return const_of(e.type, scalar::min(x, y));
+            if (e.name == "max") return const_of(e.type, scalar::max(x, y));
+            if constexpr (is_int_v<T>) return const_of(e.type, scalar::mulhi(x, y));
             return nullptr;
         }
     });

@@ -3,8 +3,8 @@
 // - Constant folding with exactly the IR's semantics (ir.h): integers wrap,
 //   integer / and % by zero give 0, shift amounts are taken modulo the width,
 //   f32 arithmetic is done in f32, casts follow Shoal's conversion rules. The
-//   operations are the CPU executor's own (runtime/cpu/scalar_ops.h), so a
-//   folded kernel computes what the unfolded one did. Calls are folded only
+//   operations are lang/scalar_semantics.h's, which the executor runs too, so
+//   a folded kernel computes what the unfolded one did. Calls are folded only
 //   where the result is exact (min, max, abs, mulhi); sqrt, exp and the other
 //   math functions are left to the device's library.
 // - Identities that hold for every value: integer x + 0, x - 0, x * 1, x / 1,

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "diagnostics.h"
+#include "scalar_semantics.h"
 #include "value.h"
 
 namespace shoal::ops {
@@ -60,60 +61,15 @@ template <class T> concept Floating = std::same_as<T, float> || std::same_as<T, 
 template <class T> concept Numeric = Integral<T> || Floating<T>;
 
 // ---------------------------------------------------------------- scalar operators
-// Integer arithmetic wraps (two's complement): it is done in the unsigned
-// type, whose conversion back is modular in C++20. Division by zero gives 0
-// for both / and %; minInt / -1 wraps to minInt and minInt % -1 is 0.
-template <Integral T> using Unsigned = std::make_unsigned_t<T>;
+// The operators of the language on element types; the arithmetic is
+// lang/scalar_semantics.h's (wrapping integers, division by zero gives 0, ...).
 
-struct Add {
-    template <Numeric T> T operator()(T x, T y) const {
-        if constexpr (Integral<T>) return T(Unsigned<T>(x) + Unsigned<T>(y)); else return x + y;
-    }
-};
-struct Sub {
-    template <Numeric T> T operator()(T x, T y) const {
-        if constexpr (Integral<T>) return T(Unsigned<T>(x) - Unsigned<T>(y)); else return x - y;
-    }
-};
-struct Mul {
-    template <Numeric T> T operator()(T x, T y) const {
-        if constexpr (Integral<T>) return T(Unsigned<T>(x) * Unsigned<T>(y)); else return x * y;
-    }
-};
-struct Div {
-    template <Numeric T> T operator()(T x, T y) const {
-        if constexpr (Integral<T>) {
-            if (y == 0) return 0;
-            if (y == -1) return T(Unsigned<T>(0) - Unsigned<T>(x));  // minInt / -1 wraps
-            return x / y;
-        } else {
-            return x / y;
-        }
-    }
-};
-struct Mod {
-    template <Numeric T> T operator()(T x, T y) const {
-        if constexpr (Integral<T>) return y == 0 || y == -1 ? T(0) : T(x % y);
-        else return std::fmod(x, y);
-    }
-};
-// Integers: exact repeated squaring (wrapping); a negative exponent gives 0
-// except for base 1 (1) and base -1 (+-1 by parity). Floating: pow.
-struct Pow {
-    template <Numeric T> T operator()(T x, T y) const {
-        if constexpr (Integral<T>) {
-            if (y < 0) return x == 1 ? T(1) : x == -1 ? T((y & 1) ? -1 : 1) : T(0);
-            Unsigned<T> result = 1, base = Unsigned<T>(x);
-            for (Unsigned<T> e = Unsigned<T>(y); e != 0; e >>= 1) {
-                if (e & 1) result *= base;
-                base *= base;
-            }
-            return T(result);
-        } else {
-            return std::pow(x, y);
-        }
-    }
-};
+struct Add { template <Numeric T> T operator()(T x, T y) const { return scalar::add(x, y); } };
+struct Sub { template <Numeric T> T operator()(T x, T y) const { return scalar::sub(x, y); } };
+struct Mul { template <Numeric T> T operator()(T x, T y) const { return scalar::mul(x, y); } };
+struct Div { template <Numeric T> T operator()(T x, T y) const { return scalar::div(x, y); } };
+struct Mod { template <Numeric T> T operator()(T x, T y) const { return scalar::mod(x, y); } };
+struct Pow { template <Numeric T> T operator()(T x, T y) const { return scalar::pow(x, y); } };
 // Comparisons (NaN compares false, so != is true).
 struct Eq { template <class T> bool operator()(T x, T y) const { return x == y; } };
 struct Ne { template <class T> bool operator()(T x, T y) const { return x != y; } };
@@ -129,38 +85,13 @@ struct BitAnd { template <Integral T> T operator()(T x, T y) const { return x & 
 struct BitOr { template <Integral T> T operator()(T x, T y) const { return x | y; } };
 struct BitXor { template <Integral T> T operator()(T x, T y) const { return x ^ y; } };
 struct BitNot { template <Integral T> T operator()(T x) const { return ~x; } };
-// Shift amounts are taken modulo the bit width (n & 31 for int, n & 63 for
-// long), as x86 and CUDA hardware shifts do; << wraps, >> is arithmetic.
-struct Shl {
-    template <Integral T> T operator()(T x, T n) const {
-        return T(Unsigned<T>(x) << (Unsigned<T>(n) & (sizeof(T) * 8 - 1)));
-    }
-};
-struct Shr {
-    template <Integral T> T operator()(T x, T n) const { return T(x >> (Unsigned<T>(n) & (sizeof(T) * 8 - 1))); }
-};
-// min / max: C fmin / fmax on floats (a NaN operand yields the other one).
-struct Min {
-    template <Numeric T> T operator()(T x, T y) const {
-        if constexpr (Integral<T>) return y < x ? y : x; else return std::fmin(x, y);
-    }
-};
-struct Max {
-    template <Numeric T> T operator()(T x, T y) const {
-        if constexpr (Integral<T>) return x < y ? y : x; else return std::fmax(x, y);
-    }
-};
+struct Shl { template <Integral T> T operator()(T x, T n) const { return scalar::shl(x, n); } };
+struct Shr { template <Integral T> T operator()(T x, T n) const { return scalar::shr(x, n); } };
+struct Min { template <Numeric T> T operator()(T x, T y) const { return scalar::min(x, y); } };
+struct Max { template <Numeric T> T operator()(T x, T y) const { return scalar::max(x, y); } };
 struct Atan2 { template <Floating T> T operator()(T y, T x) const { return std::atan2(y, x); } };
-struct Neg {
-    template <Numeric T> T operator()(T x) const {
-        if constexpr (Integral<T>) return T(Unsigned<T>(0) - Unsigned<T>(x)); else return -x;
-    }
-};
-struct Abs {  // abs minInt is minInt (wraps)
-    template <Numeric T> T operator()(T x) const {
-        if constexpr (Integral<T>) return x < 0 ? Neg{}(x) : x; else return std::fabs(x);
-    }
-};
+struct Neg { template <Numeric T> T operator()(T x) const { return scalar::neg(x); } };
+struct Abs { template <Numeric T> T operator()(T x) const { return scalar::abs(x); } };
 // A floating-point math function: F is called with float (the f-suffixed C
 // function through <cmath>'s float overloads) or double.
 template <auto F>

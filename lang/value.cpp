@@ -9,68 +9,27 @@
 
 #include <unistd.h>
 
+#include "array_ops.h"
 #include "diagnostics.h"
+#include "scalar_semantics.h"
 
 namespace shoal {
 
-namespace {
-
-// Floating -> integer per docs/semantics.md: truncate toward zero, NaN -> 0,
-// out of range saturates. `hi` is 2^(bits-1) as a double (exact), so every
-// double below it truncates into range; the lower bound is checked the same way.
-template <class Int>
-Int saturating_trunc(double d) {
-    constexpr double hi = -static_cast<double>(std::numeric_limits<Int>::min());
-    if (std::isnan(d)) return 0;
-    if (d >= hi) return std::numeric_limits<Int>::max();
-    if (d <= -hi - 1.0) return std::numeric_limits<Int>::min();
-    return static_cast<Int>(d);  // in range: C++ truncates toward zero
-}
-
-}  // namespace
-
+// Every conversion is scalar::convert (docs/semantics.md: float -> integer
+// truncates toward zero, NaN -> 0, out of range saturates).
 double Scalar::as_double() const {
-    switch (type) {
-        case Prim::Bool: return b ? 1.0 : 0.0;
-        case Prim::Int: return i;
-        case Prim::Long: return static_cast<double>(l);
-        case Prim::Float: return f;
-        case Prim::Double: return d;
-    }
-    return 0.0;
+    return ops::with_prim(type, [&]<class T>(T) { return scalar::convert<double>(ops::scalar_as<T>(*this)); });
 }
 
 int64_t Scalar::as_long() const {
-    switch (type) {
-        case Prim::Bool: return b ? 1 : 0;
-        case Prim::Int: return i;
-        case Prim::Long: return l;
-        // Saturating rather than a raw cast: a raw cast of NaN or 1e300 is UB.
-        case Prim::Float: return saturating_trunc<int64_t>(f);
-        case Prim::Double: return saturating_trunc<int64_t>(d);
-    }
-    return 0;
+    return ops::with_prim(type, [&]<class T>(T) { return scalar::convert<int64_t>(ops::scalar_as<T>(*this)); });
 }
 
 Scalar convert_scalar(const Scalar& s, Prim to) {
-    if (s.type == to) return s;
-    switch (to) {
-        case Prim::Bool:
-            return Scalar::of_bool(is_floating(s.type) ? s.as_double() != 0.0 : s.as_long() != 0);
-        case Prim::Int:
-            if (is_floating(s.type)) return Scalar::of_int(saturating_trunc<int32_t>(s.as_double()));
-            // long -> int keeps the low 32 bits (two's complement wrap, as in C).
-            return Scalar::of_int(static_cast<int32_t>(s.as_long()));
-        case Prim::Long:
-            return Scalar::of_long(s.as_long());
-        case Prim::Float:
-            // long -> float rounds directly (not via double, which could round twice).
-            if (s.type == Prim::Long) return Scalar::of_float(static_cast<float>(s.l));
-            return Scalar::of_float(static_cast<float>(s.as_double()));
-        case Prim::Double:
-            return Scalar::of_double(s.as_double());
-    }
-    return s;
+    return ops::with_prim(s.type, [&]<class From>(From) {
+        const From x = ops::scalar_as<From>(s);
+        return ops::with_prim(to, [&]<class To>(To) { return ops::make_scalar(scalar::convert<To>(x)); });
+    });
 }
 
 int64_t shape_size(const Shape& s) {

@@ -323,6 +323,7 @@ struct ErrorStmt final : StmtNode {
         const int64_t* ix = f.in<int64_t>(index);
         const int64_t* ex = f.in<int64_t>(extent);
         for_lanes(m, [&](int i) {
+            // Ordered as the global thread block * blockDim + i is (blockDim <= 1024).
             const uint64_t key = uint64_t(f.block) * 1024 + uint64_t(i);
             if (key < f.launch->error_key.load(std::memory_order_relaxed))
                 f.launch->record_error(key, code, ix[i], ex[i]);

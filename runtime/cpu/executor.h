@@ -70,8 +70,9 @@ struct ExecOptions {
 };
 
 // The first failed Error statement of a launch (code < 0: none). "First" is
-// the lowest (block, thread), and that thread's first in program order, so
-// the result does not depend on scheduling or the number of workers.
+// the lowest global thread (block * blockDim + thread), and that thread's
+// first in program order, so the result does not depend on scheduling or the
+// number of workers; the CUDA prelude's error record keeps the same one.
 struct KernelError {
     int code = -1;
     int64_t index = 0;

@@ -412,9 +412,9 @@ TEST_CASE("cuda: shuffles, atomics and the error record") {
     CHECK(g.find("struct ShoalError {") != std::string::npos);
     CHECK(g.find("double* __restrict__ out,\n    ShoalError* __restrict__ shoal_error) {") != std::string::npos);
     CHECK(g.find("// check 0: index out of bounds (gather.shoal:1:9)") != std::string::npos);
-    CHECK(g.find("if (atomicCAS(&shoal_error->code, -1, 0) == -1) {") != std::string::npos);
-    CHECK(g.find("shoal_error->index = j;") != std::string::npos);
-    CHECK(g.find("shoal_error->extent = m;") != std::string::npos);
+    CHECK(g.find("shoal_record_error(shoal_error, 0, j, m);") != std::string::npos);
+    CHECK(g.find("void shoal_record_error(ShoalError* e, int code, long long index, long long extent)") !=
+          std::string::npos);
 }
 
 TEST_CASE("cuda: comments, else-if chains, unused declarations") {

@@ -671,6 +671,38 @@ TEST_CASE("executor: Error statements record the first failing check") {
     CHECK(std::all_of(out.begin(), out.end(), [](float v) { return v == 1.f; }));
 }
 
+TEST_CASE("executor: the lowest failing thread's first failure is reported") {
+    // Thread i fails check codes[i] (when >= 0) and then, later in program
+    // order, check 2: threads of several blocks fail different checks.
+    auto i = ir::var("i", ST::I64);
+    auto c = ir::var("c", ST::I32);
+    auto failed = bin(BinaryOp::Ge, c, i32(0));
+    auto code = ir::seq({ir::let("i", global_id()),
+                         ir::if_then(bin(BinaryOp::Lt, i, ir::param("n", ST::I64)),
+                                     {ir::let("c", ir::load("codes", i, ST::I32)),
+                                      ir::if_then(bin(BinaryOp::Eq, c, i32(0)), {ir::error(0, i, i64(100))}),
+                                      ir::if_then(bin(BinaryOp::Eq, c, i32(1)), {ir::error(1, i, i64(101))}),
+                                      ir::if_then(failed, {ir::error(2, ir::unary(ir::UnaryOp::Neg, i), i64(102))})})});
+    auto k = make_kernel("checks", 128, {buf("codes", ST::I32), scalar("n", ST::I64)}, {ir::phase(code)});
+    k.checks.push_back(ir::Check{"second check", shoal::Loc{}});
+    k.checks.push_back(ir::Check{"third check", shoal::Loc{}});
+    const int64_t n = 5000;
+    std::vector<int32_t> codes(n, -1);
+    codes[4999] = 0;
+    codes[2100] = 0;
+    codes[700] = 1;  // block 5, the lowest: check 1, not its later check 2
+    codes[701] = 0;
+    codes[1100] = 1;
+    for (int threads : {1, 2, 8}) {
+        Launch l((n + 127) / 128, threads);
+        l.buffer("codes", codes).scalar_i("n", n);
+        auto err = l.run(k);
+        CHECK(err.code == 1);
+        CHECK(err.index == 700);
+        CHECK(err.extent == 101);
+    }
+}
+
 // ---------------------------------------------------------------- counters
 namespace {
 
