@@ -184,16 +184,13 @@ void FusionEngine::record_profile(const ir::LaunchPlan& plan, const ir::PlanOutc
         if (c.launches == 0) continue;
         auto same = [&](const KernelProfile& p) { return p.plan == plan.name && p.kernel == plan.kernels[k].name; };
         auto it = std::find_if(profiling_->begin(), profiling_->end(), same);
-        if (it == profiling_->end()) it = profiling_->insert(it, KernelProfile{plan.name, plan.kernels[k].name});
-        KernelProfile counts;
-        counts.launches = c.launches;
-        counts.nanoseconds = c.nanoseconds;
-        counts.bytes_loaded = c.global_bytes_loaded;
-        counts.bytes_stored = c.global_bytes_stored;
-        counts.sectors = c.global_sectors;
-        counts.bank_conflicts = c.shared_bank_conflicts;
-        counts.atomics = c.atomics;
-        *it += counts;
+        if (it == profiling_->end()) {
+            KernelProfile row;
+            row.plan = plan.name;
+            row.kernel = plan.kernels[k].name;
+            it = profiling_->insert(it, row);
+        }
+        *it += c;
     }
 }
 

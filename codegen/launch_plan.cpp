@@ -188,6 +188,14 @@ public:
 private:
     void emit(PlanStep s) { steps_.push_back(std::move(s)); }
 
+    // A Compute of scalar `name`, or an Alloc / Free of buffer `name`.
+    static PlanStep host_step(StepKind kind, const std::string& name) {
+        PlanStep s;
+        s.kind = kind;
+        (kind == StepKind::Compute ? s.scalar : s.buffer) = name;
+        return s;
+    }
+
     void need_scalar(const std::string& name) {
         if (defined_.count(name)) return;
         const PlanScalar* s = plan_.find_scalar(name);
@@ -195,10 +203,7 @@ private:
         SHOAL_INTERNAL_ASSERT(s->source == ScalarSource::Derived,
                               "plan " + plan_.name + ": scalar " + name + " used before it is read back");
         need_scalars(s->value);
-        PlanStep c;
-        c.kind = StepKind::Compute;
-        c.scalar = name;
-        emit(c);
+        emit(host_step(StepKind::Compute, name));
         defined_.insert(name);
     }
 
@@ -213,10 +218,7 @@ private:
         const PlanBuffer* b = plan_.find_buffer(name);
         SHOAL_INTERNAL_ASSERT(b && b->count, "plan " + plan_.name + ": buffer " + name + " has no size");
         need_scalars(b->count);
-        PlanStep a;
-        a.kind = StepKind::Alloc;
-        a.buffer = name;
-        emit(a);
+        emit(host_step(StepKind::Alloc, name));
         allocated_.insert(name);
     }
 
@@ -232,12 +234,7 @@ private:
             if (i + 1 < steps_.size() && steps_[i + 1].kind == StepKind::Check) continue;
             const size_t used = steps_[i].kind == StepKind::Check ? i - 1 : i;
             if (auto it = frees.find(used); it != frees.end())
-                for (const std::string& name : it->second) {
-                    PlanStep f;
-                    f.kind = StepKind::Free;
-                    f.buffer = name;
-                    out.push_back(f);
-                }
+                for (const std::string& name : it->second) out.push_back(host_step(StepKind::Free, name));
         }
         return out;
     }

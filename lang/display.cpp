@@ -429,7 +429,7 @@ DisplayData table_display(const std::vector<std::vector<std::string>>& rows, boo
 
 }  // namespace
 
-DisplayData profile_display(const std::vector<KernelProfile>& kernels, double wall_seconds) {
+DisplayData profile_display(const std::vector<KernelProfile>& kernels, double wall_seconds, const std::string& engine) {
     if (kernels.empty()) {
         DisplayData d;
         d.plain = "no kernels ran (" + duration_text(wall_seconds) +
@@ -441,8 +441,8 @@ DisplayData profile_display(const std::vector<KernelProfile>& kernels, double wa
     auto row = [](const std::string& label, const KernelProfile& k) {
         return std::vector<std::string>{label, std::to_string(k.launches),
                                         duration_text(static_cast<double>(k.nanoseconds) * 1e-9),
-                                        bytes_text(k.bytes_loaded), bytes_text(k.bytes_stored),
-                                        std::to_string(k.sectors), std::to_string(k.bank_conflicts),
+                                        bytes_text(k.global_bytes_loaded), bytes_text(k.global_bytes_stored),
+                                        std::to_string(k.global_sectors), std::to_string(k.shared_bank_conflicts),
                                         std::to_string(k.atomics)};
     };
     KernelProfile total;
@@ -452,8 +452,8 @@ DisplayData profile_display(const std::vector<KernelProfile>& kernels, double wa
     }
     rows.push_back(row("total", total));
     return table_display(rows, true,
-                         "CPU executor; the statement took " + duration_text(wall_seconds) +
-                             " in all (kernel times are CPU times; bytes and sectors are what a GPU would move)");
+                         engine + "; the statement took " + duration_text(wall_seconds) +
+                             " in all (bytes and sectors are what a GPU would move)");
 }
 
 DisplayData time_display(const std::vector<KernelProfile>& kernels, double wall_seconds, bool compiled) {

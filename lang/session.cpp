@@ -568,7 +568,7 @@ struct SessionCommands {
         const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         I.random_stream = ctx.random_stream;
         if (per_kernel) {
-            out.display(profile_display(kernels, wall));
+            out.display(profile_display(kernels, wall, backend->description()));
             return true;
         }
         if (!v.is_unit()) out.value(v, t, format_value(v, s.settings_.print_threshold));

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "diagnostics.h"
+#include "profile.h"
 #include "eval.h"
 #include "parser.h"
 #include "typecheck.h"
@@ -55,30 +56,6 @@ struct SessionSettings {
     // Width of the output device in columns; the terminal REPL sets it from
     // the terminal (terminal plots are sized to it).
     int columns = 80;
-};
-
-// What one kernel did during a :profile or :time run, summed over its
-// launches (the CPU executor's counters: our memory-traffic model).
-struct KernelProfile {
-    std::string plan;    // the launch plan (the primitive that made it)
-    std::string kernel;
-    int64_t launches = 0;
-    int64_t nanoseconds = 0;
-    int64_t bytes_loaded = 0, bytes_stored = 0;  // global memory
-    int64_t sectors = 0;                          // 32-byte sectors touched by warp accesses
-    int64_t bank_conflicts = 0, atomics = 0;
-
-    // Adds b's counts (not its names): several launches, or a total.
-    KernelProfile& operator+=(const KernelProfile& b) {
-        launches += b.launches;
-        nanoseconds += b.nanoseconds;
-        bytes_loaded += b.bytes_loaded;
-        bytes_stored += b.bytes_stored;
-        sectors += b.sectors;
-        bank_conflicts += b.bank_conflicts;
-        atomics += b.atomics;
-        return *this;
-    }
 };
 
 // The array compiler lives in libraries that depend on this one, so the

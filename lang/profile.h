@@ -1,0 +1,43 @@
+// What kernels did, for `:profile`, `:time` and the tests: the counters an
+// executor reports per kernel (codegen/plan_executor.h), and a profile row.
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace shoal {
+
+// What the kernels of a plan did, per kernel and summed: launches and time on
+// every executor; the memory-traffic model (bytes, sectors, bank conflicts,
+// atomics, barriers) where the executor measures it (the CPU executor
+// counts every access; a device executor leaves what it cannot see at 0).
+struct KernelCounters {
+    int64_t launches = 0;
+    int64_t global_bytes_loaded = 0;    // element size x active lanes of every global load
+    int64_t global_bytes_stored = 0;    // the same for stores (atomics count only in `atomics`)
+    int64_t global_sectors = 0;         // distinct 32-byte sectors touched per warp load/store, summed
+    int64_t shared_bank_conflicts = 0;  // extra serialised shared-memory wavefronts per warp access
+                                        // (32 banks of 4 bytes; 8-byte accesses per half-warp)
+    int64_t atomics = 0;                // atomic operations (one per active lane), global and shared
+    int64_t barriers = 0;               // barriers executed, summed over blocks
+    int64_t nanoseconds = 0;            // wall time of the launches
+
+    KernelCounters& operator+=(const KernelCounters& b) {
+        launches += b.launches;
+        global_bytes_loaded += b.global_bytes_loaded;
+        global_bytes_stored += b.global_bytes_stored;
+        global_sectors += b.global_sectors;
+        shared_bank_conflicts += b.shared_bank_conflicts;
+        atomics += b.atomics;
+        barriers += b.barriers;
+        nanoseconds += b.nanoseconds;
+        return *this;
+    }
+};
+
+// One kernel's counters during a :profile or :time run, summed over its launches.
+struct KernelProfile : KernelCounters {
+    std::string plan;    // the launch plan (the primitive that made it)
+    std::string kernel;
+};
+
+}  // namespace shoal
