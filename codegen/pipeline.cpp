@@ -66,6 +66,7 @@ Kernel optimize_kernel(const Kernel& k, const PassOptions& options) {
 }
 
 void optimize(LaunchPlan& plan, const PassOptions& options) {
+    verify_host_program(plan);  // once per plan: the plan cache calls this on a miss only
     for (Kernel& k : plan.kernels) k = optimize_kernel(k, options);
 }
 

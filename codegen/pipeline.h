@@ -50,7 +50,8 @@ struct PassOptions {
 };
 
 Kernel optimize_kernel(const Kernel& k, const PassOptions& options = {});
-// Every kernel of a plan (as its lowering built it).
+// Every kernel of a plan (as its lowering built it); checks its host program
+// first (verify_host_program).
 void optimize(LaunchPlan& plan, const PassOptions& options = {});
 
 }  // namespace shoal::ir

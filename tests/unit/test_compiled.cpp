@@ -88,6 +88,31 @@ TEST_CASE("compiled backend: saxpy with two constants compiles one kernel") {
     CHECK(compiled::backend_stats(b).cache_hits == 1);
 }
 
+TEST_CASE("compiled backend: switching a pass off never returns a plan optimised under other options") {
+    runtime::install_compiled_backend();
+    Session s;
+    Capture setup;
+    s.execute("let x = map float (iota 1000)", "<t>", setup);
+    CompiledBackend& b = *s.compiled_backend();
+    auto run = [&](const std::string& statement) {
+        compiled::reset_backend_stats(b);
+        Capture out;
+        s.execute(statement, "<t>", out);
+        return out.all;
+    };
+    const std::string with_cse = run("sum (x * x)");
+    const int64_t loads_with = compiled::backend_stats(b).last.global_bytes_loaded;
+    compiled::set_pass_options(b, ir::PassOptions{}.disable("cse"));
+    const std::string without_cse = run("sum (x * x)");
+    CHECK(compiled::backend_stats(b).cache_misses == 1);  // not the plan cached with CSE
+    CHECK(compiled::backend_stats(b).last.global_bytes_loaded > loads_with);  // x * x reads x twice
+    CHECK(without_cse == with_cse);
+    compiled::set_pass_options(b, ir::PassOptions{});
+    CHECK(run("sum (x * x)") == with_cse);
+    CHECK(compiled::backend_stats(b).cache_hits == 1);  // the first plan again
+    CHECK(compiled::backend_stats(b).last.global_bytes_loaded == loads_with);
+}
+
 TEST_CASE("compiled backend: a map returning a tuple") {
     const char* programs[] = {
         "let (s, d) = map (\\i -> (i + 1, float i * 0.5)) (iota 10)\ns\nd\nsum d",
