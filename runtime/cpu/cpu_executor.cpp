@@ -4,7 +4,6 @@
 #include <thread>
 
 #include "runtime/cpu/run_plan.h"
-#include "runtime/cpu/thread_pool.h"
 
 namespace shoal::cpu {
 
