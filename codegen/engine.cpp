@@ -28,12 +28,20 @@ private:
 };
 
 // "sum (x * y)   -- <stdin>:1:5": the source expression a plan computes, for
-// its kernels' comment. Cut at a word boundary, never inside a word.
+// its kernels' comment. An infix operator's location is the operator alone,
+// so its whole source line stands for it. Cut at a word boundary, never
+// inside a word.
 std::string source_comment(const Loc& loc) {
     if (!loc.valid()) return "";
     const std::string_view line = loc.source->line(loc.line);
     const size_t from = std::min(line.size(), static_cast<size_t>(std::max(loc.col - 1, 0)));
-    std::string text(line.substr(from, std::max(loc.length, 1)));
+    std::string text(loc.length > 2 ? line.substr(from, loc.length) : line);
+    text.erase(0, text.find_first_not_of(" \t"));
+    // `:cuda x + y`: the expression, not the command and its options.
+    while (!text.empty() && (text[0] == ':' || text.starts_with("--"))) {
+        const size_t blank = text.find_first_of(" \t");
+        text.erase(0, blank == std::string::npos ? text.size() : text.find_first_not_of(" \t", blank));
+    }
     constexpr size_t kWidth = 72;
     if (text.size() > kWidth) {
         size_t cut = text.rfind(' ', kWidth);
