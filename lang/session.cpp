@@ -12,6 +12,7 @@
 #include <dirent.h>
 #include <fstream>
 #include <new>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <sys/stat.h>
@@ -267,6 +268,9 @@ struct SessionCommands {
         const CommandInfo* cmd = lookup(stmt.command);
         std::string_view arg = trim(stmt.argument);
         std::string name = cmd->name;
+        // Options (`--word` right after the command) only where a command takes them.
+        if (name != "cuda" && leading_option(arg))
+            user_error(ErrorKind::Usage, option_loc(arg), "':" + name + "' takes no options", {"usage: " + command_usage(*cmd)});
         if (name == "help") return help(arg);
         if (name == "type") return type(*cmd, arg);
         if (name == "load") return load(*cmd, arg);
@@ -434,11 +438,28 @@ struct SessionCommands {
         return true;
     }
 
+    // The `--word` a command's argument starts with (the parser keeps such
+    // options out of comments: lang/parser.cpp command_options_end).
+    static std::optional<std::string_view> leading_option(std::string_view arg) {
+        if (arg.size() < 3 || !arg.starts_with("--") || !std::isalpha(static_cast<unsigned char>(arg[2])))
+            return std::nullopt;
+        return arg.substr(0, std::min(arg.size(), arg.find_first_of(" \t")));
+    }
+
+    // Where the option at the start of `arg` (a view into stmt.argument) is.
+    Loc option_loc(std::string_view arg) const {
+        Loc loc = stmt.argument_loc;
+        loc.col += static_cast<int>(arg.data() - trim(stmt.argument).data());
+        loc.length = static_cast<int>(leading_option(arg)->size());
+        return loc;
+    }
+
     // The command's argument parsed as an expression (positions in the
     // statement's source), after its first `skip` bytes (an option).
     ExprPtr argument_expression(size_t skip = 0) const {
-        size_t begin = offset_of(stmt.argument_loc) + skip;
-        size_t end = std::min(begin + stmt.argument.size(), src->text.size());
+        const size_t start = offset_of(stmt.argument_loc);
+        const size_t end = std::min(start + stmt.argument.size(), src->text.size());
+        const size_t begin = std::min(start + skip, end);
         return parse_expression(src, begin, end);
     }
 
@@ -453,10 +474,14 @@ struct SessionCommands {
         ExplainOptions options;
         options.cuda = cuda;
         size_t skip = 0;
-        if (cuda && (arg == "--full" || arg.starts_with("--full ") || arg.starts_with("--full\t"))) {
+        while (std::optional<std::string_view> option = leading_option(arg)) {
+            if (*option != "--full")
+                user_error(ErrorKind::Usage, option_loc(arg), "unknown option '" + std::string(*option) + "' of :cuda",
+                           {"usage: " + command_usage(c)});
             options.full = true;
-            skip = arg.find_first_not_of(" \t", 6);
-            arg = skip == std::string_view::npos ? std::string_view{} : arg.substr(skip);
+            const size_t next = arg.find_first_not_of(" \t", option->size());
+            skip += next == std::string_view::npos ? arg.size() : next;
+            arg = next == std::string_view::npos ? std::string_view{} : arg.substr(next);
         }
         if (arg.empty() || !stmt.argument_loc.valid()) usage(c);
         CompiledBackend* backend = require_compiled();

@@ -425,9 +425,11 @@ TEST_CASE("compiled backend: :cuda names buffers after the bindings, folds the h
     CHECK(folded.all.find("__device__") == std::string::npos);  // the prelude is folded
     CHECK(folded.all.find("// Shoal's helper functions are left out (wrapping arithmetic): :cuda --full") != std::string::npos);
     Capture full;
-    s.execute(":cuda --full x + out", "<t>", full);
+    s.execute(":cuda --full x + out\n1 + 1", "<t>", full);  // the option does not make it read the next line
     CHECK(full.all.find("__device__ __forceinline__ long long shoal_add(") != std::string::npos);
     CHECK(full.all.find("left out") == std::string::npos);
+    CHECK(full.all.find("error") == std::string::npos);
+    CHECK(full.all.ends_with("\n2\n"));
     // A name that is a shared array of the kernel (the reduction's tree) is renamed, never clashes.
     Capture reduce;
     s.execute(":cuda sum (map float tree)", "<t>", reduce);
