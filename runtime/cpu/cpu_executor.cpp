@@ -1,6 +1,5 @@
 #include "runtime/cpu/cpu_executor.h"
 
-#include <cstring>
 #include <thread>
 
 #include "runtime/cpu/run_plan.h"
@@ -41,16 +40,17 @@ public:
         args.scalars = bindings.scalars;
         for (const auto& [name, a] : bindings.inputs) args.buffers[name] = memory_of(a);
         for (const auto& [name, a] : bindings.outputs) args.outputs[name] = memory_of(a);
+        ir::PlanOutcome out;
+        // Results the caller did not provide are arrays from the start (no copy).
+        args.allocate_output = [&out](const std::string& name, ir::ScalarType elem, int64_t count) {
+            auto a = std::make_shared<Array>(prim_of_buffer(elem), Shape{count}, Array::Uninitialised{});
+            out.outputs[name] = a;
+            return memory_of(a);
+        };
         ExecOptions exec;
         exec.check = options.check;
         exec.cancel = options.cancel;
         PlanResult r = run_plan(plan, args, exec);
-        ir::PlanOutcome out;
-        for (auto& [name, hb] : r.outputs) {
-            auto a = std::make_shared<Array>(prim_of_buffer(hb.elem), Shape{hb.count}, Array::Uninitialised{});
-            if (!a->bytes.empty()) std::memcpy(a->bytes.data(), hb.bytes.data(), a->bytes.size());
-            out.outputs[name] = std::move(a);
-        }
         out.scalars = std::move(r.scalars);
         out.kernel_counters = std::move(r.kernel_counters);
         out.total = r.total;

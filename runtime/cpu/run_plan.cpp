@@ -42,7 +42,7 @@ public:
             }
         }
         for (const std::string& name : plan_.entry.outputs)
-            if (!args_.outputs.count(name)) result_.outputs[name] = std::move(owned_.at(name));
+            if (auto it = owned_.find(name); it != owned_.end()) result_.outputs[name] = std::move(it->second);
         return std::move(result_);
     }
 
@@ -74,6 +74,12 @@ private:
                                                                 std::to_string(it->second.elements));
             fill_for_check(it->second.data, static_cast<size_t>(n) * ir::scalar_size(b->elem));
             bound_[name] = BufferArg{it->second.data, n};
+            return;
+        }
+        if (b->role == ir::BufferRole::Output && args_.allocate_output) {  // the caller's memory, sized now
+            const BufferArg memory = args_.allocate_output(name, b->elem, n);
+            fill_for_check(memory.data, static_cast<size_t>(n) * ir::scalar_size(b->elem));
+            bound_[name] = memory;
             return;
         }
         HostBuffer hb;

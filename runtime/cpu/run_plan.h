@@ -5,6 +5,7 @@
 // evaluator gives, reads scalars back, frees.
 #pragma once
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -32,6 +33,11 @@ struct PlanArgs {
     // elements), written in place, so the caller need not copy the result
     // out of PlanResult::outputs (which then has no entry for it).
     std::map<std::string, BufferArg> outputs;
+    // Optional: memory for the other Output buffers, asked for by their Alloc
+    // step (count elements), so that a result sized on the device (a filter's)
+    // is written where the caller keeps it. Without it, run_plan allocates
+    // them and hands them back in PlanResult::outputs.
+    std::function<BufferArg(const std::string& buffer, ir::ScalarType elem, int64_t count)> allocate_output;
 };
 
 struct PlanResult {
