@@ -79,8 +79,8 @@ LaunchPlan for_display(const LaunchPlan& plan, const DisplayNames& names) {
         to[canonical] = unused(identifier(wanted), used);
     }
     std::map<std::string, std::string> kernel_names;
-    if (!names.function.empty()) {
-        const std::string f = identifier(names.function);
+    const std::string f = names.function.empty() ? "" : identifier(names.function);
+    if (!f.empty()) {
         for (const Kernel& k : plan.kernels) {
             used.erase(k.name);
             kernel_names[k.name] = unused(k.name == "map" ? f : f + "_" + k.name, used);
@@ -89,7 +89,7 @@ LaunchPlan for_display(const LaunchPlan& plan, const DisplayNames& names) {
 
     LaunchPlan out = plan;
     RenameParams rename(to);
-    out.name = names.function.empty() ? plan.name : identifier(names.function);
+    out.name = f.empty() ? plan.name : f;
     for (Kernel& k : out.kernels) {
         k = rename.mutate_kernel(k);
         for (Param& p : k.params) p.name = renamed(p.name, to);

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "codegen/cuda_printer.h"
+#include "codegen/display_names.h"
 
 namespace shoal::compiled {
 

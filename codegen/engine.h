@@ -11,7 +11,6 @@
 
 #include "codegen/array_graph.h"
 #include "codegen/compiled_backend.h"
-#include "codegen/display_names.h"
 #include "codegen/plan_cache.h"
 
 namespace shoal::compiled {

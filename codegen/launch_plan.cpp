@@ -253,9 +253,12 @@ void verify_host_program(const LaunchPlan& plan) {
     auto fail = [&](size_t step, const std::string& what) {
         internal_error(__FILE__, __LINE__, "plan " + plan.name + ", step " + std::to_string(step + 1) + ": " + what);
     };
+    auto use_scalar = [&](size_t i, const std::string& name) {
+        if (!defined.count(name)) fail(i, "scalar " + name + " used before it is defined");
+    };
     std::function<void(size_t, const ExprPtr&)> uses = [&](size_t i, const ExprPtr& e) {
         if (!e) return;
-        if (e->kind == ExprKind::Param && !defined.count(e->name)) fail(i, "scalar " + e->name + " used before it is defined");
+        if (e->kind == ExprKind::Param) use_scalar(i, e->name);
         for (const ExprPtr& a : e->args) uses(i, a);
     };
     auto use_buffer = [&](size_t i, const std::string& b) {
@@ -277,8 +280,8 @@ void verify_host_program(const LaunchPlan& plan) {
                 const Kernel& k = plan.kernels.at(static_cast<size_t>(s.kernel));
                 uses(i, s.grid);
                 for (const Param& p : k.params) {
-                    if (p.kind == ParamKind::Scalar && !defined.count(p.name)) fail(i, "scalar " + p.name + " used before it is defined");
-                    if (p.kind == ParamKind::Buffer) use_buffer(i, p.name);
+                    if (p.kind == ParamKind::Scalar) use_scalar(i, p.name);
+                    else use_buffer(i, p.name);
                 }
                 const bool checked = i + 1 < plan.steps.size() && plan.steps[i + 1].kind == StepKind::Check &&
                                      plan.steps[i + 1].kernel == s.kernel;

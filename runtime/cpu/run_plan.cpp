@@ -68,27 +68,24 @@ private:
         const ir::PlanBuffer* b = plan_.find_buffer(name);
         SHOAL_INTERNAL_ASSERT(b && b->role != ir::BufferRole::Input, "run_plan: cannot allocate " + name);
         const int64_t n = std::max<int64_t>(0, ir::eval_host_int(b->count, lookup_));
+        BufferArg memory;
         if (auto it = args_.outputs.find(name); it != args_.outputs.end()) {  // caller memory, written in place
             SHOAL_INTERNAL_ASSERT(n <= it->second.elements, "run_plan: output " + name + " needs " + std::to_string(n) +
                                                                 " elements, the caller gave " +
                                                                 std::to_string(it->second.elements));
-            fill_for_check(it->second.data, static_cast<size_t>(n) * ir::scalar_size(b->elem));
-            bound_[name] = BufferArg{it->second.data, n};
-            return;
+            memory = BufferArg{it->second.data, n};
+        } else if (b->role == ir::BufferRole::Output && args_.allocate_output) {  // the caller's memory, sized now
+            memory = args_.allocate_output(name, b->elem, n);
+        } else {
+            HostBuffer hb;
+            hb.elem = b->elem;
+            hb.count = n;
+            hb.bytes = HostBytes(static_cast<size_t>(n) * ir::scalar_size(b->elem));
+            memory = BufferArg{hb.bytes.data(), n};
+            owned_[name] = std::move(hb);
         }
-        if (b->role == ir::BufferRole::Output && args_.allocate_output) {  // the caller's memory, sized now
-            const BufferArg memory = args_.allocate_output(name, b->elem, n);
-            fill_for_check(memory.data, static_cast<size_t>(n) * ir::scalar_size(b->elem));
-            bound_[name] = memory;
-            return;
-        }
-        HostBuffer hb;
-        hb.elem = b->elem;
-        hb.count = n;
-        hb.bytes = HostBytes(static_cast<size_t>(n) * ir::scalar_size(b->elem));
-        fill_for_check(hb.bytes.data(), hb.bytes.size());
-        bound_[name] = BufferArg{hb.bytes.data(), n};
-        owned_[name] = std::move(hb);
+        fill_for_check(memory.data, static_cast<size_t>(n) * ir::scalar_size(b->elem));
+        bound_[name] = memory;
     }
 
     BufferArg buffer(const std::string& name) const {
