@@ -32,9 +32,15 @@ int64_t fusion_weight(const std::vector<Value>& operands) {
 }
 }  // namespace
 
+void Node::compute() const {
+    if (!computed()) backend_->force_group(*group_);
+}
+
 ArrayPtr Node::force() const {
-    if (!forced()) backend_->force_group(*group_);
-    return forced();
+    compute();
+    ir::ArrayData& d = group_->forced[component_];
+    if (!d.host) d.host = ir::host_array(d, elem(), shape());
+    return d.host;
 }
 
 // ---------------------------------------------------------------- values
@@ -118,12 +124,17 @@ bool prim_leaves(const Type& t, std::vector<Prim>& out) {
 }
 
 PullArray pull_of(const Value& v, FuseContext& fc) {
-    const ArrayPtr host = v.is_array() ? v.array() : static_cast<const Node&>(*v.delayed()).forced();
-    if (!host) return static_cast<const Node&>(*v.delayed()).pull(fc);
-    const FuseContext::Input& in = fc.input(host);
+    const FuseContext::Input* in = nullptr;
+    if (v.is_array()) {
+        in = &fc.input(ir::ArrayData{v.array(), nullptr}, v.array()->elem, v.array()->shape, v.array().get());
+    } else {
+        const Node& n = static_cast<const Node&>(*v.delayed());
+        if (!n.computed()) return n.pull(fc);
+        in = &fc.input(n.data(), n.elem(), n.shape(), &n);
+    }
     std::vector<std::string> extents;
-    for (const auto& e : in.extents) extents.push_back(e->name);
-    return ir::buffer_array(in.buffer, ir::scalar_of(host->elem), extents);
+    for (const auto& e : in->extents) extents.push_back(e->name);
+    return ir::buffer_array(in->buffer, ir::scalar_of(elem_of(v)), extents);
 }
 
 std::vector<ir::ExprPtr> extents(FuseContext& fc, const Shape& s) {

@@ -39,7 +39,9 @@ struct NodeGroup {
     EvalContext ctx;  // a copy: a node may be forced after its statement's context is gone
     int64_t weight = 1;  // nodes fused into this one (bounded, see fusion_weight)
     Loc origin;          // the builtin call that made it (the kernel comment `:cuda` shows)
-    mutable std::vector<ArrayPtr> forced;  // empty until forced
+    // Empty until computed; then one array per member, in host or device
+    // memory (the executor's), rank 1: the node's shape is `shape`.
+    mutable std::vector<ir::ArrayData> forced;
 };
 
 // A node of the delayed graph: shape and element type known eagerly, the
@@ -54,10 +56,13 @@ public:
     Prim elem() const override { return group_->elems[component_]; }
     const Shape& shape() const override { return group_->shape; }
     ArrayPtr force() const override;
-    // The host array once this node (or a sibling) was forced, else null.
-    ArrayPtr forced() const { return group_->forced.empty() ? nullptr : group_->forced[component_]; }
-    // The nodes a consumer would fuse by fusing this one (0 once forced).
-    int64_t weight() const { return forced() ? 0 : group_->weight; }
+    void compute() const override;
+    ArrayPtr host() const override { return computed() ? group_->forced[component_].host : nullptr; }
+    // Whether this node (or a sibling) was computed; then data() is its memory.
+    bool computed() const { return !group_->forced.empty(); }
+    const ir::ArrayData& data() const { return group_->forced.at(component_); }
+    // The nodes a consumer would fuse by fusing this one (0 once computed).
+    int64_t weight() const { return computed() ? 0 : group_->weight; }
     PullArray pull(FuseContext& fc) const { return pull_(fc); }
 
 private:
@@ -104,8 +109,8 @@ std::vector<ir::ScalarType> scalar_types(const std::vector<Prim>& ps);
 Value per_leaf(const Value& v, const std::function<Value(const Value& leaf, size_t k)>& make);
 
 // ---------------------------------------------------------------- pull arrays
-// The pull array reading an operand: a host array (or a forced node) is an
-// input buffer; an unforced node fuses.
+// The pull array reading an operand: a host array (or a computed node, in
+// host or device memory) is an input buffer; a node not computed fuses.
 PullArray pull_of(const Value& v, FuseContext& fc);
 std::vector<PullArray> pulls_of(const Value& v, FuseContext& fc);
 // Extent parameters for a concrete shape.

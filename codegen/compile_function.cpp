@@ -56,27 +56,28 @@ IExpr FuseContext::extent(int64_t n) {
     return param(name, ScalarType::I64);
 }
 
-const FuseContext::Input& FuseContext::input(const ArrayPtr& a) {
-    auto it = inputs_.find(a.get());
+const FuseContext::Input& FuseContext::input(const ir::ArrayData& a, Prim elem, const Shape& shape,
+                                             const void* identity) {
+    auto it = inputs_.find(identity);
     if (it != inputs_.end()) return it->second;
-    Input in{"in" + std::to_string(counter_++), {}};
-    for (int64_t n : a->shape) in.extents.push_back(extent(n));
+    Input in{"in" + std::to_string(counter_++), {}, scalar_of(elem)};
+    for (int64_t n : shape) in.extents.push_back(extent(n));
     // The plan keeps these canonical names (one structure, one cached plan);
     // `:cuda` shows the binding's: x, len_x (len_x0, len_x1 for a matrix).
     if (ctx_.parameter_names)
-        if (auto named = ctx_.parameter_names->find(a.get()); named != ctx_.parameter_names->end()) {
+        if (auto named = ctx_.parameter_names->find(identity); named != ctx_.parameter_names->end()) {
             shown_names_[in.buffer] = named->second;
             for (size_t k = 0; k < in.extents.size(); ++k)
                 shown_names_[in.extents[k]->name] =
                     "len_" + named->second + (in.extents.size() > 1 ? std::to_string(k) : "");
         }
     buffers_[in.buffer] = a;
-    return inputs_.emplace(a.get(), std::move(in)).first->second;
+    return inputs_.emplace(identity, std::move(in)).first->second;
 }
 
 void FuseContext::size_inputs(ir::PlanBuilder& pb) const {
-    for (const auto& [array, in] : inputs_)
-        if (pb.plan().find_buffer(in.buffer)) pb.input_buffer(in.buffer, scalar_of(array->elem), ir::product(in.extents));
+    for (const auto& [identity, in] : inputs_)
+        if (pb.plan().find_buffer(in.buffer)) pb.input_buffer(in.buffer, in.elem, ir::product(in.extents));
 }
 
 IExpr zero_of(ScalarType t) {
@@ -598,7 +599,7 @@ private:
     ir::PullArray as_pull(const CVal& v) {
         if (v.pull) return *v.pull;
         const ArrayPtr& a = v.host.array();
-        const FuseContext::Input& in = fc_.input(a);
+        const FuseContext::Input& in = fc_.input(ir::ArrayData{a, nullptr}, a->elem, a->shape, a.get());
         std::vector<std::string> extents;
         for (const auto& e : in.extents) extents.push_back(e->name);
         return ir::buffer_array(in.buffer, scalar_of(a->elem), extents);

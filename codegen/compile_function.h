@@ -20,6 +20,7 @@
 
 #include "codegen/kernel_builder.h"
 #include "codegen/launch_plan.h"
+#include "codegen/plan_executor.h"
 #include "lang/builtins_eval.h"
 
 namespace shoal::compiled {
@@ -44,12 +45,15 @@ public:
                      const std::string& shown_as = "");
     // An I64 extent parameter holding n.
     ir::ExprPtr extent(int64_t n);
-    // A host array read by the plan: its buffer name (one per array).
+    // An array read by the plan (in host or device memory): its buffer name,
+    // one per array. `identity`: the value the user's binding holds (an
+    // Array or a Delayed node), which names it in `:cuda`.
     struct Input {
         std::string buffer;
         std::vector<ir::ExprPtr> extents;
+        ir::ScalarType elem;
     };
-    const Input& input(const ArrayPtr& a);
+    const Input& input(const ir::ArrayData& a, Prim elem, const Shape& shape, const void* identity);
     // Gives each input buffer the plan reads its size (the product of its
     // extents), so that the plan's entry signature states it.
     void size_inputs(ir::PlanBuilder& pb) const;
@@ -63,7 +67,7 @@ public:
     }
     void remember_hoisted(const void* expr, const void* closure, Value v) { hoisted_[{expr, closure}] = std::move(v); }
     const std::map<std::string, Scalar>& scalars() const { return scalars_; }
-    const std::map<std::string, ArrayPtr>& buffers() const { return buffers_; }
+    const std::map<std::string, ir::ArrayData>& buffers() const { return buffers_; }
     // The user's names for the plan's parameters, for `:cuda` (codegen/display_names.h):
     // input buffers after the bindings (EvalContext::parameter_names), their
     // extents len_<name>, lifted scalars after their variables.
@@ -77,10 +81,10 @@ public:
 private:
     EvalContext ctx_;
     std::map<std::string, Scalar> scalars_;
-    std::map<std::string, ArrayPtr> buffers_;
+    std::map<std::string, ir::ArrayData> buffers_;
     std::map<std::string, std::string> shown_names_;
     std::map<std::tuple<const void*, Prim, int64_t>, std::string> lifted_;
-    std::map<const Array*, Input> inputs_;
+    std::map<const void*, Input> inputs_;
     std::map<std::pair<const void*, const void*>, Value> hoisted_;
     int counter_ = 0;
 };

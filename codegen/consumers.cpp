@@ -80,8 +80,8 @@ std::optional<Value> FusionEngine::known_reduce(const std::string& name, std::sp
     ir::PlanOutcome r = run(name, fc, [&](ir::PlanBuilder& pb) {
         ir::lower_reduce(pb, name, pull_of(xs, fc), ir::known_combine(*op, ir::scalar_of(elem)), "out");
     });
-    const ArrayPtr& out = r.outputs.at("out");
-    Value v = s.size() == 1 ? Value(out->get(0)) : Value(shaped(out, elem, {s[0]}));
+    const ir::ArrayData& out = r.outputs.at("out");
+    Value v = s.size() == 1 ? Value(first_element(out, elem)) : result(out, elem, {s[0]});
     if (!is_reduce) return v;
     // reduce f z xs folds from z: combine z with each row's total (the operators commute).
     static const std::map<ir::AssocOp, const char*> names = {
@@ -115,18 +115,19 @@ std::optional<Value> FusionEngine::general_reduce(const Value& f, const Value& z
             [](ir::KernelBuilder&, const std::vector<ir::ExprPtr>& i) { return column_zero(i)[0]; }, true);
         ir::lower_reduce(pb, "reduce", src, optional_combine(op, scalar_types(prims)), outs);
     });
-    const Array& valid = *r.outputs.at("valid");
+    // The host patches empty rows with z (rows are few: one per reduction).
     const int64_t rows = s.size() == 1 ? 1 : s[0];
+    const ArrayPtr valid = ir::host_array(r.outputs.at("valid"), Prim::Bool, {rows});
     std::vector<Value> results;
     for (size_t k = 0; k < prims.size(); ++k) {
-        const ArrayPtr& out = r.outputs.at(outs[k + 1]);
+        const ir::ArrayData& out = r.outputs.at(outs[k + 1]);
         if (s.size() == 1) {
-            results.emplace_back(valid.get(0).b ? out->get(0) : zs[k]);
+            results.emplace_back(valid->get(0).b ? first_element(out, prims[k]) : zs[k]);
             continue;
         }
-        ArrayPtr a = shaped(out, prims[k], {rows});
+        auto a = std::make_shared<Array>(*ir::host_array(out, prims[k], {rows}));  // written below: a copy
         for (int64_t row = 0; row < rows; ++row)
-            if (!valid.get(row).b) a->set(row, zs[k]);  // an empty row folds to z
+            if (!valid->get(row).b) a->set(row, zs[k]);  // an empty row folds to z
         results.emplace_back(a);
     }
     return rebuild(z, results);
@@ -149,8 +150,8 @@ std::optional<Value> FusionEngine::count(const Value& p, const Value& xs, EvalCo
         };
         ir::lower_reduce(pb, "count", ones, ir::known_combine(ir::AssocOp::Add, ir::ScalarType::I32), "out");
     });
-    const ArrayPtr& out = r.outputs.at("out");
-    return s.size() == 1 ? Value(out->get(0)) : Value(shaped(out, Prim::Int, {s[0]}));
+    const ir::ArrayData& out = r.outputs.at("out");
+    return s.size() == 1 ? Value(first_element(out, Prim::Int)) : result(out, Prim::Int, {s[0]});
 }
 
 // argmax/argmin: a reduction of (value, index) pairs. NaN is never better
@@ -191,8 +192,8 @@ std::optional<Value> FusionEngine::arg_extreme(bool largest, const Value& xs, Ev
         };
         ir::lower_reduce(pb, largest ? "argmax" : "argmin", src, op, {"best", "index"});
     });
-    const Array& idx = *r.outputs.at("index");
     const int64_t rows = s.size() == 1 ? 1 : s[0];
+    const Array& idx = *ir::host_array(r.outputs.at("index"), Prim::Long, {rows});
     auto out = std::make_shared<Array>(Prim::Int, Shape{rows});
     for (int64_t row = 0; row < rows; ++row)
         out->set(row, Scalar::of_int(static_cast<int32_t>(idx.get(row).l)));
@@ -222,9 +223,7 @@ std::optional<Value> FusionEngine::scan(const std::string& name, std::span<const
     const Type et = elem_type(xs);
     FuseContext fc(ctx);
     const std::vector<std::string> outs = leaf_buffers("out", prims.size(), false);
-    InPlaceOutputs results;
-    const std::vector<Value> arrays = results.add_all(outs, prims, s);
-    run(name, fc, [&](ir::PlanBuilder& pb) {
+    const ir::PlanOutcome r = run(name, fc, [&](ir::PlanBuilder& pb) {
         const std::vector<PullArray> x = pulls_of(xs, fc);
         std::optional<PullArray> flags;
         if (segmented) flags = pull_of(args[2], fc);
@@ -251,8 +250,8 @@ std::optional<Value> FusionEngine::scan(const std::string& name, std::span<const
         all.insert(all.begin(), "valid");
         ir::lower_scan(pb, name, src, flags ? &*flags : nullptr, optional_combine(op, scalar_types(prims)),
                        ir::ScanKind::Inclusive, all);
-    }, results.into);
-    return rebuild(args[1], arrays);
+    });
+    return rebuild(args[1], results(r, outs, prims, s));
 }
 
 // ++, interleave (push arrays: each thread writes into both parts) and
@@ -277,9 +276,7 @@ std::optional<Value> FusionEngine::push(const std::string& name, std::span<const
     const std::vector<Value> as = leaves(args[0]);
     FuseContext fc(ctx);
     const std::vector<std::string> outs = leaf_buffers("out", as.size(), true);
-    InPlaceOutputs results;
-    const std::vector<Value> arrays = results.add_all(outs, prims_of(args[0]), s);
-    run(name, fc, [&](ir::PlanBuilder& pb) {
+    const ir::PlanOutcome r = run(name, fc, [&](ir::PlanBuilder& pb) {
         const std::vector<PullArray> a = pulls_of(args[0], fc);
         std::vector<PullArray> b;
         if (name != "transpose") b = pulls_of(args[1], fc);
@@ -292,8 +289,8 @@ std::optional<Value> FusionEngine::push(const std::string& name, std::span<const
             else
                 ir::lower_interleave(pb, kernel, a[k], b[k], outs[k]);
         }
-    }, results.into);
-    return rebuild(args[0], arrays);
+    });
+    return rebuild(args[0], results(r, outs, prims_of(args[0]), s));
 }
 
 // filter p xs (rank 1, arrays of tuples too): the predicate compiled into the
@@ -315,9 +312,7 @@ std::optional<Value> FusionEngine::filter(std::span<const Value> args, EvalConte
         ir::lower_filter(pb, "filter", keep, x, outs, "count");
     });
     const int64_t n = r.scalars.at("count").i;
-    std::vector<Value> results;
-    for (size_t k = 0; k < prims.size(); ++k) results.emplace_back(shaped(r.outputs.at(outs[k]), prims[k], {n}));
-    return rebuild(xs, results);
+    return rebuild(xs, results(r, outs, prims, {n}));
 }
 
 // sort (each innermost row, any rank) and sortByKey (rank-1 keys; values of
@@ -331,17 +326,15 @@ std::optional<Value> FusionEngine::sort(bool by_key, std::span<const Value> args
     if (by_key && (ks.size() != 1 || !is_like(args[1]) || like_shape(args[1])[0] != ks[0])) return std::nullopt;
     const std::vector<Prim> prims = by_key ? prims_of(args[1]) : std::vector<Prim>{};
     FuseContext fc(ctx);
-    InPlaceOutputs results;
-    const Value sorted = results.add("keys", elem_of(keys), ks);
     const std::vector<std::string> outs = leaf_buffers("vals", prims.size(), false);
-    const std::vector<Value> values = by_key ? results.add_all(outs, prims, like_shape(args[1])) : std::vector<Value>{};
     const char* name = by_key ? "sortByKey" : "sort";
-    run(name, fc, [&](ir::PlanBuilder& pb) {
+    const ir::PlanOutcome r = run(name, fc, [&](ir::PlanBuilder& pb) {
         const std::vector<PullArray> vals = by_key ? pulls_of(args[1], fc) : std::vector<PullArray>{};
         ir::lower_sort(pb, name, pull_of(keys, fc), vals, "keys", outs);
-    }, results.into);
+    });
+    const Value sorted = result(r.outputs.at("keys"), elem_of(keys), ks);
     if (!by_key) return sorted;
-    return Value(std::vector<Value>{sorted, rebuild(args[1], values)});
+    return Value(std::vector<Value>{sorted, rebuild(args[1], results(r, outs, prims, like_shape(args[1])))});
 }
 
 // permute f dest g vals. With an operator section: atomics (or a CAS loop)
@@ -369,9 +362,7 @@ std::optional<Value> FusionEngine::permute(std::span<const Value> args, EvalCont
         return target;
     };
     const std::vector<std::string> outs = leaf_buffers("out", prims.size(), true);
-    InPlaceOutputs results;
-    const std::vector<Value> arrays = results.add_all(outs, prims, like_shape(dest));
-    run("permute", fc, [&](ir::PlanBuilder& pb) {
+    const ir::PlanOutcome r = run("permute", fc, [&](ir::PlanBuilder& pb) {
         const std::vector<PullArray> v = pulls_of(vals, fc), d = pulls_of(dest, fc);
         const PullArray target = target_of(v[0].shape);
         if (atomics) {
@@ -381,8 +372,8 @@ std::optional<Value> FusionEngine::permute(std::span<const Value> args, EvalCont
         const Type et = elem_type(vals);
         const UserOp combine{&fc, f, et};
         ir::lower_permute_ordered(pb, "permute", ir::tuple_of(d), target, ir::tuple_of(v), combine, outs);
-    }, results.into);
-    return rebuild(dest, arrays);
+    });
+    return rebuild(dest, results(r, outs, prims, like_shape(dest)));
 }
 
 // scatter dest idx vals (rank 1 or 2, arrays of tuples too): deterministic,
@@ -397,14 +388,12 @@ std::optional<Value> FusionEngine::scatter(std::span<const Value> args, EvalCont
     const std::vector<Prim> prims = prims_of(dest);
     FuseContext fc(ctx);
     const std::vector<std::string> outs = leaf_buffers("out", prims.size(), true);
-    InPlaceOutputs results;
-    const std::vector<Value> arrays = results.add_all(outs, prims, ds);
-    run("scatter", fc, [&](ir::PlanBuilder& pb) {
+    const ir::PlanOutcome r = run("scatter", fc, [&](ir::PlanBuilder& pb) {
         const std::vector<PullArray> d = pulls_of(dest, fc), v = pulls_of(vals, fc);
         const PullArray i = pull_of(idx, fc);
         for (size_t k = 0; k < d.size(); ++k) ir::lower_scatter(pb, pb.fresh("scatter"), d[k], i, v[k], outs[k]);
-    }, results.into);
-    return rebuild(dest, arrays);
+    });
+    return rebuild(dest, results(r, outs, prims, ds));
 }
 
 }  // namespace shoal::compiled

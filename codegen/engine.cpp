@@ -70,25 +70,35 @@ std::vector<std::string> leaf_buffers(const std::string& prefix, size_t n, bool 
     return names;
 }
 
-ArrayPtr InPlaceOutputs::add(const std::string& buffer, Prim p, const Shape& shape) {
-    auto a = std::make_shared<Array>(p, shape, Array::Uninitialised{});
-    into[buffer] = a;
-    return a;
-}
-
-std::vector<Value> InPlaceOutputs::add_all(const std::vector<std::string>& names, const std::vector<Prim>& prims,
-                                           const Shape& shape) {
-    std::vector<Value> arrays;
-    for (size_t k = 0; k < names.size(); ++k) arrays.emplace_back(add(names[k], prims[k], shape));
-    return arrays;
-}
-
 ArrayPtr shaped(const ArrayPtr& flat, Prim p, const Shape& shape) {
     SHOAL_INTERNAL_ASSERT(prim_size(flat->elem) == prim_size(p) && flat->size() == shape_size(shape),
                           "an executor's output does not fit its result");
     flat->elem = p;
     flat->shape = shape;
     return flat;
+}
+
+Scalar first_element(const ir::ArrayData& out, Prim elem) { return ir::host_array(out, elem, {1})->get(0); }
+
+Value FusionEngine::result(const ir::ArrayData& out, Prim elem, const Shape& shape) {
+    if (out.host) return Value(shaped(out.host, elem, shape));
+    SHOAL_INTERNAL_ASSERT(out.device && out.device->count() == shape_size(shape) &&
+                              ir::scalar_size(out.device->elem()) == prim_size(elem),
+                          "an executor's output does not fit its result");
+    // A computed node: consumers read its memory, force() downloads it.
+    auto g = std::make_shared<NodeGroup>();
+    g->elems = {elem};
+    g->shape = shape;
+    g->origin = origin_;
+    g->forced = {out};
+    return Value(std::make_shared<const Node>(shared_from_this(), std::move(g), 0, nullptr));
+}
+
+std::vector<Value> FusionEngine::results(const ir::PlanOutcome& r, const std::vector<std::string>& names,
+                                         const std::vector<Prim>& prims, const Shape& shape) {
+    std::vector<Value> values;
+    for (size_t k = 0; k < names.size(); ++k) values.push_back(result(r.outputs.at(names[k]), prims[k], shape));
+    return values;
 }
 
 
@@ -100,19 +110,21 @@ void FusionEngine::force_group(const NodeGroup& g) {
     }
     if (!g.forced.empty()) return;
     ++stats.reference_replays;
-    for (const Value& x : leaves(g.replay())) g.forced.push_back(x.array());
+    for (const Value& x : leaves(g.replay())) g.forced.push_back(ir::ArrayData{x.array(), nullptr});
 }
 
 // Empty when a function does not compile.
-std::vector<ArrayPtr> FusionEngine::materialise(const NodeGroup& g) {
+std::vector<ir::ArrayData> FusionEngine::materialise(const NodeGroup& g) {
     try {
         FuseContext fc(g.ctx);
-        // The kernel writes the bindings' arrays directly: no copy, no zeroing.
         const std::vector<std::string> outs = leaf_buffers("out", g.elems.size(), true);
-        InPlaceOutputs results;
-        std::vector<ArrayPtr> arrays;
-        for (size_t k = 0; k < outs.size(); ++k) arrays.push_back(results.add(outs[k], g.elems[k], g.shape));
-        run("map", fc, [&](ir::PlanBuilder& pb) { ir::lower_map(pb, "map", g.pull(fc), outs); }, results.into);
+        ir::PlanOutcome r = run("map", fc, [&](ir::PlanBuilder& pb) { ir::lower_map(pb, "map", g.pull(fc), outs); });
+        std::vector<ir::ArrayData> arrays;
+        for (size_t k = 0; k < outs.size(); ++k) {
+            ir::ArrayData& d = r.outputs.at(outs[k]);
+            if (d.host) shaped(d.host, g.elems[k], g.shape);
+            arrays.push_back(std::move(d));
+        }
         return arrays;
     } catch (const Decline& d) {
         ++stats.declines[d.why];
@@ -158,8 +170,7 @@ std::atomic<PlanObserver> g_plan_observer{nullptr};
 void set_plan_observer(PlanObserver observer) { g_plan_observer.store(observer); }
 
 ir::PlanOutcome FusionEngine::run(const std::string& name, FuseContext& fc,
-                                  const std::function<void(ir::PlanBuilder&)>& build,
-                                  const std::map<std::string, ArrayPtr>& into) {
+                                  const std::function<void(ir::PlanBuilder&)>& build) {
     ir::PlanBuilder pb(name);
     build(pb);
     fc.size_inputs(pb);
@@ -173,7 +184,6 @@ ir::PlanOutcome FusionEngine::run(const std::string& name, FuseContext& fc,
     for (const ir::PlanScalar& s : plan.scalars)
         if (s.source == ir::ScalarSource::Input) bind.scalars[s.name] = host_value(fc.scalars().at(s.name));
     bind.inputs = fc.buffers();
-    bind.outputs = into;
     ir::RunOptions options = options_;
     options.cancel = fc.eval_context().cancel;  // Ctrl-C stops a running kernel
     // The plan compiled: its advice applies (even if running it fails).

@@ -32,8 +32,14 @@ public:
     void force_group(const NodeGroup& g);
     // Lowers (build), looks the plan up in the plan cache and runs it on the
     // executor. `into`: arrays the named Output buffers are written to in place.
-    ir::PlanOutcome run(const std::string& name, FuseContext& fc, const std::function<void(ir::PlanBuilder&)>& build,
-                   const std::map<std::string, ArrayPtr>& into = {});
+    ir::PlanOutcome run(const std::string& name, FuseContext& fc, const std::function<void(ir::PlanBuilder&)>& build);
+    // A plan's output as a value of `elem` and `shape`: the host array (no
+    // copy) or, in device memory, a computed node that stays there until
+    // the host needs it.
+    Value result(const ir::ArrayData& out, Prim elem, const Shape& shape);
+    // The outputs `names`, one per element type in `prims`, all of `shape`.
+    std::vector<Value> results(const ir::PlanOutcome& r, const std::vector<std::string>& names,
+                               const std::vector<Prim>& prims, const Shape& shape);
 
     BackendStats stats;
     ir::PassOptions passes;
@@ -47,7 +53,7 @@ private:
     std::vector<Value> tuple_nodes(std::vector<Prim> elems, Shape shape,
                                    std::function<ir::PullTuple(FuseContext&)> pull, Replay replay,
                                    const EvalContext& ctx, const std::vector<Value>& operands);
-    std::vector<ArrayPtr> materialise(const NodeGroup& g);
+    std::vector<ir::ArrayData> materialise(const NodeGroup& g);
     std::optional<Value> compile_builtin(const std::string& name, const Type& type, std::span<const Value> args,
                                          EvalContext& ctx, const Loc& loc);
     std::optional<Value> producer(const std::string& name, const Type& type, std::span<const Value> args,
@@ -88,18 +94,10 @@ private:
 // is plain `prefix` when bare_single.
 std::vector<std::string> leaf_buffers(const std::string& prefix, size_t n, bool bare_single);
 
-// The arrays a consumer returns, made before its plan runs and written by
-// its kernels in place (uninitialised: the kernels write every element).
-struct InPlaceOutputs {
-    std::map<std::string, ArrayPtr> into;
-    ArrayPtr add(const std::string& buffer, Prim p, const Shape& shape);
-    // One array per leaf, all of `shape`, for the buffers `names`.
-    std::vector<Value> add_all(const std::vector<std::string>& names, const std::vector<Prim>& prims,
-                               const Shape& shape);
-};
-
 // An output the executor allocated (rank 1, its element count), given its
 // shape and element type: the same memory, no copy.
 ArrayPtr shaped(const ArrayPtr& flat, Prim p, const Shape& shape);
+// The one element of a plan's output (a reduction's total): waits for it.
+Scalar first_element(const ir::ArrayData& out, Prim elem);
 
 }  // namespace shoal::compiled

@@ -22,19 +22,45 @@ namespace shoal::ir {
 // What the kernels of a plan did (lang/profile.h: the session shows it).
 using KernelCounters = shoal::KernelCounters;
 
+// Memory of one array on an executor's device (the CUDA executor's): count()
+// elements of elem(). The engine keeps a result there until the host needs
+// its elements (shoal::force); it is freed with its last reference. A host
+// array's upload hangs on the array (Array::device_copy), so it is made once.
+class DeviceArray : public ArrayCopy {
+public:
+    DeviceArray(ScalarType elem, int64_t count) : elem_(elem), count_(count) {}
+    ScalarType elem() const { return elem_; }
+    int64_t count() const { return count_; }
+    int64_t bytes() const { return count_ * static_cast<int64_t>(scalar_size(elem_)); }
+    // The device it lives on: an executor uses memory of its own device
+    // directly and moves any other array through the host.
+    virtual const void* device() const = 0;
+    // Copies every element to `host` (bytes() bytes) once the work that
+    // computes them is done: the host waits here.
+    virtual void read(void* host) const = 0;
+
+private:
+    ScalarType elem_;
+    int64_t count_;
+};
+
+// An array handed to an executor or returned by one: host memory, device
+// memory, or both (a downloaded result keeps its device copy).
+struct ArrayData {
+    ArrayPtr host;
+    std::shared_ptr<DeviceArray> device;
+};
+
 // The arguments of one run of a plan, by the names of its entry signature.
 struct PlanBindings {
     std::map<std::string, HostValue> scalars;  // every Input scalar
-    std::map<std::string, ArrayPtr> inputs;    // every Input buffer (read only)
-    // Optional, per Output buffer: an array of at least the buffer's element
-    // count that the kernels write in place (no copy of the result).
-    std::map<std::string, ArrayPtr> outputs;
+    std::map<std::string, ArrayData> inputs;   // every Input buffer (read only)
 };
 
 struct PlanOutcome {
-    // Every Output buffer not bound in PlanBindings::outputs, as a rank-1
-    // array of the buffer's count (the caller gives it its shape).
-    std::map<std::string, ArrayPtr> outputs;
+    // Every Output buffer, rank 1 of the buffer's count (the caller gives it
+    // its shape): a host array on the CPU executor, device memory on a GPU's.
+    std::map<std::string, ArrayData> outputs;
     std::map<std::string, HostValue> scalars;   // every scalar that got a value (inputs, derived, read back)
     std::vector<KernelCounters> kernel_counters;  // per plan kernel (index as in plan.kernels)
     KernelCounters total;                         // summed over all launches
@@ -63,5 +89,10 @@ public:
     virtual std::string description() const = 0;
     virtual PlanOutcome run(const LaunchPlan& plan, const PlanBindings& bindings, const RunOptions& options) = 0;
 };
+
+// The host array of `data`: its own, or its device memory copied to a new
+// array of `elem` and `shape` that keeps the device copy (so a later kernel
+// reads it without an upload). Waits for the work computing it.
+ArrayPtr host_array(const ArrayData& data, Prim elem, const Shape& shape);
 
 }  // namespace shoal::ir

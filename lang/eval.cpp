@@ -402,6 +402,19 @@ Value force(const Value& v) {
     return Value(std::move(elems));
 }
 
+Value settle(const Value& v) {
+    if (v.is_delayed()) {
+        v.delayed()->compute();
+        if (ArrayPtr host = v.delayed()->host()) return Value(std::move(host));
+        return v;
+    }
+    if (!v.is_tuple()) return v;
+    std::vector<Value> elems;
+    elems.reserve(v.tuple().size());
+    for (const Value& x : v.tuple()) elems.push_back(settle(x));
+    return Value(std::move(elems));
+}
+
 std::vector<std::pair<std::string, Value>> bind_pattern(const PatternPtr& pattern, const Value& value) {
     std::vector<std::pair<std::string, Value>> out;
     destructure(*pattern, value, [&](const std::string& name, const Value& v) { out.emplace_back(name, v); });

@@ -53,6 +53,10 @@ public:
 // memory. The choke points that need host data call it: reference builtins'
 // arguments, indexing, array literals, printing, top-level bindings.
 Value force(const Value& v);
+// The value with every Delayed array (also inside tuples) computed: one with
+// a host array becomes that array, one kept in device memory stays Delayed
+// until a choke point forces it. Bindings are settled.
+Value settle(const Value& v);
 
 // Advice found while evaluating (the compiler's sequential nesting): the
 // session reports each once, as a warning, after the statement.

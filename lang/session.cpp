@@ -529,6 +529,7 @@ struct SessionCommands {
     // `p_0`, `p_1` for the components of a tuple `p`.
     static void name_arrays(const Value& v, const std::string& name, std::map<const void*, std::string>& names) {
         if (v.is_array()) names.emplace(v.array().get(), name);
+        if (v.is_delayed()) names.emplace(v.delayed().get(), name);
         if (!v.is_tuple()) return;
         for (size_t k = 0; k < v.tuple().size(); ++k) name_arrays(v.tuple()[k], name + "_" + std::to_string(k), names);
     }
@@ -802,8 +803,9 @@ bool SessionCommands::run_statement_reporting_errors(Session& s, const SourcePtr
                     fresh[names[0].first] = b;
                 } else {
                     EvalContext ctx = s.eval_context();
-                    // Bindings are materialised: a Delayed value is forced here.
-                    Value v = force(evaluate(stmt->expr, ctx));
+                    // Bindings are computed here (their errors are this
+                    // statement's); an array a GPU computed stays there.
+                    Value v = settle(evaluate(stmt->expr, ctx));
                     stream = ctx.random_stream;
                     auto values = bind_pattern(stmt->pattern, v);
                     for (auto& [name, scheme] : names) {

@@ -72,10 +72,33 @@ template <class T> struct UninitialisedAllocator : std::allocator<T> {
 };
 using ByteVector = std::vector<uint8_t, UninitialisedAllocator<uint8_t>>;
 
+// A copy of an array's elements in another memory (a GPU's), made by an
+// executor (runtime/) the first time a kernel reads the array there, so that
+// it is uploaded once and released with the array. Arrays are immutable, so
+// it never goes stale. Opaque to lang/.
+struct ArrayCopy {
+    virtual ~ArrayCopy() = default;
+};
+
+// Array's slot for that copy. Copying an Array does not copy it: a copy is
+// made to be written before it is shared.
+class ArrayCopySlot {
+public:
+    ArrayCopySlot() = default;
+    ArrayCopySlot(const ArrayCopySlot&) {}
+    ArrayCopySlot& operator=(const ArrayCopySlot&) { return *this; }
+    const std::shared_ptr<ArrayCopy>& get() const { return copy_; }
+    void set(std::shared_ptr<ArrayCopy> c) { copy_ = std::move(c); }
+
+private:
+    std::shared_ptr<ArrayCopy> copy_;
+};
+
 struct Array {
     Prim elem = Prim::Int;
     Shape shape;       // rank = shape.size(), 1..3
     ByteVector bytes;  // shape_size(shape) * prim_size(elem)
+    mutable ArrayCopySlot device_copy;  // see ArrayCopy
 
     Array(Prim elem, Shape shape);  // zero-filled
     struct Uninitialised {};
@@ -109,6 +132,12 @@ struct DelayedArray {
     virtual Prim elem() const = 0;
     virtual const Shape& shape() const = 0;
     virtual ArrayPtr force() const = 0;
+    // Computes the elements where the backend keeps them (a GPU's memory)
+    // without copying them to the host, raising its errors now: bindings are
+    // computed this way, printing forces.
+    virtual void compute() const { force(); }
+    // The host array once there is one (forced, or computed on the host).
+    virtual ArrayPtr host() const { return nullptr; }
 };
 using DelayedPtr = std::shared_ptr<const DelayedArray>;
 

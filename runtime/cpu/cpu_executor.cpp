@@ -38,13 +38,23 @@ public:
                         const ir::RunOptions& options) override {
         PlanArgs args;
         args.scalars = bindings.scalars;
-        for (const auto& [name, a] : bindings.inputs) args.buffers[name] = memory_of(a);
-        for (const auto& [name, a] : bindings.outputs) args.outputs[name] = memory_of(a);
+        // An array another executor left in device memory comes to the host
+        // (after `:set executor cpu`); it keeps its device copy.
+        std::vector<ArrayPtr> moved;
+        for (const auto& [name, a] : bindings.inputs) {
+            if (a.host) {
+                args.buffers[name] = memory_of(a.host);
+                continue;
+            }
+            const Prim p = prim_of_buffer(a.device->elem());
+            moved.push_back(ir::host_array(a, p, Shape{a.device->count()}));
+            args.buffers[name] = memory_of(moved.back());
+        }
         ir::PlanOutcome out;
-        // Results the caller did not provide are arrays from the start (no copy).
+        // Results are arrays from the start (no copy).
         args.allocate_output = [&out](const std::string& name, ir::ScalarType elem, int64_t count) {
             auto a = std::make_shared<Array>(prim_of_buffer(elem), Shape{count}, Array::Uninitialised{});
-            out.outputs[name] = a;
+            out.outputs[name] = ir::ArrayData{a, nullptr};
             return memory_of(a);
         };
         ExecOptions exec;
