@@ -193,10 +193,10 @@ std::optional<Value> FusionEngine::arg_extreme(bool largest, const Value& xs, Ev
         ir::lower_reduce(pb, largest ? "argmax" : "argmin", src, op, {"best", "index"});
     });
     const int64_t rows = s.size() == 1 ? 1 : s[0];
-    const Array& idx = *ir::host_array(r.outputs.at("index"), Prim::Long, {rows});
+    const ArrayPtr idx = ir::host_array(r.outputs.at("index"), Prim::Long, {rows});
     auto out = std::make_shared<Array>(Prim::Int, Shape{rows});
     for (int64_t row = 0; row < rows; ++row)
-        out->set(row, Scalar::of_int(static_cast<int32_t>(idx.get(row).l)));
+        out->set(row, Scalar::of_int(static_cast<int32_t>(idx->get(row).l)));
     return s.size() == 1 ? Value(out->get(0)) : Value(out);
 }
 

@@ -4,6 +4,44 @@
 
 namespace shoal::ir {
 
+namespace {
+void replace_all(std::string& s, const std::string& what, const std::string& with) {
+    for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + with.size()))
+        s.replace(at, what.size(), with);
+}
+}  // namespace
+
+std::string format_check(const std::string& message, int64_t index, int64_t extent) {
+    // A message without placeholders is complete (an error hoisted out of
+    // the kernel, raised where the kernel reaches it).
+    std::string s = message;
+    replace_all(s, "{index}", std::to_string(index));
+    replace_all(s, "{extent}", std::to_string(extent));
+    return s;
+}
+
+void raise_failed_check(const Kernel& k, int code, int64_t index, int64_t extent) {
+    SHOAL_INTERNAL_ASSERT(code >= 0 && code < static_cast<int>(k.checks.size()),
+                          "kernel " + k.name + " reported unknown check " + std::to_string(code));
+    const Check& c = k.checks[static_cast<size_t>(code)];
+    user_error(ErrorKind::Runtime, c.loc, format_check(c.message, index, extent));
+}
+
+HostValue load_element(ScalarType t, const void* p) {
+    HostValue v;
+    v.type = t;
+    switch (t) {
+        case ScalarType::Bool: v.i = *static_cast<const bool*>(p); break;
+        case ScalarType::I32: v.i = *static_cast<const int32_t*>(p); break;
+        case ScalarType::U32: v.i = *static_cast<const uint32_t*>(p); break;
+        case ScalarType::I64:
+        case ScalarType::U64: v.i = *static_cast<const int64_t*>(p); break;
+        case ScalarType::F32: v.f = *static_cast<const float*>(p); break;
+        case ScalarType::F64: v.f = *static_cast<const double*>(p); break;
+    }
+    return v;
+}
+
 ArrayPtr host_array(const ArrayData& data, Prim elem, const Shape& shape) {
     if (data.host) return data.host;
     SHOAL_INTERNAL_ASSERT(data.device && data.device->count() == shape_size(shape) &&

@@ -90,6 +90,16 @@ public:
     virtual PlanOutcome run(const LaunchPlan& plan, const PlanBindings& bindings, const RunOptions& options) = 0;
 };
 
+// What every executor does with a failed check (a Check step): raises the
+// shoal::Error(Runtime) the reference evaluator gives, at the check's source
+// location. The message may contain "{index}" and "{extent}", replaced by
+// the recorded values; one without them is complete as it is.
+[[noreturn]] void raise_failed_check(const Kernel& k, int code, int64_t index, int64_t extent);
+std::string format_check(const std::string& message, int64_t index, int64_t extent);
+
+// The host value of one element of type t at `p` (a ReadBack step).
+HostValue load_element(ScalarType t, const void* p);
+
 // The host array of `data`: its own, or its device memory copied to a new
 // array of `elem` and `shape` that keeps the device copy (so a later kernel
 // reads it without an upload). Waits for the work computing it.

@@ -81,6 +81,13 @@ int64_t available_memory_bytes() {
     return -1;
 }
 
+
+[[noreturn]] void too_large(const Shape& shape, const std::string& why) {
+    user_error(ErrorKind::Runtime, Loc{}, "array of shape " + shape_to_string(shape) + " is too large: " + why);
+}
+
+}  // namespace
+
 std::string human_bytes(int64_t b) {
     const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
     double v = static_cast<double>(b);
@@ -94,12 +101,6 @@ std::string human_bytes(int64_t b) {
     else std::snprintf(buf, sizeof buf, "%.1f %s", v, units[u]);
     return buf;
 }
-
-[[noreturn]] void too_large(const Shape& shape, const std::string& why) {
-    user_error(ErrorKind::Runtime, Loc{}, "array of shape " + shape_to_string(shape) + " is too large: " + why);
-}
-
-}  // namespace
 
 int64_t max_array_bytes() {
     int64_t v = g_max_array_bytes.load(std::memory_order_relaxed);

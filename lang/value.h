@@ -60,6 +60,7 @@ void set_max_array_bytes(int64_t bytes);  // <= 0 restores the default
 // Throws that error if an array of `elem` and `shape` may not be created.
 void check_array_size(Prim elem, const Shape& shape);
 std::string shape_to_string(const Shape& s);  // "(3)", "(2, 3)"
+std::string human_bytes(int64_t bytes);       // "512 bytes", "3.2 GiB"
 
 // A byte vector whose resize() leaves new bytes uninitialised: an array
 // that a kernel is about to overwrite need not be zeroed first.

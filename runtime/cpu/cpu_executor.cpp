@@ -27,11 +27,12 @@ BufferArg memory_of(const ArrayPtr& a) { return BufferArg{a->bytes.data(), a->si
 
 class CpuExecutor final : public ir::PlanExecutor {
 public:
+    explicit CpuExecutor(std::string why_no_gpu) : why_no_gpu_(std::move(why_no_gpu)) {}
     std::string name() const override { return "cpu"; }
     std::string description() const override {
         const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
         return "the CPU executor (" + std::to_string(threads) + " thread" + (threads == 1 ? "" : "s") +
-               "; no GPU)";
+               (why_no_gpu_.empty() ? ")" : "; no GPU: " + why_no_gpu_ + ")");
     }
 
     ir::PlanOutcome run(const ir::LaunchPlan& plan, const ir::PlanBindings& bindings,
@@ -66,10 +67,15 @@ public:
         out.total = r.total;
         return out;
     }
+
+private:
+    std::string why_no_gpu_;
 };
 
 }  // namespace
 
-std::shared_ptr<ir::PlanExecutor> make_cpu_executor() { return std::make_shared<CpuExecutor>(); }
+std::shared_ptr<ir::PlanExecutor> make_cpu_executor(std::string why_no_gpu) {
+    return std::make_shared<CpuExecutor>(std::move(why_no_gpu));
+}
 
 }  // namespace shoal::cpu

@@ -8,6 +8,8 @@
 
 namespace shoal::cpu {
 
-std::shared_ptr<ir::PlanExecutor> make_cpu_executor();
+// `why_no_gpu`: why the session is not on a GPU ("no CUDA driver"), for the
+// banner and `:device`.
+std::shared_ptr<ir::PlanExecutor> make_cpu_executor(std::string why_no_gpu = "");
 
 }  // namespace shoal::cpu

@@ -9,11 +9,6 @@ namespace shoal::cpu {
 
 namespace {
 
-void replace_all(std::string& s, const std::string& what, const std::string& with) {
-    for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + with.size()))
-        s.replace(at, what.size(), with);
-}
-
 // The state of one plan execution: the host program's scalars, the memory
 // of every buffer and each kernel's error record since its last launch.
 class PlanRun {
@@ -123,14 +118,7 @@ private:
 
     void check(const ir::PlanStep& s) {
         const KernelError err = std::exchange(errors_[static_cast<size_t>(s.kernel)], KernelError{});
-        if (err.code >= 0) raise(plan_.kernels[static_cast<size_t>(s.kernel)], err);
-    }
-
-    [[noreturn]] static void raise(const ir::Kernel& k, const KernelError& err) {
-        SHOAL_INTERNAL_ASSERT(err.code < static_cast<int>(k.checks.size()),
-                              "kernel " + k.name + " reported unknown check " + std::to_string(err.code));
-        const ir::Check& c = k.checks[static_cast<size_t>(err.code)];
-        user_error(ErrorKind::Runtime, c.loc, format_check(c.message, err.index, err.extent));
+        if (err.code >= 0) ir::raise_failed_check(plan_.kernels[static_cast<size_t>(s.kernel)], err.code, err.index, err.extent);
     }
 
     void read_back(const ir::PlanStep& s) {
@@ -139,18 +127,8 @@ private:
         int64_t index = ir::eval_host_int(s.index, lookup_);
         SHOAL_INTERNAL_ASSERT(index >= 0 && index < b.elements,
                               "run_plan: read back " + s.buffer + "[" + std::to_string(index) + "] out of range");
-        ir::HostValue v;
-        v.type = pb->elem;
         const auto* base = static_cast<const std::byte*>(b.data) + index * static_cast<int64_t>(ir::scalar_size(pb->elem));
-        switch (pb->elem) {
-            case ir::ScalarType::Bool: v.i = *reinterpret_cast<const bool*>(base); break;
-            case ir::ScalarType::I32: v.i = *reinterpret_cast<const int32_t*>(base); break;
-            case ir::ScalarType::U32: v.i = *reinterpret_cast<const uint32_t*>(base); break;
-            case ir::ScalarType::I64:
-            case ir::ScalarType::U64: v.i = *reinterpret_cast<const int64_t*>(base); break;
-            case ir::ScalarType::F32: v.f = *reinterpret_cast<const float*>(base); break;
-            case ir::ScalarType::F64: v.f = *reinterpret_cast<const double*>(base); break;
-        }
+        const ir::HostValue v = ir::load_element(pb->elem, base);
         result_.scalars[s.scalar] = v;
     }
 
@@ -165,15 +143,6 @@ private:
 };
 
 }  // namespace
-
-std::string format_check(const std::string& message, int64_t index, int64_t extent) {
-    // A message without placeholders is complete (an error hoisted out of
-    // the kernel, raised where the kernel reaches it).
-    std::string s = message;
-    replace_all(s, "{index}", std::to_string(index));
-    replace_all(s, "{extent}", std::to_string(extent));
-    return s;
-}
 
 PlanResult run_plan(const ir::LaunchPlan& plan, const PlanArgs& args, const ExecOptions& options) {
     return PlanRun(plan, args, options).run();

@@ -48,16 +48,11 @@ struct PlanResult {
 };
 
 // Throws shoal::Error(Runtime) at the check's location when a kernel records
-// a failed check. A Check message may contain "{index}" and "{extent}",
-// replaced by the recorded values; a message without them gets
-// " (index I, extent E)" appended.
+// a failed check (ir::raise_failed_check).
 //
 // Outputs and temporaries are NOT zeroed, as on a GPU: in check mode they
 // are filled with 0xff bytes (NaN for floats, -1 for integers) so that a
 // lowering that reads memory it never wrote shows up in tests.
 PlanResult run_plan(const ir::LaunchPlan& plan, const PlanArgs& args, const ExecOptions& options);
-
-// The text of a failed check, as run_plan formats it.
-std::string format_check(const std::string& message, int64_t index, int64_t extent);
 
 }  // namespace shoal::cpu

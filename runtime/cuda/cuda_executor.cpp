@@ -1,0 +1,458 @@
+#include "runtime/cuda/cuda_executor.h"
+
+#include <array>
+#include <deque>
+#include <map>
+#include <set>
+
+#include "codegen/cuda_printer.h"
+#include "lang/diagnostics.h"
+
+namespace shoal::cuda {
+
+namespace {
+
+// The error record's layout and its value before a launch (cuda_printer.cpp).
+struct ErrorRecord {
+    unsigned long long key;
+    int code;
+    int lock;
+    long long index;
+    long long extent;
+};
+constexpr ErrorRecord kNoError{~0ull, -1, 0, 0, 0};
+
+std::string version_string(int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); }
+
+// The session's device: its API, stream and pool, the memory Shoal holds
+// there and the transfers it made. Arrays keep it alive (shared_ptr): device
+// memory stays valid after the executor is switched away.
+class Device : public std::enable_shared_from_this<Device> {
+public:
+    Device(std::shared_ptr<CudaApi> api, int ordinal, DeviceInfo info)
+        : api_(std::move(api)), ordinal_(ordinal), info_(std::move(info)) {
+        check(api_->setDevice(ordinal_), "cudaSetDevice");
+        check(api_->streamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+        check(api_->deviceGetDefaultMemPool(&pool_, ordinal_), "cudaDeviceGetDefaultMemPool");
+        // Freed memory stays cached in the pool (as RMM's and CUDA.jl's
+        // pools do): a session allocates the same sizes statement after
+        // statement, and returning memory to the driver costs a sync.
+        uint64_t keep = UINT64_MAX;
+        check(api_->memPoolSetAttribute(pool_, cudaMemPoolAttrReleaseThreshold, &keep), "cudaMemPoolSetAttribute");
+    }
+    ~Device() {
+        if (lost_ == cudaSuccess) {
+            api_->streamSynchronize(stream_);
+            for (auto& [source, k] : loaded_) api_->libraryUnload(k.library);
+            api_->streamDestroy(stream_);
+        }
+    }
+
+    CudaApi& api() { return *api_; }
+    cudaStream_t stream() const { return stream_; }
+    const DeviceInfo& info() const { return info_; }
+
+    // Every runtime call's result goes through here.
+    void check(cudaError_t e, const char* call) {
+        if (e == cudaSuccess) return;
+        if (is_sticky(e)) lost_ = e;
+        user_error(ErrorKind::Runtime, Loc{},
+                   std::string("CUDA error in ") + call + ": " + api_->getErrorName(e) + " (" +
+                       api_->getErrorString(e) + ")");
+    }
+
+    // Device memory from the pool. Out of memory: the pool's cached memory
+    // goes back to the driver, the stream drains (its frees happen) and the
+    // allocation is tried once more before the user hears of it.
+    void* allocate(int64_t bytes) {
+        void* p = nullptr;
+        cudaError_t e = api_->mallocFromPoolAsync(&p, static_cast<size_t>(std::max<int64_t>(bytes, 1)), pool_, stream_);
+        if (e == cudaErrorMemoryAllocation) {
+            api_->getLastError();  // not sticky: clear it
+            synchronise();
+            check(api_->memPoolTrimTo(pool_, 0), "cudaMemPoolTrimTo");
+            e = api_->mallocFromPoolAsync(&p, static_cast<size_t>(std::max<int64_t>(bytes, 1)), pool_, stream_);
+            if (e == cudaErrorMemoryAllocation) {
+                api_->getLastError();
+                size_t free = 0, total = 0;
+                api_->memGetInfo(&free, &total);
+                user_error(ErrorKind::Runtime, Loc{},
+                           "out of device memory: tried to allocate " + human_bytes(bytes) + "; " +
+                               human_bytes(static_cast<int64_t>(free)) + " free of " +
+                               human_bytes(static_cast<int64_t>(total)) + "; Shoal holds " + human_bytes(bytes_held_) +
+                               " in " + std::to_string(arrays_held_) + " array" + (arrays_held_ == 1 ? "" : "s"));
+            }
+        }
+        check(e, "cudaMallocFromPoolAsync");
+        bytes_held_ += bytes;
+        ++arrays_held_;
+        return p;
+    }
+    // Stream-ordered: the memory is reused only after the work queued before.
+    void release(void* p, int64_t bytes) noexcept {
+        bytes_held_ -= bytes;
+        --arrays_held_;
+        if (lost_ == cudaSuccess) api_->freeAsync(p, stream_);  // a lost device's memory is gone with it
+    }
+
+    void upload(void* device, const ArrayPtr& host) {
+        check(api_->memcpyAsync(device, host->bytes.data(), host->bytes.size(), cudaMemcpyHostToDevice, stream_),
+              "cudaMemcpyAsync (to the device)");
+        pinned_.push_back(host);  // read when the copy runs: alive until then
+        bytes_to_device_ += static_cast<int64_t>(host->bytes.size());
+        ++copies_to_device_;
+    }
+    void download(void* host, const void* device, int64_t bytes) {
+        check(api_->memcpyAsync(host, device, static_cast<size_t>(bytes), cudaMemcpyDeviceToHost, stream_),
+              "cudaMemcpyAsync (to the host)");
+        bytes_to_host_ += bytes;
+        ++copies_to_host_;
+    }
+    // The host waits for everything queued on the session's stream.
+    void synchronise() {
+        check(api_->streamSynchronize(stream_), "cudaStreamSynchronize");
+        pinned_.clear();
+    }
+
+    // The kernel compiled from `source`, loaded once per session.
+    struct Loaded {
+        cudaLibrary_t library = nullptr;
+        cudaKernel_t kernel = nullptr;
+    };
+    const Loaded* find_loaded(const std::string& source) const {
+        auto it = loaded_.find(source);
+        return it == loaded_.end() ? nullptr : &it->second;
+    }
+    const Loaded& load(const std::string& source, const std::string& image, const ir::Kernel& k) {
+        api_->describe_image(image, k);
+        Loaded l;
+        check(api_->libraryLoadData(&l.library, image.data()), "cudaLibraryLoadData");
+        const cudaError_t e = api_->libraryGetKernel(&l.kernel, l.library, k.name.c_str());
+        if (e != cudaSuccess) api_->libraryUnload(l.library);
+        check(e, "cudaLibraryGetKernel");
+        return loaded_.emplace(source, l).first->second;
+    }
+
+    bool lost() const { return lost_ != cudaSuccess; }
+
+private:
+    std::shared_ptr<CudaApi> api_;
+    int ordinal_;
+    DeviceInfo info_;
+    cudaStream_t stream_ = nullptr;
+    cudaMemPool_t pool_ = nullptr;
+    cudaError_t lost_ = cudaSuccess;
+    int64_t bytes_held_ = 0, arrays_held_ = 0;
+    int64_t bytes_to_device_ = 0, copies_to_device_ = 0, bytes_to_host_ = 0, copies_to_host_ = 0;
+    std::vector<ArrayPtr> pinned_;
+    std::map<std::string, Loaded> loaded_;
+};
+
+// An array in the device's memory, freed (stream-ordered) with its last reference.
+class DeviceMemory final : public ir::DeviceArray {
+public:
+    DeviceMemory(std::shared_ptr<Device> device, ir::ScalarType elem, int64_t count)
+        : DeviceArray(elem, count), device_(std::move(device)), ptr_(device_->allocate(bytes())) {}
+    ~DeviceMemory() override { device_->release(ptr_, bytes()); }
+
+    const void* device() const override { return device_.get(); }
+    void read(void* host) const override {
+        device_->download(host, ptr_, bytes());
+        device_->synchronise();
+    }
+    void* ptr() const { return ptr_; }
+
+private:
+    std::shared_ptr<Device> device_;
+    void* ptr_;
+};
+
+// One run of a plan: the host program's steps in order (launch_plan.h).
+class PlanRun {
+public:
+    PlanRun(Device& device, std::shared_ptr<Device> owner, const ir::LaunchPlan& plan,
+            const std::vector<const Device::Loaded*>& kernels, const ir::PlanBindings& bindings,
+            const ir::RunOptions& options)
+        : device_(device), owner_(std::move(owner)), plan_(plan), kernels_(kernels), options_(options) {
+        outcome_.kernel_counters.resize(plan.kernels.size());
+        outcome_.scalars = bindings.scalars;
+        for (const auto& [name, data] : bindings.inputs) bound_[name] = resident(data);
+    }
+
+    ir::PlanOutcome run() {
+        for (const ir::PlanStep& s : plan_.steps) {
+            if (options_.cancel && options_.cancel->load()) user_error(ErrorKind::Interrupted, Loc{}, "interrupted");
+            switch (s.kind) {
+                case ir::StepKind::Compute: {
+                    const ir::PlanScalar* v = plan_.find_scalar(s.scalar);
+                    outcome_.scalars[s.scalar] = ir::eval_host(v->value, lookup_);
+                    break;
+                }
+                case ir::StepKind::Alloc: allocate(s.buffer); break;
+                case ir::StepKind::Launch: launch(s); break;
+                case ir::StepKind::Check: copy_error_record(s.kernel); break;
+                case ir::StepKind::ReadBack: read_back(s); break;
+                case ir::StepKind::Free: bound_.erase(s.buffer); break;
+            }
+        }
+        raise_pending_checks();
+        for (const std::string& name : plan_.entry.outputs) outcome_.outputs[name] = ir::ArrayData{nullptr, bound_.at(name)};
+        return std::move(outcome_);
+    }
+
+private:
+    // The device memory of an input: its own, its host array's copy, or a
+    // fresh upload that the host array keeps.
+    std::shared_ptr<DeviceMemory> resident(const ir::ArrayData& data) {
+        if (data.device && data.device->device() == &device_)
+            return std::static_pointer_cast<DeviceMemory>(data.device);
+        // Another executor's memory comes through the host.
+        const ArrayPtr host = data.host ? data.host
+                                        : ir::host_array(data, prim_of(data.device->elem()), Shape{data.device->count()});
+        if (auto* copy = dynamic_cast<DeviceMemory*>(host->device_copy.get().get()); copy && copy->device() == &device_)
+            return std::static_pointer_cast<DeviceMemory>(host->device_copy.get());
+        const ir::ScalarType elem = ir::scalar_of(host->elem);
+        auto memory = std::make_shared<DeviceMemory>(owner_, elem, host->size());
+        device_.upload(memory->ptr(), host);
+        host->device_copy.set(memory);
+        return memory;
+    }
+    static Prim prim_of(ir::ScalarType t) {
+        switch (t) {
+            case ir::ScalarType::Bool: return Prim::Bool;
+            case ir::ScalarType::I32:
+            case ir::ScalarType::U32: return Prim::Int;
+            case ir::ScalarType::I64:
+            case ir::ScalarType::U64: return Prim::Long;
+            case ir::ScalarType::F32: return Prim::Float;
+            case ir::ScalarType::F64: break;
+        }
+        return Prim::Double;
+    }
+
+    ir::HostValue scalar(const std::string& name) const {
+        auto it = outcome_.scalars.find(name);
+        SHOAL_INTERNAL_ASSERT(it != outcome_.scalars.end(), "cuda executor: scalar " + name + " used before its step");
+        return it->second;
+    }
+
+    void allocate(const std::string& name) {
+        const ir::PlanBuffer* b = plan_.find_buffer(name);
+        const int64_t n = std::max<int64_t>(0, ir::eval_host_int(b->count, lookup_));
+        auto memory = std::make_shared<DeviceMemory>(owner_, b->elem, n);
+        // Check mode: fresh memory reads as NaN / -1, as on the CPU executor.
+        if (options_.check && memory->bytes() > 0)
+            device_.check(device_.api().memsetAsync(memory->ptr(), 0xff, static_cast<size_t>(memory->bytes()),
+                                                    device_.stream()),
+                          "cudaMemsetAsync");
+        bound_[name] = std::move(memory);
+    }
+
+    const std::shared_ptr<DeviceMemory>& buffer(const std::string& name) const {
+        auto it = bound_.find(name);
+        SHOAL_INTERNAL_ASSERT(it != bound_.end(), "cuda executor: buffer " + name + " used before its step");
+        return it->second;
+    }
+
+    // A scalar argument stored as the kernel's parameter type declares it.
+    static std::array<std::byte, 8> argument(ir::ScalarType t, const ir::HostValue& v) {
+        std::array<std::byte, 8> bytes{};
+        auto put = [&bytes](auto x) { std::memcpy(bytes.data(), &x, sizeof x); };
+        const bool from_float = ir::is_float(v.type);
+        const int64_t i = from_float ? static_cast<int64_t>(v.f) : v.i;
+        const double f = from_float ? v.f : static_cast<double>(v.i);
+        switch (t) {
+            case ir::ScalarType::Bool: put(static_cast<bool>(i)); break;
+            case ir::ScalarType::I32: put(static_cast<int32_t>(i)); break;
+            case ir::ScalarType::U32: put(static_cast<uint32_t>(i)); break;
+            case ir::ScalarType::I64: put(i); break;
+            case ir::ScalarType::U64: put(static_cast<uint64_t>(i)); break;
+            case ir::ScalarType::F32: put(static_cast<float>(f)); break;
+            case ir::ScalarType::F64: put(f); break;
+        }
+        return bytes;
+    }
+
+    void launch(const ir::PlanStep& s) {
+        const size_t k = static_cast<size_t>(s.kernel);
+        const ir::Kernel& kernel = plan_.kernels[k];
+        const int64_t grid = ir::eval_host_int(s.grid, lookup_);
+        if (grid <= 0) return;  // an empty launch (launch_plan.h)
+        SHOAL_INTERNAL_ASSERT(grid <= 0x7fffffff, "cuda executor: grid of " + std::to_string(grid) + " blocks");
+        // The arguments in the printed parameter order: buffers as device
+        // pointers, scalars by value, the error record last.
+        std::vector<std::array<std::byte, 8>> values;
+        values.reserve(kernel.params.size() + 1);
+        for (const ir::Param& p : kernel.params) {
+            if (p.kind == ir::ParamKind::Scalar) {
+                values.push_back(argument(p.type, scalar(p.name)));
+                continue;
+            }
+            void* ptr = buffer(p.name)->ptr();
+            values.emplace_back();
+            std::memcpy(values.back().data(), &ptr, sizeof ptr);
+        }
+        if (!kernel.checks.empty()) {
+            auto& record = records_[k];
+            if (!record) record = std::make_shared<DeviceMemory>(owner_, ir::ScalarType::U64, sizeof(ErrorRecord) / 8);
+            device_.check(device_.api().memcpyAsync(record->ptr(), &kNoError, sizeof kNoError, cudaMemcpyHostToDevice,
+                                                    device_.stream()),
+                          "cudaMemcpyAsync (error record)");
+            void* ptr = record->ptr();
+            values.emplace_back();
+            std::memcpy(values.back().data(), &ptr, sizeof ptr);
+        }
+        std::vector<void*> args;
+        for (auto& v : values) args.push_back(v.data());
+        device_.check(device_.api().launchKernel(kernels_[k]->kernel, dim3(static_cast<unsigned>(grid)),
+                                                 dim3(static_cast<unsigned>(kernel.block_size)), args.data(), 0,
+                                                 device_.stream()),
+                      "cudaLaunchKernel");
+        ++outcome_.kernel_counters[k].launches;
+        ++outcome_.total.launches;
+    }
+
+    // A Check step: the record comes to the host with the stream; it is
+    // looked at when the host next waits (a read-back, or the plan's end).
+    void copy_error_record(int kernel) {
+        auto it = records_.find(static_cast<size_t>(kernel));
+        if (it == records_.end()) return;  // never launched (an empty grid)
+        pending_.push_back({kernel, {}});
+        device_.download(&pending_.back().record, it->second->ptr(), sizeof(ErrorRecord));
+    }
+    void raise_pending_checks() {
+        if (pending_.empty()) return;
+        device_.synchronise();
+        // The first failed check in step order, as the CPU executor raises it.
+        for (const Pending& p : pending_)
+            if (p.record.code >= 0) {
+                const Pending failed = p;
+                pending_.clear();
+                ir::raise_failed_check(plan_.kernels[static_cast<size_t>(failed.kernel)], failed.record.code,
+                                       failed.record.index, failed.record.extent);
+            }
+        pending_.clear();
+    }
+
+    void read_back(const ir::PlanStep& s) {
+        const std::shared_ptr<DeviceMemory>& b = buffer(s.buffer);
+        const int64_t index = ir::eval_host_int(s.index, lookup_);
+        SHOAL_INTERNAL_ASSERT(index >= 0 && index < b->count(),
+                              "cuda executor: read back " + s.buffer + "[" + std::to_string(index) + "] out of range");
+        const int64_t size = static_cast<int64_t>(ir::scalar_size(b->elem()));
+        std::array<std::byte, 8> element{};
+        device_.download(element.data(), static_cast<const std::byte*>(b->ptr()) + index * size, size);
+        device_.synchronise();
+        raise_pending_checks();  // a failed check explains a strange value
+        outcome_.scalars[s.scalar] = ir::load_element(b->elem(), element.data());
+    }
+
+    struct Pending {
+        int kernel;
+        ErrorRecord record;
+    };
+
+    Device& device_;
+    std::shared_ptr<Device> owner_;
+    const ir::LaunchPlan& plan_;
+    const std::vector<const Device::Loaded*>& kernels_;
+    const ir::RunOptions& options_;
+    ir::PlanOutcome outcome_;
+    std::map<std::string, std::shared_ptr<DeviceMemory>> bound_;
+    std::map<size_t, std::shared_ptr<DeviceMemory>> records_;  // per kernel with checks
+    std::deque<Pending> pending_;  // stable addresses: copies land there
+    std::function<ir::HostValue(const std::string&)> lookup_ = [this](const std::string& n) { return scalar(n); };
+};
+
+class CudaExecutor final : public ir::PlanExecutor {
+public:
+    CudaExecutor(std::shared_ptr<Device> device, CompileKernels compile)
+        : device_(std::move(device)), compile_(std::move(compile)) {}
+
+    std::string name() const override { return "cuda"; }
+    std::string description() const override {
+        const DeviceInfo& d = device_->info();
+        return d.name + " (" + d.arch() + ", " + std::to_string(d.sms) + " SMs, " + human_bytes(d.memory_bytes) +
+               ") through the " + d.runtime + " " + version_string(d.runtime_version);
+    }
+
+    ir::PlanOutcome run(const ir::LaunchPlan& plan, const ir::PlanBindings& bindings,
+                        const ir::RunOptions& options) override {
+        if (device_->lost()) user_error(ErrorKind::Runtime, Loc{}, "the GPU stopped after an earlier error");
+        const std::vector<const Device::Loaded*> kernels = load(plan);
+        return PlanRun(*device_, device_, plan, kernels, bindings, options).run();
+    }
+
+private:
+    // The plan's kernels, each compiled and loaded once per session; the
+    // missing ones compile together (in parallel).
+    std::vector<const Device::Loaded*> load(const ir::LaunchPlan& plan) {
+        std::vector<const Device::Loaded*> out(plan.kernels.size(), nullptr);
+        std::vector<std::string> sources;
+        std::vector<KernelSource> missing;
+        std::vector<size_t> where;
+        for (size_t k = 0; k < plan.kernels.size(); ++k) {
+            sources.push_back(ir::print_cuda({plan.kernels[k]}));
+            if ((out[k] = device_->find_loaded(sources[k]))) continue;
+            missing.push_back({plan.kernels[k].name, sources[k], plan.kernels[k].comment});
+            where.push_back(k);
+        }
+        if (missing.empty()) return out;
+        const std::vector<std::string> images = compile_(missing, device_->info().arch());
+        SHOAL_INTERNAL_ASSERT(images.size() == missing.size(), "cuda executor: the compiler returned too few images");
+        for (size_t m = 0; m < missing.size(); ++m)
+            out[where[m]] = &device_->load(sources[where[m]], images[m], plan.kernels[where[m]]);
+        return out;
+    }
+
+    std::shared_ptr<Device> device_;
+    CompileKernels compile_;
+};
+
+}  // namespace
+
+Probe probe_device(CudaApi& api, int device) {
+    Probe p;
+    int count = 0;
+    const cudaError_t e = api.getDeviceCount(&count);
+    int runtime = 0, driver = 0;
+    api.runtimeGetVersion(&runtime);
+    api.driverGetVersion(&driver);
+    p.info.runtime = api.name();
+    p.info.runtime_version = runtime;
+    p.info.driver_version = driver;
+    if (e == cudaErrorInsufficientDriver) {
+        p.why_not = driver == 0 ? "no CUDA driver" : "the CUDA driver supports CUDA " + version_string(driver) +
+                                                         "; Shoal's runtime needs " + version_string(runtime);
+        return p;
+    }
+    if (e == cudaErrorNoDevice || (e == cudaSuccess && count <= device)) {
+        p.why_not = "no CUDA device";
+        return p;
+    }
+    if (e != cudaSuccess) {
+        p.why_not = std::string("CUDA cannot start: ") + api.getErrorName(e) + " (" + api.getErrorString(e) + ")";
+        return p;
+    }
+    cudaDeviceProp prop{};
+    if (const cudaError_t pe = api.getDeviceProperties(&prop, device); pe != cudaSuccess) {
+        p.why_not = std::string("cannot read the device's properties: ") + api.getErrorName(pe);
+        return p;
+    }
+    p.info.name = prop.name;
+    p.info.major = prop.major;
+    p.info.minor = prop.minor;
+    p.info.sms = prop.multiProcessorCount;
+    p.info.memory_bytes = static_cast<int64_t>(prop.totalGlobalMem);
+    if (prop.major < 7) p.why_not = p.info.name + " has compute capability " + std::to_string(prop.major) + "." +
+                                    std::to_string(prop.minor) + "; Shoal's kernels need 7.0 or later";
+    return p;
+}
+
+std::shared_ptr<ir::PlanExecutor> make_cuda_executor(std::shared_ptr<CudaApi> api, CompileKernels compile, int device) {
+    const Probe p = probe_device(*api, device);
+    if (!p.why_not.empty()) user_error(ErrorKind::Runtime, Loc{}, p.why_not);
+    return std::make_shared<CudaExecutor>(std::make_shared<Device>(std::move(api), device, p.info), std::move(compile));
+}
+
+}  // namespace shoal::cuda

@@ -1,0 +1,59 @@
+// The CUDA executor: walks a plan's host program (codegen/launch_plan.h) on
+// a CUDA device through CudaApi (the real runtime or the simulated device):
+// allocates from the device's stream-ordered pool, computes host scalars,
+// launches each kernel (printed by codegen/cuda_printer.h, compiled to an
+// image by `compile`, loaded once per session) on the session's stream,
+// copies the error records and read-back scalars to the host, frees.
+//
+// Launches are asynchronous: the host waits only for a ReadBack step, for
+// the error records at the end of a plan whose kernels check something, and
+// when an array's elements are needed on the host (ir::DeviceArray::read).
+// Results stay in device memory (ir::ArrayData::device); a host array a
+// kernel reads is uploaded once and keeps its copy (Array::device_copy).
+#pragma once
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "codegen/plan_executor.h"
+#include "runtime/cuda/cuda_api.h"
+
+namespace shoal::cuda {
+
+// What `:device` prints and the banner summarises.
+struct DeviceInfo {
+    std::string name;
+    int major = 0, minor = 0;  // compute capability
+    int sms = 0;
+    int64_t memory_bytes = 0;
+    int driver_version = 0, runtime_version = 0;  // 13000 = 13.0
+    std::string runtime;                          // CudaApi::name()
+    std::string arch() const { return "sm_" + std::to_string(major) + std::to_string(minor); }
+};
+
+// The device `api` offers, or why there is none usable ("no CUDA driver",
+// "no CUDA device", "the driver supports CUDA 12.2; Shoal's runtime needs
+// 13.0"): `why_not` is empty when the device can be used.
+struct Probe {
+    DeviceInfo info;
+    std::string why_not;
+};
+Probe probe_device(CudaApi& api, int device = 0);
+
+// One kernel's CUDA source to compile (a whole translation unit).
+struct KernelSource {
+    std::string name;    // the kernel's extern "C" name
+    std::string source;  // prelude + helpers + the kernel
+    std::string origin;  // the Shoal source expression, for error messages
+};
+// Compiles kernels for the device's architecture into images its runtime
+// loads (CUBIN or PTX), in order; an NVRTC failure throws Error(Internal).
+using CompileKernels = std::function<std::vector<std::string>(const std::vector<KernelSource>& kernels,
+                                                              const std::string& arch)>;
+
+// Throws Error(Runtime) with probe_device's reason when the device is not usable.
+std::shared_ptr<ir::PlanExecutor> make_cuda_executor(std::shared_ptr<CudaApi> api, CompileKernels compile,
+                                                     int device = 0);
+
+}  // namespace shoal::cuda

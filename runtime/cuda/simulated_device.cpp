@@ -1,0 +1,530 @@
+#include "runtime/cuda/simulated_device.h"
+
+#include <sys/mman.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <set>
+
+#include "lang/diagnostics.h"
+#include "runtime/cpu/executor.h"
+
+namespace shoal::cuda {
+
+namespace {
+
+// Device addresses live in a reserved, inaccessible range of the process's
+// address space: nothing else is ever mapped there, and host code that
+// dereferences one faults. Allocations are bumped and never reused, so a
+// freed address stays recognisable.
+constexpr size_t kAddressRange = size_t{1} << 40;  // 1 TiB, reserved only
+constexpr size_t kAlignment = 256;                 // as cudaMalloc's
+
+[[noreturn]] void violation(const std::string& what) {
+    internal_error(__FILE__, __LINE__, "simulated device: " + what);
+}
+
+int64_t parse_bytes(const std::string& text) {
+    size_t used = 0;
+    const double n = std::stod(text, &used);
+    const std::string unit = text.substr(used);
+    double scale = 1;
+    if (unit == "KiB") scale = 1024.0;
+    else if (unit == "MiB") scale = 1024.0 * 1024;
+    else if (unit == "GiB") scale = 1024.0 * 1024 * 1024;
+    else if (!unit.empty()) throw std::invalid_argument(unit);
+    return static_cast<int64_t>(n * scale);
+}
+
+struct Allocation {
+    size_t bytes = 0;
+    std::byte* host = nullptr;  // the memory behind it (null once freed)
+};
+
+struct Stream {
+    std::deque<std::function<void()>> queue;  // runs at the next synchronisation
+};
+
+struct Event {
+    std::chrono::steady_clock::time_point at;
+    bool recorded = false;
+};
+
+struct Library {
+    ir::Kernel kernel;
+};
+
+// The error record's layout (cuda_printer.cpp, ShoalError).
+struct ErrorRecord {
+    unsigned long long key;
+    int code;
+    int lock;
+    long long index;
+    long long extent;
+};
+
+class Simulator final : public SimulatedDevice {
+public:
+    explicit Simulator(const SimulatedFaults& faults) : faults_(faults) {
+        void* range = mmap(nullptr, kAddressRange, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (range == MAP_FAILED) violation("cannot reserve an address range for device memory");
+        base_ = static_cast<std::byte*>(range);
+        next_ = 0;
+    }
+    ~Simulator() override {
+        for (auto& [at, a] : allocations_) std::free(a.host);
+        munmap(base_, kAddressRange);
+    }
+
+    std::string name() const override { return "simulated device"; }
+    SimulatedDeviceStats stats() const override {
+        std::lock_guard lock(mutex_);
+        return stats_;
+    }
+
+    cudaError_t getDeviceCount(int* count) override {
+        *count = 1;
+        return cudaSuccess;
+    }
+    cudaError_t driverGetVersion(int* version) override {
+        *version = 13000;
+        return cudaSuccess;
+    }
+    cudaError_t runtimeGetVersion(int* version) override {
+        *version = CUDART_VERSION;
+        return cudaSuccess;
+    }
+    cudaError_t getDeviceProperties(cudaDeviceProp* prop, int device) override {
+        if (device != 0) return cudaErrorInvalidDevice;
+        std::memset(prop, 0, sizeof *prop);
+        std::strncpy(prop->name, "Shoal simulated device", sizeof prop->name - 1);
+        prop->major = 9;
+        prop->minor = 0;
+        prop->multiProcessorCount = 132;
+        prop->totalGlobalMem = static_cast<size_t>(faults_.memory_bytes);
+        prop->sharedMemPerBlock = 48 * 1024;
+        prop->sharedMemPerMultiprocessor = 228 * 1024;
+        prop->regsPerBlock = 65536;
+        prop->regsPerMultiprocessor = 65536;
+        prop->maxThreadsPerBlock = 1024;
+        prop->maxThreadsPerMultiProcessor = 2048;
+        prop->maxBlocksPerMultiProcessor = 32;
+        prop->warpSize = 32;
+        prop->maxGridSize[0] = 0x7fffffff;
+        prop->maxGridSize[1] = prop->maxGridSize[2] = 65535;
+        prop->l2CacheSize = 50 * 1024 * 1024;
+        prop->memoryBusWidth = 5120;
+        return cudaSuccess;
+    }
+    cudaError_t setDevice(int device) override { return device == 0 ? cudaSuccess : cudaErrorInvalidDevice; }
+    cudaError_t memGetInfo(size_t* free, size_t* total) override {
+        std::lock_guard lock(mutex_);
+        *total = static_cast<size_t>(faults_.memory_bytes);
+        *free = static_cast<size_t>(faults_.memory_bytes - stats_.bytes_in_use - stats_.bytes_cached);
+        return sticky_;
+    }
+
+    cudaError_t streamCreateWithFlags(cudaStream_t* stream, unsigned) override {
+        std::lock_guard lock(mutex_);
+        auto s = std::make_unique<Stream>();
+        *stream = reinterpret_cast<cudaStream_t>(s.get());
+        streams_.emplace(*stream, std::move(s));
+        return sticky_;
+    }
+    cudaError_t streamDestroy(cudaStream_t stream) override {
+        std::lock_guard lock(mutex_);
+        run_queue(find_stream(stream));
+        streams_.erase(stream);
+        return sticky_;
+    }
+    cudaError_t streamSynchronize(cudaStream_t stream) override {
+        std::lock_guard lock(mutex_);
+        ++stats_.synchronisations;
+        run_queue(find_stream(stream));
+        return sticky_;
+    }
+
+    cudaError_t deviceGetDefaultMemPool(cudaMemPool_t* pool, int device) override {
+        if (device != 0) return cudaErrorInvalidDevice;
+        *pool = reinterpret_cast<cudaMemPool_t>(&release_threshold_);
+        return sticky_;
+    }
+    cudaError_t memPoolSetAttribute(cudaMemPool_t pool, cudaMemPoolAttr attr, void* value) override {
+        check_pool(pool);
+        if (attr != cudaMemPoolAttrReleaseThreshold) return cudaErrorInvalidValue;
+        std::lock_guard lock(mutex_);
+        release_threshold_ = *static_cast<uint64_t*>(value);
+        return sticky_;
+    }
+    cudaError_t memPoolGetAttribute(cudaMemPool_t pool, cudaMemPoolAttr attr, void* value) override {
+        check_pool(pool);
+        std::lock_guard lock(mutex_);
+        uint64_t& out = *static_cast<uint64_t*>(value);
+        switch (attr) {
+            case cudaMemPoolAttrReleaseThreshold: out = release_threshold_; break;
+            case cudaMemPoolAttrReservedMemCurrent: out = static_cast<uint64_t>(stats_.bytes_in_use + stats_.bytes_cached); break;
+            case cudaMemPoolAttrUsedMemCurrent: out = static_cast<uint64_t>(stats_.bytes_in_use); break;
+            default: return cudaErrorInvalidValue;
+        }
+        return sticky_;
+    }
+    cudaError_t memPoolTrimTo(cudaMemPool_t pool, size_t keep) override {
+        check_pool(pool);
+        std::lock_guard lock(mutex_);
+        stats_.bytes_cached = std::min<int64_t>(stats_.bytes_cached, static_cast<int64_t>(keep));
+        return sticky_;
+    }
+    cudaError_t mallocFromPoolAsync(void** ptr, size_t bytes, cudaMemPool_t pool, cudaStream_t stream) override {
+        check_pool(pool);
+        std::lock_guard lock(mutex_);
+        find_stream(stream);
+        if (sticky_ != cudaSuccess) return sticky_;
+        const int64_t n = static_cast<int64_t>(std::max<size_t>(bytes, 1));
+        ++allocation_attempts_;
+        // The pool reuses what it caches; beyond that the device must have room.
+        const int64_t reused = std::min(stats_.bytes_cached, n);
+        if (allocation_attempts_ == faults_.oom_at_allocation ||
+            stats_.bytes_in_use + stats_.bytes_cached + (n - reused) > faults_.memory_bytes)
+            return cudaErrorMemoryAllocation;
+        const size_t rounded = (static_cast<size_t>(n) + kAlignment - 1) / kAlignment * kAlignment;
+        if (next_ + rounded > kAddressRange) violation("the reserved address range is used up");
+        Allocation a;
+        a.bytes = bytes;
+        a.host = static_cast<std::byte*>(std::aligned_alloc(kAlignment, rounded));
+        if (!a.host) return cudaErrorMemoryAllocation;
+        std::memset(a.host, 0xa5, rounded);  // not zeroed, as on a GPU
+        allocations_.emplace(next_, a);
+        *ptr = base_ + next_;
+        next_ += rounded;
+        stats_.bytes_cached -= reused;
+        stats_.bytes_in_use += n;
+        ++stats_.allocations;
+        ++stats_.live_allocations;
+        return cudaSuccess;
+    }
+    cudaError_t freeAsync(void* ptr, cudaStream_t stream) override {
+        std::lock_guard lock(mutex_);
+        Stream& s = find_stream(stream);
+        const size_t at = offset_of(ptr, "freeAsync");
+        auto it = allocations_.find(at);
+        if (it == allocations_.end() || !it->second.host) violation("freeAsync of an address that is not a live allocation");
+        s.queue.push_back([this, at] {
+            Allocation& a = allocations_.at(at);
+            std::free(a.host);
+            a.host = nullptr;
+            const int64_t n = static_cast<int64_t>(std::max<size_t>(a.bytes, 1));
+            stats_.bytes_in_use -= n;
+            --stats_.live_allocations;
+            // Kept by the pool up to its release threshold.
+            stats_.bytes_cached = std::min<int64_t>(stats_.bytes_cached + n, static_cast<int64_t>(release_threshold_));
+        });
+        return sticky_;
+    }
+    cudaError_t memcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind,
+                            cudaStream_t stream) override {
+        std::lock_guard lock(mutex_);
+        Stream& s = find_stream(stream);
+        if (sticky_ != cudaSuccess) return sticky_;
+        const bool dst_device = is_device(dst), src_device = is_device(src);
+        if (kind == cudaMemcpyHostToDevice && (!dst_device || src_device))
+            violation("memcpyAsync host to device with a " + std::string(dst_device ? "device source" : "host destination"));
+        if (kind == cudaMemcpyDeviceToHost && (dst_device || !src_device))
+            violation("memcpyAsync device to host with a " + std::string(dst_device ? "device destination" : "host source"));
+        if (kind == cudaMemcpyDeviceToDevice && (!dst_device || !src_device))
+            violation("memcpyAsync device to device with a host address");
+        if (kind != cudaMemcpyHostToDevice && kind != cudaMemcpyDeviceToHost && kind != cudaMemcpyDeviceToDevice)
+            violation("memcpyAsync kinds other than host<->device and device to device are not used by Shoal");
+        if (dst_device) device_range(dst, bytes, "memcpyAsync destination");
+        if (src_device) device_range(src, bytes, "memcpyAsync source");
+        ++(kind == cudaMemcpyHostToDevice ? stats_.copies_to_device : stats_.copies_to_host);
+        s.queue.push_back([this, dst, src, bytes, dst_device, src_device] {
+            void* to = dst_device ? device_range(dst, bytes, "memcpyAsync destination") : dst;
+            const void* from = src_device ? device_range(src, bytes, "memcpyAsync source") : src;
+            if (bytes) std::memcpy(to, from, bytes);
+        });
+        return cudaSuccess;
+    }
+    cudaError_t memsetAsync(void* ptr, int value, size_t bytes, cudaStream_t stream) override {
+        std::lock_guard lock(mutex_);
+        Stream& s = find_stream(stream);
+        if (sticky_ != cudaSuccess) return sticky_;
+        device_range(ptr, bytes, "memsetAsync");
+        s.queue.push_back([this, ptr, value, bytes] {
+            if (bytes) std::memset(device_range(ptr, bytes, "memsetAsync"), value, bytes);
+        });
+        return cudaSuccess;
+    }
+
+    void describe_image(const std::string& image, const ir::Kernel& kernel) override {
+        std::lock_guard lock(mutex_);
+        described_.emplace(image, kernel);
+    }
+    cudaError_t libraryLoadData(cudaLibrary_t* library, const void* image) override {
+        std::lock_guard lock(mutex_);
+        if (sticky_ != cudaSuccess) return sticky_;
+        const std::string bytes = image_bytes(image);
+        auto it = described_.find(bytes);
+        if (it == described_.end()) return cudaErrorInvalidKernelImage;
+        auto lib = std::make_unique<Library>(Library{it->second});
+        *library = reinterpret_cast<cudaLibrary_t>(lib.get());
+        libraries_.emplace(*library, std::move(lib));
+        ++stats_.libraries_loaded;
+        return cudaSuccess;
+    }
+    cudaError_t libraryGetKernel(cudaKernel_t* kernel, cudaLibrary_t library, const char* name) override {
+        std::lock_guard lock(mutex_);
+        auto it = libraries_.find(library);
+        if (it == libraries_.end()) violation("libraryGetKernel on a library that is not loaded");
+        if (it->second->kernel.name != name) return cudaErrorSymbolNotFound;
+        *kernel = reinterpret_cast<cudaKernel_t>(it->second.get());
+        return sticky_;
+    }
+    cudaError_t libraryUnload(cudaLibrary_t library) override {
+        std::lock_guard lock(mutex_);
+        if (!libraries_.erase(library)) violation("libraryUnload of a library that is not loaded");
+        return cudaSuccess;
+    }
+    cudaError_t launchKernel(cudaKernel_t handle, dim3 grid, dim3 block, void** args, size_t shared_bytes,
+                             cudaStream_t stream) override {
+        std::lock_guard lock(mutex_);
+        Stream& s = find_stream(stream);
+        if (sticky_ != cudaSuccess) return sticky_;
+        const Library* lib = nullptr;
+        for (const auto& [h, l] : libraries_)
+            if (reinterpret_cast<cudaKernel_t>(l.get()) == handle) lib = l.get();
+        if (!lib) violation("launchKernel of a kernel handle no loaded library gave");
+        const ir::Kernel& k = lib->kernel;
+        if (block.x != static_cast<unsigned>(k.block_size) || block.y != 1 || block.z != 1)
+            violation("launch of " + k.name + " with a block of " + std::to_string(block.x) + " threads; its __launch_bounds__ are " +
+                      std::to_string(k.block_size));
+        if (grid.x == 0 || grid.y != 1 || grid.z != 1) return cudaErrorInvalidConfiguration;
+        if (shared_bytes != 0) violation("launch of " + k.name + " with dynamic shared memory (its kernels use static shared arrays)");
+        // Decoded now, as the runtime copies the arguments at the launch.
+        auto launch = std::make_shared<Decoded>();
+        launch->kernel = &k;
+        launch->grid = grid.x;
+        size_t i = 0;
+        for (const ir::Param& p : k.params) {
+            if (p.kind == ir::ParamKind::Buffer) {
+                void* ptr = *static_cast<void**>(args[i++]);
+                device_range(ptr, 0, "argument " + p.name + " of " + k.name);
+                launch->buffers.emplace_back(p.name, ptr, p.type);
+                continue;
+            }
+            cpu::ScalarArg a;
+            a.type = p.type;
+            a.i = 0;
+            const void* v = args[i++];
+            switch (p.type) {
+                case ir::ScalarType::Bool: a.i = *static_cast<const bool*>(v); break;
+                case ir::ScalarType::I32: a.i = *static_cast<const int32_t*>(v); break;
+                case ir::ScalarType::U32: a.i = *static_cast<const uint32_t*>(v); break;
+                case ir::ScalarType::I64:
+                case ir::ScalarType::U64: a.i = *static_cast<const int64_t*>(v); break;
+                case ir::ScalarType::F32: a.f = *static_cast<const float*>(v); break;
+                case ir::ScalarType::F64: a.f = *static_cast<const double*>(v); break;
+            }
+            launch->scalars[p.name] = a;
+        }
+        if (!k.checks.empty()) {
+            launch->error_record = *static_cast<void**>(args[i++]);
+            device_range(launch->error_record, sizeof(ErrorRecord), "the error record of " + k.name);
+        }
+        const int64_t number = ++launch_count_;
+        s.queue.push_back([this, launch, number] { run_launch(*launch, number); });
+        return cudaSuccess;
+    }
+
+    cudaError_t eventCreate(cudaEvent_t* event) override {
+        std::lock_guard lock(mutex_);
+        auto e = std::make_unique<Event>();
+        *event = reinterpret_cast<cudaEvent_t>(e.get());
+        events_.emplace(*event, std::move(e));
+        return sticky_;
+    }
+    cudaError_t eventRecord(cudaEvent_t event, cudaStream_t stream) override {
+        std::lock_guard lock(mutex_);
+        Event* e = find_event(event);
+        find_stream(stream).queue.push_back([e] {
+            e->at = std::chrono::steady_clock::now();
+            e->recorded = true;
+        });
+        return sticky_;
+    }
+    cudaError_t eventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) override {
+        std::lock_guard lock(mutex_);
+        const Event *a = find_event(start), *b = find_event(end);
+        if (!a->recorded || !b->recorded) return cudaErrorNotReady;
+        *ms = std::chrono::duration<float, std::milli>(b->at - a->at).count();
+        return sticky_;
+    }
+    cudaError_t eventDestroy(cudaEvent_t event) override {
+        std::lock_guard lock(mutex_);
+        events_.erase(event);
+        return cudaSuccess;
+    }
+
+    cudaError_t getLastError() override { return sticky_; }
+    const char* getErrorName(cudaError_t error) override { return cudaGetErrorName(error); }
+    const char* getErrorString(cudaError_t error) override { return cudaGetErrorString(error); }
+
+private:
+    struct Decoded {
+        const ir::Kernel* kernel = nullptr;
+        int64_t grid = 1;
+        std::vector<std::tuple<std::string, void*, ir::ScalarType>> buffers;
+        std::map<std::string, cpu::ScalarArg> scalars;
+        void* error_record = nullptr;
+    };
+
+    void check_pool(cudaMemPool_t pool) const {
+        if (pool != reinterpret_cast<cudaMemPool_t>(const_cast<uint64_t*>(&release_threshold_)))
+            violation("an unknown memory pool");
+    }
+    Stream& find_stream(cudaStream_t stream) {
+        auto it = streams_.find(stream);
+        if (it == streams_.end()) violation("work on a stream that was not created (or the legacy default stream)");
+        return *it->second;
+    }
+    Event* find_event(cudaEvent_t event) {
+        auto it = events_.find(event);
+        if (it == events_.end()) violation("an unknown event");
+        return it->second.get();
+    }
+    bool is_device(const void* p) const {
+        const auto* b = static_cast<const std::byte*>(p);
+        return b >= base_ && b < base_ + kAddressRange;
+    }
+    size_t offset_of(const void* p, const std::string& what) const {
+        if (!is_device(p)) violation(what + " was given host address " + address(p) + ", not device memory");
+        return static_cast<size_t>(static_cast<const std::byte*>(p) - base_);
+    }
+    static std::string address(const void* p) {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%p", p);
+        return buf;
+    }
+    // The host memory behind [p, p + bytes) of one live allocation.
+    std::byte* device_range(const void* p, size_t bytes, const std::string& what) {
+        const size_t at = offset_of(p, what);
+        auto it = allocations_.upper_bound(at);
+        if (it == allocations_.begin()) violation(what + " is not in any allocation");
+        --it;
+        const Allocation& a = it->second;
+        const size_t into = at - it->first;
+        if (!a.host) violation(what + " is in freed memory (" + address(p) + ")");
+        if (into + bytes > std::max<size_t>(a.bytes, 1))
+            violation(what + " runs past its allocation (" + std::to_string(into) + " + " + std::to_string(bytes) +
+                      " bytes of " + std::to_string(a.bytes) + ")");
+        return a.host + into;
+    }
+    // The bytes of an image the runtime would parse: text images (PTX, the
+    // simulated NVRTC's) end at their NUL, an ELF cubin at its last table.
+    static std::string image_bytes(const void* image) {
+        const auto* p = static_cast<const unsigned char*>(image);
+        if (std::memcmp(p, "\x7f" "ELF", 4) != 0) return std::string(reinterpret_cast<const char*>(p));
+        uint64_t shoff, phoff;
+        uint16_t phentsize, phnum, shentsize, shnum;
+        std::memcpy(&phoff, p + 0x20, 8);
+        std::memcpy(&shoff, p + 0x28, 8);
+        std::memcpy(&phentsize, p + 0x36, 2);
+        std::memcpy(&phnum, p + 0x38, 2);
+        std::memcpy(&shentsize, p + 0x3a, 2);
+        std::memcpy(&shnum, p + 0x3c, 2);
+        const uint64_t end = std::max(shoff + uint64_t{shentsize} * shnum, phoff + uint64_t{phentsize} * phnum);
+        return std::string(reinterpret_cast<const char*>(p), end);
+    }
+
+    void run_queue(Stream& s) {
+        while (!s.queue.empty()) {
+            auto op = std::move(s.queue.front());
+            s.queue.pop_front();
+            if (sticky_ == cudaSuccess) op();  // after a sticky error nothing runs
+        }
+    }
+
+    void run_launch(const Decoded& d, int64_t number) {
+        ++stats_.launches;
+        if (number == faults_.sticky_at_launch) {
+            sticky_ = cudaErrorIllegalAddress;
+            return;
+        }
+        cpu::LaunchArgs la;
+        la.grid = d.grid;
+        la.scalars = d.scalars;
+        for (const auto& [name, ptr, type] : d.buffers) {
+            const size_t at = offset_of(ptr, name);
+            auto it = --allocations_.upper_bound(at);
+            std::byte* host = device_range(ptr, 0, "argument " + name + " of " + d.kernel->name);
+            const size_t room = it->second.bytes - (at - it->first);
+            la.buffers[name] = cpu::BufferArg{host, static_cast<int64_t>(room / ir::scalar_size(type))};
+        }
+        cpu::ExecOptions options;
+        options.check = true;  // races, divergent barriers and shuffles fail the test
+        cpu::Counters counters;
+        const cpu::KernelError err = cpu::run_kernel(*d.kernel, la, options, counters);
+        if (err.code < 0 || !d.error_record) return;
+        auto* r = reinterpret_cast<ErrorRecord*>(device_range(d.error_record, sizeof(ErrorRecord), "error record"));
+        // The lowest failing thread's record (run_kernel found it); one
+        // record per launch, reset by the host before each.
+        if (r->code < 0) {
+            r->key = 0;
+            r->code = err.code;
+            r->index = err.index;
+            r->extent = err.extent;
+        }
+    }
+
+    mutable std::mutex mutex_;
+    SimulatedFaults faults_;
+    std::byte* base_ = nullptr;
+    size_t next_ = 0;
+    std::map<size_t, Allocation> allocations_;
+    std::map<cudaStream_t, std::unique_ptr<Stream>> streams_;
+    std::map<cudaEvent_t, std::unique_ptr<Event>> events_;
+    std::map<std::string, ir::Kernel> described_;
+    std::map<cudaLibrary_t, std::unique_ptr<Library>> libraries_;
+    uint64_t release_threshold_ = 0;
+    int64_t allocation_attempts_ = 0;
+    int64_t launch_count_ = 0;
+    cudaError_t sticky_ = cudaSuccess;
+    SimulatedDeviceStats stats_;
+};
+
+}  // namespace
+
+SimulatedFaults simulated_faults_from_env() {
+    SimulatedFaults f;
+    const char* env = std::getenv("SHOAL_SIMULATED_FAULTS");
+    if (!env) return f;
+    std::string text = env;
+    size_t from = 0;
+    while (from <= text.size()) {
+        size_t comma = text.find(',', from);
+        if (comma == std::string::npos) comma = text.size();
+        const std::string item = text.substr(from, comma - from);
+        from = comma + 1;
+        if (item.empty()) continue;
+        try {
+            if (item.rfind("oom@", 0) == 0) f.oom_at_allocation = std::stoi(item.substr(4));
+            else if (item.rfind("sticky@", 0) == 0) f.sticky_at_launch = std::stoi(item.substr(7));
+            else if (item.rfind("memory=", 0) == 0) f.memory_bytes = parse_bytes(item.substr(7));
+            else throw std::invalid_argument(item);
+        } catch (const std::exception&) {
+            internal_error(__FILE__, __LINE__,
+                           "SHOAL_SIMULATED_FAULTS: cannot read '" + item + "' (expected oom@N, sticky@N or memory=64MiB)");
+        }
+    }
+    return f;
+}
+
+std::shared_ptr<SimulatedDevice> simulated_device(const SimulatedFaults& faults) {
+    return std::make_shared<Simulator>(faults);
+}
+
+}  // namespace shoal::cuda

@@ -1,0 +1,60 @@
+// A simulated CUDA device behind CudaApi: how the CUDA executor is tested
+// on machines without a GPU (all of ours). It is strict where a real GPU
+// would be lenient or lucky:
+//
+// - Device memory is host memory behind opaque addresses in a reserved,
+//   inaccessible address range: host code that dereferences a device pointer
+//   crashes, and a copy or a kernel given a host pointer, a freed address or
+//   one past its allocation is a simulator violation (Error(Internal)).
+// - Work on a stream is queued and runs only at a synchronisation point
+//   (streamSynchronize, or a freeAsync's memory being reused): a copy to the
+//   host read before its stream is synchronised leaves the host bytes
+//   unchanged, so a missing synchronisation gives a wrong answer instead of
+//   passing by luck. Host memory a copy reads is read when the copy runs.
+// - A launch decodes its argument array exactly as the kernel's parameter
+//   list declares it (codegen/cuda_printer.cpp: buffers as pointers, scalars
+//   by value, the error record last) and runs that kernel's IR on the CPU
+//   executor in checking mode. The IR comes from CudaApi::describe_image:
+//   loading an image nobody described fails as a corrupt image would.
+// - Faults on demand: out of memory at the Nth allocation, a sticky error at
+//   the Nth launch (every later call then fails with it, as on a GPU).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "runtime/cuda/cuda_api.h"
+
+namespace shoal::cuda {
+
+struct SimulatedFaults {
+    int64_t memory_bytes = int64_t{16} << 30;  // the device's memory
+    int oom_at_allocation = 0;  // the Nth allocation (1-based) fails; 0: none
+    int sticky_at_launch = 0;   // the Nth launch fails with an illegal address when it runs; 0: none
+};
+
+// SHOAL_SIMULATED_FAULTS, e.g. "oom@3,sticky@2,memory=64MiB" (for tests
+// that drive the shoal binary); unset gives the defaults. Throws
+// Error(Internal) naming a malformed item.
+SimulatedFaults simulated_faults_from_env();
+
+// What the simulated device did, for tests.
+struct SimulatedDeviceStats {
+    int64_t synchronisations = 0;
+    int64_t launches = 0;        // run
+    int64_t allocations = 0;     // made
+    int64_t live_allocations = 0;
+    int64_t bytes_in_use = 0;    // live allocations
+    int64_t bytes_cached = 0;    // freed into the pool, kept (release threshold)
+    int64_t copies_to_device = 0, copies_to_host = 0;
+    int64_t libraries_loaded = 0;
+};
+
+class SimulatedDevice : public CudaApi {
+public:
+    virtual SimulatedDeviceStats stats() const = 0;
+};
+
+std::shared_ptr<SimulatedDevice> simulated_device(const SimulatedFaults& faults = {});
+
+}  // namespace shoal::cuda
