@@ -34,7 +34,10 @@ struct BackendStats {
 };
 
 // The fusion engine running its plans on `executor`.
-std::shared_ptr<CompiledBackend> make_compiled_backend(std::shared_ptr<ir::PlanExecutor> executor);
+// `factory` makes the executors `:set executor` asks for (and the CPU one a
+// session moves to when its GPU stops); null: the executor is fixed.
+std::shared_ptr<CompiledBackend> make_compiled_backend(std::shared_ptr<ir::PlanExecutor> executor,
+                                                       ir::ExecutorFactory factory = nullptr);
 
 // Called with every plan a backend compiles (a plan cache miss), in any
 // session: the tests compile all of them with NVRTC. Null: none.

@@ -303,8 +303,15 @@ std::optional<Value> FusionEngine::compile_builtin(const std::string& name, cons
 // ---------------------------------------------------------------- interface
 std::string FusionEngine::description() const { return "compiled kernels on " + executor_->description(); }
 
-std::shared_ptr<CompiledBackend> make_compiled_backend(std::shared_ptr<ir::PlanExecutor> executor) {
-    return std::make_shared<FusionEngine>(std::move(executor));
+void FusionEngine::use_executor(const std::string& name) {
+    if (name == executor_->name() && executor_->lost_reason().empty()) return;
+    if (!factory_) user_error(ErrorKind::Runtime, Loc{}, "this program cannot switch executors");
+    executor_ = factory_(name);
+}
+
+std::shared_ptr<CompiledBackend> make_compiled_backend(std::shared_ptr<ir::PlanExecutor> executor,
+                                                       ir::ExecutorFactory factory) {
+    return std::make_shared<FusionEngine>(std::move(executor), std::move(factory));
 }
 
 const BackendStats& backend_stats(CompiledBackend& b) { return dynamic_cast<FusionEngine&>(b).stats; }

@@ -17,7 +17,8 @@ namespace shoal::compiled {
 
 class FusionEngine final : public CompiledBackend, public std::enable_shared_from_this<FusionEngine> {
 public:
-    explicit FusionEngine(std::shared_ptr<ir::PlanExecutor> executor) : executor_(std::move(executor)) {}
+    FusionEngine(std::shared_ptr<ir::PlanExecutor> executor, ir::ExecutorFactory factory)
+        : executor_(std::move(executor)), factory_(std::move(factory)) {}
 
     std::optional<Value> apply_builtin(std::string_view name, const Type& type, std::span<const Value> args,
                                        EvalContext& ctx, const Loc& loc) override;
@@ -26,6 +27,11 @@ public:
     std::string explain(const std::function<void()>& run, const ExplainOptions& options) override;
     std::vector<KernelProfile> profile(const std::function<void()>& run) override;
     std::string description() const override;
+    std::string executor_name() const override { return executor_->name(); }
+    void use_executor(const std::string& name) override;
+    std::string device_lost() const override { return executor_->lost_reason(); }
+    std::string device_report() const override { return executor_->device_report(); }
+    TransferCounters transfers() const override { return executor_->transfers(); }
 
     // Forces a group: one map kernel writing every member, or (when a
     // function does not compile) the reference evaluator's replay.
@@ -77,6 +83,7 @@ private:
     std::optional<Value> scatter(std::span<const Value> args, EvalContext& ctx);
 
     std::shared_ptr<ir::PlanExecutor> executor_;
+    ir::ExecutorFactory factory_;
     ir::RunOptions options_;
     PlanCache cache_;
     // During explain(): each plan run, as the user reads it (display_names.h).

@@ -8,6 +8,7 @@
 // `:cuda`/`:profile` support serve every device.
 #pragma once
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -88,7 +89,18 @@ public:
     // One line for banners and `:help`: what runs the kernels, and where.
     virtual std::string description() const = 0;
     virtual PlanOutcome run(const LaunchPlan& plan, const PlanBindings& bindings, const RunOptions& options) = 0;
+    // Why the device can no longer be used (a sticky CUDA error), or empty.
+    // The session then moves to the CPU executor (docs/cuda-backend.md).
+    virtual std::string lost_reason() const { return ""; }
+    // `:device`: the device's properties, or why there is no GPU.
+    virtual std::string device_report() const = 0;
+    // Host <-> device copies made since the executor started.
+    virtual TransferCounters transfers() const { return {}; }
 };
+
+// Makes the executor a session asks for by name ("cpu", "cuda"); throws
+// Error(Runtime) saying why when that one is not available here.
+using ExecutorFactory = std::function<std::shared_ptr<PlanExecutor>(const std::string& name)>;
 
 // What every executor does with a failed check (a Check step): raises the
 // shoal::Error(Runtime) the reference evaluator gives, at the check's source

@@ -456,7 +456,8 @@ DisplayData profile_display(const std::vector<KernelProfile>& kernels, double wa
                              " in all (bytes and sectors are what a GPU would move)");
 }
 
-DisplayData time_display(const std::vector<KernelProfile>& kernels, double wall_seconds, bool compiled) {
+DisplayData time_display(const std::vector<KernelProfile>& kernels, double wall_seconds, bool compiled,
+                         const TransferCounters& moved) {
     KernelProfile total;
     for (const KernelProfile& k : kernels) total += k;
     const int64_t launches = total.launches, nanoseconds = total.nanoseconds;
@@ -467,6 +468,11 @@ DisplayData time_display(const std::vector<KernelProfile>& kernels, double wall_
         d.plain += " (kernels " + duration_text(static_cast<double>(nanoseconds) * 1e-9) + " in " +
                    std::to_string(launches) + (launches == 1 ? " launch" : " launches") + " of " +
                    std::to_string(kernels.size()) + (kernels.size() == 1 ? " kernel)" : " kernels)");
+    auto copies = [](int64_t n, int64_t bytes, const char* where) {
+        return std::to_string(n) + (n == 1 ? " copy " : " copies ") + where + " (" + human_bytes(bytes) + ")";
+    };
+    if (moved.to_device_copies) d.plain += "; " + copies(moved.to_device_copies, moved.to_device_bytes, "to the device");
+    if (moved.to_host_copies) d.plain += "; " + copies(moved.to_host_copies, moved.to_host_bytes, "to the host");
     d.rich["text/html"] = "<div style=\"color:#666;font-family:monospace;font-size:12px\">" + html_escape(d.plain) + "</div>";
     return d;
 }

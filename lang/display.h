@@ -39,6 +39,7 @@ DisplayData profile_display(const std::vector<KernelProfile>& kernels, double wa
 
 // :time: "time: 12.3 ms (kernels 10.1 ms in 5 launches, 3 kernels)"; without
 // kernels (the reference evaluator, or no array work) the wall time alone.
-DisplayData time_display(const std::vector<KernelProfile>& kernels, double wall_seconds, bool compiled);
+DisplayData time_display(const std::vector<KernelProfile>& kernels, double wall_seconds, bool compiled,
+                         const TransferCounters& moved = {});
 
 }  // namespace shoal

@@ -34,6 +34,20 @@ struct KernelCounters {
     }
 };
 
+// Copies between host and device memory an executor made (counted since it
+// started; `:time` shows the difference a statement made). The CPU executor
+// makes none.
+struct TransferCounters {
+    int64_t to_device_copies = 0, to_device_bytes = 0;
+    int64_t to_host_copies = 0, to_host_bytes = 0;
+
+    TransferCounters operator-(const TransferCounters& b) const {
+        return {to_device_copies - b.to_device_copies, to_device_bytes - b.to_device_bytes,
+                to_host_copies - b.to_host_copies, to_host_bytes - b.to_host_bytes};
+    }
+    bool any() const { return to_device_copies || to_host_copies; }
+};
+
 // One kernel's counters during a :profile or :time run, summed over its launches.
 struct KernelProfile : KernelCounters {
     std::string plan;    // the launch plan (the primitive that made it)

@@ -230,6 +230,37 @@ struct Session::Impl {
         }
     }
 
+    // After the GPU stopped: forgets the bindings whose arrays were only in
+    // its memory, and those whose definitions use them; returns their names.
+    std::vector<std::string> forget_device_only() {
+        std::set<std::string> gone;  // keys
+        for (const auto& [key, b] : globals)
+            if (device_only(b->value)) gone.insert(key);
+        for (bool more = true; more;) {
+            more = false;
+            for (const auto& [key, used] : refs)
+                if (!gone.count(key) && std::any_of(used.begin(), used.end(), [&](const auto& k) { return gone.count(k) > 0; }))
+                    more = gone.insert(key).second;
+        }
+        std::vector<std::string> lost;
+        for (auto it = names.begin(); it != names.end();) {
+            if (!gone.count(it->second)) {
+                ++it;
+                continue;
+            }
+            lost.push_back(it->first);
+            definitions.erase(it->first);
+            it = names.erase(it);
+        }
+        collect();
+        return lost;
+    }
+    static bool device_only(const Value& v) {
+        if (v.is_delayed()) return !v.delayed()->host();
+        if (!v.is_tuple()) return false;
+        return std::any_of(v.tuple().begin(), v.tuple().end(), device_only);
+    }
+
     void clear() {
         globals.clear();
         names.clear();
@@ -291,6 +322,11 @@ struct SessionCommands {
         if (name == "profile" || name == "time") return measure(*cmd, arg, name == "profile");
         if (name == "plot" || name == "hist") return plot(*cmd, arg, name == "hist" ? PlotKind::Hist : PlotKind::Plot);
         if (name == "set") return set(*cmd, arg);
+        if (name == "device") {
+            no_argument(*cmd, arg);
+            out.text(require_compiled()->device_report());
+            return true;
+        }
         if (name == "quit") {
             no_argument(*cmd, arg);
             s.quit_ = true;
@@ -586,6 +622,7 @@ struct SessionCommands {
         if (per_kernel) ctx.backend = require_compiled();
         CompiledBackend* backend = dynamic_cast<CompiledBackend*>(ctx.backend);
         Value v;
+        const TransferCounters moved_before = backend ? backend->transfers() : TransferCounters{};
         const auto start = std::chrono::steady_clock::now();
         auto run = [&] { v = force(evaluate(e, ctx)); };
         std::vector<KernelProfile> kernels;
@@ -598,7 +635,8 @@ struct SessionCommands {
             return true;
         }
         if (!v.is_unit()) out.value(v, t, format_value(v, s.settings_.print_threshold));
-        out.display(time_display(kernels, wall, backend != nullptr));
+        out.display(time_display(kernels, wall, backend != nullptr,
+                                 backend ? backend->transfers() - moved_before : TransferCounters{}));
         return true;
     }
 
@@ -660,7 +698,8 @@ struct SessionCommands {
         if (arg.empty()) {
             out.text("print " + std::to_string(s.settings_.print_threshold) + "\ncheck " +
                      (s.settings_.check ? "on" : "off") + "\nseed " + std::to_string(s.settings_.seed) +
-                     "\nbackend " + (s.settings_.compiled && s.compiled_backend() ? "compiled" : "reference"));
+                     "\nbackend " + (s.settings_.compiled && s.compiled_backend() ? "compiled" : "reference") +
+                     (s.compiled_backend() ? "\nexecutor " + s.compiled_backend()->executor_name() : ""));
             return true;
         }
         size_t sp = arg.find_first_of(" \t");
@@ -687,6 +726,18 @@ struct SessionCommands {
                 user_error(ErrorKind::Usage, stmt.loc, "usage: :set backend reference|compiled");
             if (value == "compiled") require_compiled();
             s.settings_.compiled = value == "compiled";
+            return true;
+        }
+        if (key == "executor") {
+            if (value != "cpu" && value != "cuda") user_error(ErrorKind::Usage, stmt.loc, "usage: :set executor cpu|cuda");
+            CompiledBackend* b = require_compiled();
+            try {
+                b->use_executor(std::string(value));
+            } catch (Error& e) {
+                e.loc = stmt.argument_loc;
+                throw;
+            }
+            out.text("kernels run on " + b->description().substr(b->description().find(" on ") + 4));
             return true;
         }
         usage(c);
@@ -836,8 +887,21 @@ bool SessionCommands::run_statement_reporting_errors(Session& s, const SourcePtr
                 return SessionCommands{s, I, out, *stmt, src}.run();
         }
         internal_error(__FILE__, __LINE__, "unknown statement kind");
-    } catch (const Error& e) {
+    } catch (const Error& caught) {
+        Error e = caught;
         if (e.kind == ErrorKind::Interrupted) I.interrupt_reported = true;
+        // A GPU that stopped (a sticky CUDA error) is given up for the CPU;
+        // the arrays only it held are gone, every other binding stays.
+        if (I.compiled && !I.compiled->device_lost().empty()) {
+            I.compiled->use_executor("cpu");
+            const std::vector<std::string> lost = I.forget_device_only();
+            std::string names;
+            for (const std::string& n : lost) names += (names.empty() ? "" : ", ") + n;
+            e.notes.push_back("the session moved to the CPU executor; " +
+                              (lost.empty() ? std::string("no binding was lost")
+                                            : "lost (their arrays were only in GPU memory): " + names) +
+                              "; :set executor cuda after restarting Shoal uses the GPU again");
+        }
         if (e.loc.valid() || !stmt_loc.valid()) {
             out.error(e);
         } else {

@@ -81,6 +81,19 @@ public:
     virtual std::vector<KernelProfile> profile(const std::function<void()>& run) = 0;
     // What runs the arrays, for banners and `:help`: "compiled kernels on the CPU executor (...)".
     virtual std::string description() const = 0;
+    // The executor's short name ("cpu", "cuda").
+    virtual std::string executor_name() const = 0;
+    // Switches the executor (`:set executor cpu|cuda`; the CPU after a GPU
+    // stopped). Arrays move between memories when they are next used. Throws
+    // Error(Runtime) saying why the executor is not available.
+    virtual void use_executor(const std::string& name) = 0;
+    // Why the GPU can no longer be used (a sticky CUDA error), or empty.
+    virtual std::string device_lost() const = 0;
+    // `:device`: the GPU (name, compute capability, SMs, memory, driver and
+    // runtime versions), or why there is none.
+    virtual std::string device_report() const = 0;
+    // Host <-> device copies the current executor made since it started.
+    virtual TransferCounters transfers() const = 0;
 };
 using CompiledBackendFactory = std::shared_ptr<CompiledBackend> (*)();
 void set_compiled_backend_factory(CompiledBackendFactory factory);

@@ -49,27 +49,49 @@ std::shared_ptr<ir::PlanExecutor> cuda_executor(std::string& why_not) {
 }
 #endif
 
-}  // namespace
-
-std::shared_ptr<ir::PlanExecutor> default_executor() {
-    // SHOAL_DEVICE: "cpu", or "simulated" (the test suite's simulated GPU);
-    // otherwise the GPU when there is a usable one.
+// SHOAL_DEVICE: "cpu", or "simulated" (the test suite's simulated GPU);
+// otherwise the machine's GPU when it has a usable one.
+std::string device_wanted() {
     const char* env = std::getenv("SHOAL_DEVICE");
-    const std::string wanted = env ? env : "";
-    if (wanted == "cpu") return cpu::make_cpu_executor("SHOAL_DEVICE=cpu");
+    return env ? env : "";
+}
+
+// The GPU executor, or null and why not.
+std::shared_ptr<ir::PlanExecutor> gpu_executor(std::string& why_not) {
 #ifdef SHOAL_HAVE_CUDA
-    if (wanted == "simulated")
-        return cuda::make_cuda_executor(cuda::simulated_device(cuda::simulated_faults_from_env()), simulated_compile);
-    std::string why_not;
-    if (auto gpu = cuda_executor(why_not)) return gpu;
-    return cpu::make_cpu_executor(why_not);
+    if (device_wanted() == "simulated") return simulated_gpu_executor(cuda::simulated_faults_from_env());
+    return cuda_executor(why_not);
 #else
-    return cpu::make_cpu_executor("Shoal was built without the CUDA toolkit");
+    why_not = "Shoal was built without the CUDA toolkit";
+    return nullptr;
 #endif
 }
 
+}  // namespace
+
+#ifdef SHOAL_HAVE_CUDA
+std::shared_ptr<ir::PlanExecutor> simulated_gpu_executor(const cuda::SimulatedFaults& faults) {
+    return cuda::make_cuda_executor(cuda::simulated_device(faults), simulated_compile);
+}
+#endif
+
+std::shared_ptr<ir::PlanExecutor> default_executor() {
+    if (device_wanted() == "cpu") return cpu::make_cpu_executor("SHOAL_DEVICE=cpu");
+    std::string why_not;
+    if (auto gpu = gpu_executor(why_not)) return gpu;
+    return cpu::make_cpu_executor(why_not);
+}
+
+std::shared_ptr<ir::PlanExecutor> make_executor(const std::string& name) {
+    if (name == "cpu") return cpu::make_cpu_executor("the session was switched to the CPU (:set executor cuda returns)");
+    if (name != "cuda") user_error(ErrorKind::Usage, Loc{}, "unknown executor '" + name + "' (cpu or cuda)");
+    std::string why_not;
+    if (auto gpu = gpu_executor(why_not)) return gpu;
+    user_error(ErrorKind::Runtime, Loc{}, "the CUDA executor is not available: " + why_not);
+}
+
 void install_compiled_backend() {
-    set_compiled_backend_factory([] { return compiled::make_compiled_backend(default_executor()); });
+    set_compiled_backend_factory([] { return compiled::make_compiled_backend(default_executor(), make_executor); });
 }
 
 }  // namespace shoal::runtime

@@ -6,11 +6,25 @@
 #include <memory>
 
 #include "codegen/plan_executor.h"
+#ifdef SHOAL_HAVE_CUDA
+#include "runtime/cuda/simulated_device.h"
+#endif
 
 namespace shoal::runtime {
 
-// The executor new sessions use.
+// The executor new sessions use: the GPU when there is a usable one (or
+// SHOAL_DEVICE=simulated: the simulated device), else the CPU executor with
+// the reason (SHOAL_DEVICE=cpu forces it).
 std::shared_ptr<ir::PlanExecutor> default_executor();
+
+// The executor `:set executor NAME` asks for ("cpu", "cuda"); throws
+// Error(Runtime) with the reason when there is no usable GPU.
+std::shared_ptr<ir::PlanExecutor> make_executor(const std::string& name);
+
+#ifdef SHOAL_HAVE_CUDA
+// The CUDA executor on a new simulated device with these faults (tests).
+std::shared_ptr<ir::PlanExecutor> simulated_gpu_executor(const cuda::SimulatedFaults& faults);
+#endif
 
 // Makes every Session's compiled backend the fusion engine on default_executor().
 void install_compiled_backend();

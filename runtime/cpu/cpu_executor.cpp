@@ -35,6 +35,11 @@ public:
                (why_no_gpu_.empty() ? ")" : "; no GPU: " + why_no_gpu_ + ")");
     }
 
+    std::string device_report() const override {
+        return (why_no_gpu_.empty() ? std::string("no GPU") : "no GPU: " + why_no_gpu_) + "\nkernels run on " +
+               description();
+    }
+
     ir::PlanOutcome run(const ir::LaunchPlan& plan, const ir::PlanBindings& bindings,
                         const ir::RunOptions& options) override {
         PlanArgs args;

@@ -52,13 +52,28 @@ public:
     cudaStream_t stream() const { return stream_; }
     const DeviceInfo& info() const { return info_; }
 
-    // Every runtime call's result goes through here.
+    // Every runtime call's result goes through here. A sticky error (the
+    // device is unusable until the process ends) names the kernels that may
+    // have caused it: those launched since the host last waited.
     void check(cudaError_t e, const char* call) {
         if (e == cudaSuccess) return;
-        if (is_sticky(e)) lost_ = e;
-        user_error(ErrorKind::Runtime, Loc{},
-                   std::string("CUDA error in ") + call + ": " + api_->getErrorName(e) + " (" +
-                       api_->getErrorString(e) + ")");
+        const std::string what = std::string(api_->getErrorName(e)) + " (" + api_->getErrorString(e) + ")";
+        if (!is_sticky(e)) user_error(ErrorKind::Runtime, Loc{}, std::string("CUDA error in ") + call + ": " + what);
+        lost_ = e;
+        std::string culprit;
+        if (!launched_.empty()) {
+            const auto& [name, origin] = launched_.back();
+            culprit = " in kernel " + name + (origin.empty() ? "" : " (" + origin + ")");
+            if (launched_.size() > 1)
+                culprit += " or one of the " + std::to_string(launched_.size() - 1) + " kernels launched before it";
+        }
+        lost_reason_ = "the GPU stopped with " + what + culprit;
+        user_error(ErrorKind::Runtime, Loc{}, lost_reason_);
+    }
+    const std::string& lost_reason() const { return lost_reason_; }
+    void launched(const ir::Kernel& k) {
+        launched_.emplace_back(k.name, k.comment);
+        if (launched_.size() > 64) launched_.erase(launched_.begin());
     }
 
     // Device memory from the pool. Out of memory: the pool's cached memory
@@ -99,19 +114,20 @@ public:
         check(api_->memcpyAsync(device, host->bytes.data(), host->bytes.size(), cudaMemcpyHostToDevice, stream_),
               "cudaMemcpyAsync (to the device)");
         pinned_.push_back(host);  // read when the copy runs: alive until then
-        bytes_to_device_ += static_cast<int64_t>(host->bytes.size());
-        ++copies_to_device_;
+        transfers_.to_device_bytes += static_cast<int64_t>(host->bytes.size());
+        ++transfers_.to_device_copies;
     }
     void download(void* host, const void* device, int64_t bytes) {
         check(api_->memcpyAsync(host, device, static_cast<size_t>(bytes), cudaMemcpyDeviceToHost, stream_),
               "cudaMemcpyAsync (to the host)");
-        bytes_to_host_ += bytes;
-        ++copies_to_host_;
+        transfers_.to_host_bytes += bytes;
+        ++transfers_.to_host_copies;
     }
     // The host waits for everything queued on the session's stream.
     void synchronise() {
         check(api_->streamSynchronize(stream_), "cudaStreamSynchronize");
         pinned_.clear();
+        launched_.clear();
     }
 
     // The kernel compiled from `source`, loaded once per session.
@@ -134,6 +150,7 @@ public:
     }
 
     bool lost() const { return lost_ != cudaSuccess; }
+    const TransferCounters& transfers() const { return transfers_; }
 
 private:
     std::shared_ptr<CudaApi> api_;
@@ -142,8 +159,10 @@ private:
     cudaStream_t stream_ = nullptr;
     cudaMemPool_t pool_ = nullptr;
     cudaError_t lost_ = cudaSuccess;
+    std::string lost_reason_;
+    std::vector<std::pair<std::string, std::string>> launched_;  // name, source expression: since the last wait
     int64_t bytes_held_ = 0, arrays_held_ = 0;
-    int64_t bytes_to_device_ = 0, copies_to_device_ = 0, bytes_to_host_ = 0, copies_to_host_ = 0;
+    TransferCounters transfers_;
     std::vector<ArrayPtr> pinned_;
     std::map<std::string, Loaded> loaded_;
 };
@@ -308,6 +327,7 @@ private:
                                                  dim3(static_cast<unsigned>(kernel.block_size)), args.data(), 0,
                                                  device_.stream()),
                       "cudaLaunchKernel");
+        device_.launched(kernel);
         ++outcome_.kernel_counters[k].launches;
         ++outcome_.total.launches;
     }
@@ -370,15 +390,30 @@ public:
         : device_(std::move(device)), compile_(std::move(compile)) {}
 
     std::string name() const override { return "cuda"; }
+    std::string lost_reason() const override { return device_->lost_reason(); }
+    TransferCounters transfers() const override { return device_->transfers(); }
+    std::string device_report() const override {
+        const DeviceInfo& d = device_->info();
+        size_t free = 0, total = 0;
+        const bool known = device_->api().memGetInfo(&free, &total) == cudaSuccess;
+        std::string text = "GPU 0: " + d.name + "\n  compute capability " + std::to_string(d.major) + "." +
+                           std::to_string(d.minor) + " (" + d.arch() + "), " + std::to_string(d.sms) + " SMs\n  memory " +
+                           human_bytes(d.memory_bytes) +
+                           (known ? ", " + human_bytes(static_cast<int64_t>(free)) + " free" : "") +
+                           "\n  driver: CUDA " + version_string(d.driver_version) + "; runtime: " + d.runtime + " " +
+                           version_string(d.runtime_version);
+        if (device_->lost()) text += "\n  unusable: " + device_->lost_reason();
+        return text;
+    }
     std::string description() const override {
         const DeviceInfo& d = device_->info();
-        return d.name + " (" + d.arch() + ", " + std::to_string(d.sms) + " SMs, " + human_bytes(d.memory_bytes) +
-               ") through the " + d.runtime + " " + version_string(d.runtime_version);
+        return d.name + " (" + d.arch() + ", " + std::to_string(d.sms) + " SMs, " + human_bytes(d.memory_bytes) + "; " +
+               d.runtime + " " + version_string(d.runtime_version) + ")";
     }
 
     ir::PlanOutcome run(const ir::LaunchPlan& plan, const ir::PlanBindings& bindings,
                         const ir::RunOptions& options) override {
-        if (device_->lost()) user_error(ErrorKind::Runtime, Loc{}, "the GPU stopped after an earlier error");
+        if (device_->lost()) user_error(ErrorKind::Runtime, Loc{}, device_->lost_reason());
         const std::vector<const Device::Loaded*> kernels = load(plan);
         return PlanRun(*device_, device_, plan, kernels, bindings, options).run();
     }

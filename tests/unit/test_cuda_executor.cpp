@@ -1,0 +1,189 @@
+// The CUDA executor on the simulated device (runtime/cuda): the device's
+// strictness itself (unsynchronised copies, host pointers, freed memory),
+// arrays staying in device memory across statements, out of device memory,
+// a sticky error, `:device` and `:set executor`.
+#ifdef SHOAL_HAVE_CUDA
+#include <doctest/doctest.h>
+
+#include <cstring>
+
+#include "codegen/compiled_backend.h"
+#include "lang/session.h"
+#include "runtime/cuda/simulated_device.h"
+#include "runtime/executors.h"
+#include "session_capture.h"
+
+namespace shoal {
+
+namespace {
+
+using testing::SessionCapture;
+
+// Sessions on a fresh simulated device with these faults.
+cuda::SimulatedFaults g_faults;
+
+std::shared_ptr<CompiledBackend> simulated_backend() {
+    return compiled::make_compiled_backend(runtime::simulated_gpu_executor(g_faults), [](const std::string& name) {
+        return name == "cuda" ? runtime::simulated_gpu_executor(g_faults) : runtime::make_executor(name);
+    });
+}
+
+struct SimulatedSession {
+    explicit SimulatedSession(cuda::SimulatedFaults faults = {}) {
+        g_faults = faults;
+        set_compiled_backend_factory(simulated_backend);
+    }
+    ~SimulatedSession() { runtime::install_compiled_backend(); }
+    std::string run(const std::string& text) {
+        SessionCapture out;
+        session.execute(text, "<t>", out);
+        std::string all;
+        for (const auto& v : out.values) all += v + "\n";
+        for (const auto& t : out.texts) all += t + "\n";
+        for (const auto& e : out.errors) all += e + "\n";
+        return all;
+    }
+    Session session;
+};
+
+struct Stream {
+    cuda::SimulatedDevice& d;
+    cudaStream_t s = nullptr;
+    cudaMemPool_t pool = nullptr;
+    explicit Stream(cuda::SimulatedDevice& device) : d(device) {
+        REQUIRE(d.streamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess);
+        REQUIRE(d.deviceGetDefaultMemPool(&pool, 0) == cudaSuccess);
+    }
+    void* alloc(size_t bytes) {
+        void* p = nullptr;
+        REQUIRE(d.mallocFromPoolAsync(&p, bytes, pool, s) == cudaSuccess);
+        return p;
+    }
+};
+
+}  // namespace
+
+TEST_CASE("simulated device: a copy to the host lands only when the stream is synchronised") {
+    auto device = cuda::simulated_device();
+    Stream st(*device);
+    const int in[4] = {1, 2, 3, 4};
+    int out[4] = {0, 0, 0, 0};
+    void* p = st.alloc(sizeof in);
+    CHECK(device->memcpyAsync(p, in, sizeof in, cudaMemcpyHostToDevice, st.s) == cudaSuccess);
+    CHECK(device->memcpyAsync(out, p, sizeof out, cudaMemcpyDeviceToHost, st.s) == cudaSuccess);
+    CHECK(out[3] == 0);  // a missing synchronisation reads stale memory
+    CHECK(device->streamSynchronize(st.s) == cudaSuccess);
+    CHECK(std::memcmp(in, out, sizeof in) == 0);
+    CHECK(device->stats().synchronisations == 1);
+}
+
+TEST_CASE("simulated device: host pointers, freed memory and overruns are violations") {
+    auto device = cuda::simulated_device();
+    Stream st(*device);
+    int host[4] = {};
+    void* p = st.alloc(sizeof host);
+    // A host address where device memory belongs.
+    CHECK_THROWS_WITH_AS(device->memcpyAsync(host, host, sizeof host, cudaMemcpyHostToDevice, st.s),
+                         doctest::Contains("host destination"), Error);
+    // Past the allocation.
+    CHECK_THROWS_WITH_AS(device->memcpyAsync(p, host, 2 * sizeof host, cudaMemcpyHostToDevice, st.s),
+                         doctest::Contains("runs past its allocation"), Error);
+    // Freed (once the free has run).
+    CHECK(device->freeAsync(p, st.s) == cudaSuccess);
+    CHECK(device->streamSynchronize(st.s) == cudaSuccess);
+    CHECK_THROWS_WITH_AS(device->memcpyAsync(host, p, sizeof host, cudaMemcpyDeviceToHost, st.s),
+                         doctest::Contains("freed memory"), Error);
+    // Freed memory stays cached in the pool up to its release threshold (0 here).
+    CHECK(device->stats().bytes_in_use == 0);
+    CHECK(device->stats().live_allocations == 0);
+}
+
+TEST_CASE("simulated device: an image nobody described does not load") {
+    auto device = cuda::simulated_device();
+    cudaLibrary_t lib = nullptr;
+    CHECK(device->libraryLoadData(&lib, "SHOALSIM\nextern \"C\" __global__ void k() {}") == cudaErrorInvalidKernelImage);
+}
+
+TEST_CASE("cuda executor: results stay in device memory across statements; the host gets what it prints") {
+    SimulatedSession s;
+    CHECK(s.run("let x = map (\\i -> float i * 0.5) (iota 100000)\nlet y = map (\\v -> v * 2.0) x\nlet z = x + y") == "");
+    CompiledBackend& b = *s.session.compiled_backend();
+    CHECK(!b.transfers().any());  // three plans, all on the device
+    CHECK(s.run("sum z") == "7.499925e9\n");
+    CHECK(b.transfers().to_host_copies == 1);  // the total, nothing else
+    CHECK(b.transfers().to_host_bytes == 4);
+    CHECK(b.transfers().to_device_copies == 0);
+    CHECK(s.run("z[3]") == "4.5\n");
+    CHECK(s.run("length (filter (\\v -> v > 100.0) z)") == "99933\n");
+    CHECK(s.run("sort [3, 1, 2]") == "[1, 2, 3]\n");
+    CHECK(s.run("argmin [[1, 5, 2], [9, 0, 9]]") == "[0, 1]\n");
+    // A host array read by kernels twice is uploaded once.
+    const TransferCounters before = b.transfers();
+    CHECK(s.run("let h = [1.0, 2.0, 3.0]\nsum h\nsum (map (\\v -> v * v) h)") == "6.0\n14.0\n");
+    CHECK((b.transfers() - before).to_device_copies == 1);
+    CHECK((b.transfers() - before).to_device_bytes == 12);
+    // :time shows the copies a statement made.
+    CHECK(s.run(":time z[0:2]").find("; 1 copy to the host (8 bytes)") != std::string::npos);
+}
+
+TEST_CASE("cuda executor: a failed check in a kernel is the reference's error, and the session goes on") {
+    SimulatedSession s;
+    CHECK(s.run("let x = iota 10") == "");
+    const std::string err = s.run("let z = map (\\i -> x[i + 5]) x");
+    CHECK(err.find("index 10 is out of bounds for axis 0 with extent 10") != std::string::npos);
+    CHECK(s.run("sum x") == "45\n");
+}
+
+TEST_CASE("cuda executor: out of device memory is a clear error and every binding stays") {
+    cuda::SimulatedFaults f;
+    f.memory_bytes = 1 << 20;  // 1 MiB
+    SimulatedSession s(f);
+    CHECK(s.run("let small = map (\\i -> i * 2) (iota 1000)") == "");
+    const std::string err = s.run("let big = map float (iota 1000000)");
+    INFO(err);
+    CHECK(err.find("out of device memory: tried to allocate 3.8 MiB; ") != std::string::npos);
+    CHECK(err.find("free of 1.0 MiB; Shoal holds ") != std::string::npos);
+    CHECK(s.run("sum small") == "999000\n");
+}
+
+TEST_CASE("cuda executor: an allocation that fails once is retried after the pool is trimmed") {
+    cuda::SimulatedFaults f;
+    f.oom_at_allocation = 2;
+    SimulatedSession s(f);
+    CHECK(s.run("sum (map (\\i -> i * 2) (iota 1000))") == "999000\n");
+}
+
+TEST_CASE("cuda executor: a sticky error names the kernel, moves the session to the CPU, keeps host bindings") {
+    cuda::SimulatedFaults f;
+    f.sticky_at_launch = 3;
+    SimulatedSession s(f);
+    CHECK(s.run("let h = [1, 2, 3]") == "");                       // on the host
+    CHECK(s.run("let d = map (\\i -> i + 1) (iota 10)") == "");     // launch 1: on the device
+    CHECK(s.run("let e = map (\\i -> i * 3) d") == "");              // launch 2
+    CHECK(s.run("let f k = sum d + k") == "");                       // uses d
+    const std::string err = s.run("sum (map (\\i -> i * i) h)");     // launch 3 fails
+    INFO(err);
+    CHECK(err.find("the GPU stopped with cudaErrorIllegalAddress") != std::string::npos);
+    CHECK(err.find("in kernel ") != std::string::npos);
+    CHECK(err.find("sum (map (\\i -> i * i) h)") != std::string::npos);
+    CHECK(err.find("the session moved to the CPU executor; lost (their arrays were only in GPU memory): d, e, f") !=
+          std::string::npos);
+    CHECK(s.run("sum (map (\\i -> i * i) h)") == "14\n");
+    CHECK(s.run("d").find("unknown name") != std::string::npos);
+    CHECK(s.run(":device").find("no GPU") == 0);
+}
+
+TEST_CASE("cuda executor: :device and :set executor move arrays between memories") {
+    SimulatedSession s;
+    const std::string device = s.run(":device");
+    CHECK(device.find("GPU 0: Shoal simulated device\n  compute capability 9.0 (sm_90), 132 SMs") == 0);
+    CHECK(s.run("let d = map (\\i -> i * 2) (iota 5)") == "");
+    CHECK(s.run(":set executor cpu").find("kernels run on the CPU executor") == 0);
+    CHECK(s.run("map (\\v -> v + 1) d") == "[1, 3, 5, 7, 9]\n");  // came to the host
+    CHECK(s.run(":set executor cuda").find("kernels run on Shoal simulated device (sm_90") == 0);
+    CHECK(s.run("sum d") == "20\n");
+    CHECK(s.run(":set executor gpu").find("usage: :set executor cpu|cuda") != std::string::npos);
+}
+
+}  // namespace shoal
+#endif
