@@ -1,13 +1,15 @@
 #include "runtime/executors.h"
 
 #include <cstdlib>
+#include <filesystem>
 
 #include "codegen/compiled_backend.h"
 #include "lang/diagnostics.h"
 #include "runtime/cpu/cpu_executor.h"
 #ifdef SHOAL_HAVE_CUDA
 #include "runtime/cuda/cuda_executor.h"
-#include "runtime/cuda/nvrtc.h"
+#include "runtime/cuda/kernel_compiler.h"
+#include "runtime/cuda/simulated_nvrtc.h"
 #include "runtime/cuda/simulated_device.h"
 #endif
 
@@ -16,28 +18,15 @@ namespace shoal::runtime {
 namespace {
 
 #ifdef SHOAL_HAVE_CUDA
-// The simulated device's "NVRTC": an image that names its source, which the
-// simulated device runs as the kernel IR it was told about.
-std::vector<std::string> simulated_compile(const std::vector<cuda::KernelSource>& kernels, const std::string&) {
-    std::vector<std::string> images;
-    for (const auto& k : kernels) images.push_back("SHOALSIM\n" + k.source);
-    return images;
+// The kernel disk cache (kernel_cache.h's directory), or none with the reason.
+std::shared_ptr<cuda::KernelDiskCache> disk_cache() {
+    std::string why_not;
+    std::filesystem::path dir = cuda::KernelDiskCache::default_directory(&why_not);
+    return std::make_shared<cuda::KernelDiskCache>(dir, cuda::KernelDiskCache::kDefaultMaxBytes, why_not);
 }
 
-std::vector<std::string> nvrtc_compile(const std::vector<cuda::KernelSource>& kernels, const std::string& arch) {
-    std::vector<std::string> images;
-    for (const auto& k : kernels) {
-        cuda::NvrtcResult r = cuda::compile_cuda(k.source, arch);
-        if (!r.ok)
-            internal_error(__FILE__, __LINE__,
-                           "NVRTC failed on kernel " + k.name + " (" + k.origin + "):\n" + r.log + "\n" +
-                               cuda::number_lines(k.source));
-        images.push_back(std::move(r.ptx));
-    }
-    return images;
-}
-
-// The CUDA executor on the machine's first device, or why not.
+// The CUDA executor on the machine's first device, or why not. One compiler
+// (its memory cache) serves every executor of the process.
 std::shared_ptr<ir::PlanExecutor> cuda_executor(std::string& why_not) {
     auto api = cuda::real_cuda_runtime();
     const cuda::Probe p = cuda::probe_device(*api);
@@ -45,7 +34,10 @@ std::shared_ptr<ir::PlanExecutor> cuda_executor(std::string& why_not) {
         why_not = p.why_not;
         return nullptr;
     }
-    return cuda::make_cuda_executor(std::move(api), nvrtc_compile);
+    std::shared_ptr<const cuda::NvrtcApi> nvrtc = cuda::shared_real_nvrtc(&why_not);
+    if (!nvrtc) return nullptr;
+    static std::shared_ptr<cuda::KernelCompiler> compiler = std::make_shared<cuda::KernelCompiler>(nvrtc, disk_cache());
+    return cuda::make_cuda_executor(std::move(api), compiler);
 }
 #endif
 
@@ -70,8 +62,13 @@ std::shared_ptr<ir::PlanExecutor> gpu_executor(std::string& why_not) {
 }  // namespace
 
 #ifdef SHOAL_HAVE_CUDA
-std::shared_ptr<ir::PlanExecutor> simulated_gpu_executor(const cuda::SimulatedFaults& faults) {
-    return cuda::make_cuda_executor(cuda::simulated_device(faults), simulated_compile);
+std::shared_ptr<ir::PlanExecutor> simulated_gpu_executor(const cuda::SimulatedFaults& faults,
+                                                        const cuda::SimulatedNvrtcOptions& nvrtc) {
+    // No disk cache unless SHOAL_CACHE_DIR names one: tests leave ~/.cache alone.
+    std::shared_ptr<cuda::KernelDiskCache> disk;
+    if (std::getenv("SHOAL_CACHE_DIR")) disk = disk_cache();
+    return cuda::make_cuda_executor(cuda::simulated_device(faults),
+                                    std::make_shared<cuda::KernelCompiler>(cuda::simulated_nvrtc(nvrtc), disk));
 }
 #endif
 

@@ -8,6 +8,7 @@
 #include "codegen/plan_executor.h"
 #ifdef SHOAL_HAVE_CUDA
 #include "runtime/cuda/simulated_device.h"
+#include "runtime/cuda/simulated_nvrtc.h"
 #endif
 
 namespace shoal::runtime {
@@ -22,8 +23,10 @@ std::shared_ptr<ir::PlanExecutor> default_executor();
 std::shared_ptr<ir::PlanExecutor> make_executor(const std::string& name);
 
 #ifdef SHOAL_HAVE_CUDA
-// The CUDA executor on a new simulated device with these faults (tests).
-std::shared_ptr<ir::PlanExecutor> simulated_gpu_executor(const cuda::SimulatedFaults& faults);
+// The CUDA executor on a new simulated device with these faults, compiling
+// with the simulated NVRTC (tests).
+std::shared_ptr<ir::PlanExecutor> simulated_gpu_executor(const cuda::SimulatedFaults& faults,
+                                                        const cuda::SimulatedNvrtcOptions& nvrtc = {});
 #endif
 
 // Makes every Session's compiled backend the fusion engine on default_executor().

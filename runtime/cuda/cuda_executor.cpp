@@ -386,8 +386,8 @@ private:
 
 class CudaExecutor final : public ir::PlanExecutor {
 public:
-    CudaExecutor(std::shared_ptr<Device> device, CompileKernels compile)
-        : device_(std::move(device)), compile_(std::move(compile)) {}
+    CudaExecutor(std::shared_ptr<Device> device, std::shared_ptr<KernelCompiler> compiler)
+        : device_(std::move(device)), compiler_(std::move(compiler)) {}
 
     std::string name() const override { return "cuda"; }
     std::string lost_reason() const override { return device_->lost_reason(); }
@@ -433,15 +433,15 @@ private:
             where.push_back(k);
         }
         if (missing.empty()) return out;
-        const std::vector<std::string> images = compile_(missing, device_->info().arch());
+        const std::vector<CompiledKernel> images = compiler_->compile(missing, device_->info().arch());
         SHOAL_INTERNAL_ASSERT(images.size() == missing.size(), "cuda executor: the compiler returned too few images");
         for (size_t m = 0; m < missing.size(); ++m)
-            out[where[m]] = &device_->load(sources[where[m]], images[m], plan.kernels[where[m]]);
+            out[where[m]] = &device_->load(sources[where[m]], images[m].image, plan.kernels[where[m]]);
         return out;
     }
 
     std::shared_ptr<Device> device_;
-    CompileKernels compile_;
+    std::shared_ptr<KernelCompiler> compiler_;
 };
 
 }  // namespace
@@ -484,10 +484,11 @@ Probe probe_device(CudaApi& api, int device) {
     return p;
 }
 
-std::shared_ptr<ir::PlanExecutor> make_cuda_executor(std::shared_ptr<CudaApi> api, CompileKernels compile, int device) {
+std::shared_ptr<ir::PlanExecutor> make_cuda_executor(std::shared_ptr<CudaApi> api,
+                                                     std::shared_ptr<KernelCompiler> compiler, int device) {
     const Probe p = probe_device(*api, device);
     if (!p.why_not.empty()) user_error(ErrorKind::Runtime, Loc{}, p.why_not);
-    return std::make_shared<CudaExecutor>(std::make_shared<Device>(std::move(api), device, p.info), std::move(compile));
+    return std::make_shared<CudaExecutor>(std::make_shared<Device>(std::move(api), device, p.info), std::move(compiler));
 }
 
 }  // namespace shoal::cuda

@@ -2,7 +2,7 @@
 // a CUDA device through CudaApi (the real runtime or the simulated device):
 // allocates from the device's stream-ordered pool, computes host scalars,
 // launches each kernel (printed by codegen/cuda_printer.h, compiled to an
-// image by `compile`, loaded once per session) on the session's stream,
+// image by a KernelCompiler, loaded once per session) on the session's stream,
 // copies the error records and read-back scalars to the host, frees.
 //
 // Launches are asynchronous: the host waits only for a ReadBack step, for
@@ -11,13 +11,13 @@
 // Results stay in device memory (ir::ArrayData::device); a host array a
 // kernel reads is uploaded once and keeps its copy (Array::device_copy).
 #pragma once
-#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "codegen/plan_executor.h"
 #include "runtime/cuda/cuda_api.h"
+#include "runtime/cuda/kernel_compiler.h"
 
 namespace shoal::cuda {
 
@@ -41,19 +41,10 @@ struct Probe {
 };
 Probe probe_device(CudaApi& api, int device = 0);
 
-// One kernel's CUDA source to compile (a whole translation unit).
-struct KernelSource {
-    std::string name;    // the kernel's extern "C" name
-    std::string source;  // prelude + helpers + the kernel
-    std::string origin;  // the Shoal source expression, for error messages
-};
-// Compiles kernels for the device's architecture into images its runtime
-// loads (CUBIN or PTX), in order; an NVRTC failure throws Error(Internal).
-using CompileKernels = std::function<std::vector<std::string>(const std::vector<KernelSource>& kernels,
-                                                              const std::string& arch)>;
-
 // Throws Error(Runtime) with probe_device's reason when the device is not usable.
-std::shared_ptr<ir::PlanExecutor> make_cuda_executor(std::shared_ptr<CudaApi> api, CompileKernels compile,
-                                                     int device = 0);
+// `compiler` turns each kernel into an image for the device's architecture
+// (NVRTC through the kernel caches; the simulated NVRTC in tests).
+std::shared_ptr<ir::PlanExecutor> make_cuda_executor(std::shared_ptr<CudaApi> api,
+                                                     std::shared_ptr<KernelCompiler> compiler, int device = 0);
 
 }  // namespace shoal::cuda
