@@ -36,8 +36,10 @@ struct BackendStats {
 // The fusion engine running its plans on `executor`.
 // `factory` makes the executors `:set executor` asks for (and the CPU one a
 // session moves to when its GPU stops); null: the executor is fixed.
+// `toolchain` compiles for `:compile` and reports `:cache` (null: no GPU compiler).
 std::shared_ptr<CompiledBackend> make_compiled_backend(std::shared_ptr<ir::PlanExecutor> executor,
-                                                       ir::ExecutorFactory factory = nullptr);
+                                                       ir::ExecutorFactory factory = nullptr,
+                                                       std::shared_ptr<ir::KernelToolchain> toolchain = nullptr);
 
 // Called with every plan a backend compiles (a plan cache miss), in any
 // session: the tests compile all of them with NVRTC. Null: none.

@@ -179,6 +179,7 @@ ir::PlanOutcome FusionEngine::run(const std::string& name, FuseContext& fc,
     if (!found.hit && g_plan_observer) g_plan_observer(plan);
     ++(found.hit ? stats.cache_hits : stats.cache_misses);
     if (recording_) recording_->push_back(ir::for_display(plan, {explaining_, fc.shown_names(), source_comment(origin_)}));
+    if (compiling_) compiling_->push_back(plan);
 
     ir::PlanBindings bind;
     for (const ir::PlanScalar& s : plan.scalars)
@@ -186,6 +187,7 @@ ir::PlanOutcome FusionEngine::run(const std::string& name, FuseContext& fc,
     bind.inputs = fc.buffers();
     ir::RunOptions options = options_;
     options.cancel = fc.eval_context().cancel;  // Ctrl-C stops a running kernel
+    options.origin = source_comment(origin_);
     // The plan compiled: its advice applies (even if running it fails).
     if (std::vector<Warning>* w = fc.eval_context().warnings) w->insert(w->end(), fc.warnings.begin(), fc.warnings.end());
     ir::PlanOutcome r = executor_->run(plan, bind, options);
@@ -309,9 +311,42 @@ void FusionEngine::use_executor(const std::string& name) {
     executor_ = factory_(name);
 }
 
+const ir::KernelToolchain& FusionEngine::toolchain() const {
+    if (!toolchain_)
+        user_error(ErrorKind::Runtime, Loc{},
+                   "no GPU compiler: NVRTC is not available (Shoal was built without the CUDA toolkit, or libnvrtc "
+                   "was not found; :device says which)");
+    return *toolchain_;
+}
+
+std::string FusionEngine::compile_report(const std::function<void()>& run_it, const std::string& arch) {
+    toolchain();  // before running anything
+    std::vector<ir::LaunchPlan> shown, run;
+    {
+        const Restore<std::vector<ir::LaunchPlan>*> recording(recording_, &shown);
+        const Restore<std::vector<ir::LaunchPlan>*> compiling(compiling_, &run);
+        run_it();
+    }
+    std::vector<ir::Kernel> kernels, shown_kernels;
+    for (size_t p = 0; p < run.size(); ++p) {
+        kernels.insert(kernels.end(), run[p].kernels.begin(), run[p].kernels.end());
+        shown_kernels.insert(shown_kernels.end(), shown[p].kernels.begin(), shown[p].kernels.end());
+    }
+    if (kernels.empty()) return "no kernels: this expression is evaluated by the reference evaluator";
+    const std::string target = !arch.empty() ? arch : !executor_->gpu_arch().empty() ? executor_->gpu_arch() : "sm_90";
+    return toolchain_->compile_report(kernels, shown_kernels, target);
+}
+
+std::string FusionEngine::cache_report() const { return toolchain().cache_report(); }
+std::string FusionEngine::clear_cache() {
+    toolchain();
+    return toolchain_->clear_cache();
+}
+
 std::shared_ptr<CompiledBackend> make_compiled_backend(std::shared_ptr<ir::PlanExecutor> executor,
-                                                       ir::ExecutorFactory factory) {
-    return std::make_shared<FusionEngine>(std::move(executor), std::move(factory));
+                                                       ir::ExecutorFactory factory,
+                                                       std::shared_ptr<ir::KernelToolchain> toolchain) {
+    return std::make_shared<FusionEngine>(std::move(executor), std::move(factory), std::move(toolchain));
 }
 
 const BackendStats& backend_stats(CompiledBackend& b) { return dynamic_cast<FusionEngine&>(b).stats; }

@@ -17,8 +17,9 @@ namespace shoal::compiled {
 
 class FusionEngine final : public CompiledBackend, public std::enable_shared_from_this<FusionEngine> {
 public:
-    FusionEngine(std::shared_ptr<ir::PlanExecutor> executor, ir::ExecutorFactory factory)
-        : executor_(std::move(executor)), factory_(std::move(factory)) {}
+    FusionEngine(std::shared_ptr<ir::PlanExecutor> executor, ir::ExecutorFactory factory,
+                 std::shared_ptr<ir::KernelToolchain> toolchain)
+        : executor_(std::move(executor)), factory_(std::move(factory)), toolchain_(std::move(toolchain)) {}
 
     std::optional<Value> apply_builtin(std::string_view name, const Type& type, std::span<const Value> args,
                                        EvalContext& ctx, const Loc& loc) override;
@@ -32,6 +33,9 @@ public:
     std::string device_lost() const override { return executor_->lost_reason(); }
     std::string device_report() const override { return executor_->device_report(); }
     TransferCounters transfers() const override { return executor_->transfers(); }
+    std::string compile_report(const std::function<void()>& run, const std::string& arch) override;
+    std::string cache_report() const override;
+    std::string clear_cache() override;
 
     // Forces a group: one map kernel writing every member, or (when a
     // function does not compile) the reference evaluator's replay.
@@ -82,12 +86,16 @@ private:
     std::optional<Value> permute(std::span<const Value> args, EvalContext& ctx);
     std::optional<Value> scatter(std::span<const Value> args, EvalContext& ctx);
 
+    const ir::KernelToolchain& toolchain() const;  // or the error saying there is none
+
     std::shared_ptr<ir::PlanExecutor> executor_;
     ir::ExecutorFactory factory_;
+    std::shared_ptr<ir::KernelToolchain> toolchain_;
     ir::RunOptions options_;
     PlanCache cache_;
     // During explain(): each plan run, as the user reads it (display_names.h).
     std::vector<ir::LaunchPlan>* recording_ = nullptr;
+    std::vector<ir::LaunchPlan>* compiling_ = nullptr;  // during compile_report(): each plan as run
     std::string explaining_;  // ExplainOptions::function during explain()
     Loc origin_;              // the builtin call being compiled or forced
     std::vector<KernelProfile>* profiling_ = nullptr;  // during profile()

@@ -75,6 +75,9 @@ struct RunOptions {
     // Set by another thread to stop the run (Ctrl-C): looked at often, the
     // run then throws Error(Interrupted).
     const std::atomic<bool>* cancel = nullptr;
+    // The source expression the plan computes ("sum (x * y)   -- <stdin>:1:5"),
+    // for errors that can only name a kernel (a GPU that stopped).
+    std::string origin;
 };
 
 // An executor of launch plans. A failed kernel check raises the
@@ -96,6 +99,27 @@ public:
     virtual std::string device_report() const = 0;
     // Host <-> device copies made since the executor started.
     virtual TransferCounters transfers() const { return {}; }
+    // The GPU architecture its kernels are compiled for ("sm_90"), or "".
+    virtual std::string gpu_arch() const { return ""; }
+};
+
+// The GPU compiler as the session sees it, whatever the executor (it works
+// without a GPU): `:compile` and `:cache` (runtime/cuda/kernel_toolchain.h).
+class KernelToolchain {
+public:
+    virtual ~KernelToolchain() = default;
+    // Compiles the kernels for `arch` ("sm_90") through the kernel cache;
+    // per kernel: compile time or cache hit, registers, spills, shared
+    // memory and the occupancy they allow on that architecture.
+    // `shown[i]` is kernels[i] as `:cuda` shows it (the user's names, the
+    // source expression as its comment); kernels[i] is what executors
+    // compile, so both share the cache's entries.
+    virtual std::string compile_report(const std::vector<Kernel>& kernels, const std::vector<Kernel>& shown,
+                                       const std::string& arch) = 0;
+    // The cache's entries, hits, misses and compile time.
+    virtual std::string cache_report() const = 0;
+    // Empties the memory and disk caches; says what was removed.
+    virtual std::string clear_cache() = 0;
 };
 
 // Makes the executor a session asks for by name ("cpu", "cuda"); throws

@@ -322,6 +322,16 @@ struct SessionCommands {
         if (name == "profile" || name == "time") return measure(*cmd, arg, name == "profile");
         if (name == "plot" || name == "hist") return plot(*cmd, arg, name == "hist" ? PlotKind::Hist : PlotKind::Plot);
         if (name == "set") return set(*cmd, arg);
+        if (name == "compile") return compile(*cmd, arg);
+        if (name == "cache") {
+            if (arg == "clear") {
+                out.text(require_compiled()->clear_cache());
+                return true;
+            }
+            if (!arg.empty()) user_error(ErrorKind::Usage, stmt.argument_loc, "usage: :cache [clear]");
+            out.text(require_compiled()->cache_report());
+            return true;
+        }
         if (name == "device") {
             no_argument(*cmd, arg);
             out.text(require_compiled()->device_report());
@@ -640,6 +650,24 @@ struct SessionCommands {
         return true;
     }
 
+    // :compile e: runs e on the array compiler, then compiles the kernels
+    // of every plan it ran for the GPU (`:set arch`, else the device's).
+    bool compile(const CommandInfo& c, std::string_view arg) {
+        if (arg.empty() || !stmt.argument_loc.valid()) usage(c);
+        CompiledBackend* backend = require_compiled();
+        ExprPtr e = argument_expression();
+        check_expression(e, I.type_env());
+        I.pin(e);
+        EvalContext ctx = s.eval_context();
+        ctx.backend = backend;
+        backend->set_check(s.settings_.check);
+        const std::string text =
+            backend->compile_report([&] { force(evaluate(e, ctx)); }, s.settings_.arch);
+        I.random_stream = ctx.random_stream;
+        out.text(text);
+        return true;
+    }
+
     // :plot e / :hist e: evaluates e on the current backend and draws it.
     bool plot(const CommandInfo& c, std::string_view arg, PlotKind kind) {
         if (arg.empty() || !stmt.argument_loc.valid()) usage(c);
@@ -699,7 +727,8 @@ struct SessionCommands {
             out.text("print " + std::to_string(s.settings_.print_threshold) + "\ncheck " +
                      (s.settings_.check ? "on" : "off") + "\nseed " + std::to_string(s.settings_.seed) +
                      "\nbackend " + (s.settings_.compiled && s.compiled_backend() ? "compiled" : "reference") +
-                     (s.compiled_backend() ? "\nexecutor " + s.compiled_backend()->executor_name() : ""));
+                     (s.compiled_backend() ? "\nexecutor " + s.compiled_backend()->executor_name() : "") +
+                     "\narch " + (s.settings_.arch.empty() ? "the GPU's (sm_90 without one)" : s.settings_.arch));
             return true;
         }
         size_t sp = arg.find_first_of(" \t");
@@ -726,6 +755,13 @@ struct SessionCommands {
                 user_error(ErrorKind::Usage, stmt.loc, "usage: :set backend reference|compiled");
             if (value == "compiled") require_compiled();
             s.settings_.compiled = value == "compiled";
+            return true;
+        }
+        if (key == "arch") {
+            const bool ok = value.size() > 3 && value.substr(0, 3) == "sm_" &&
+                            std::all_of(value.begin() + 3, value.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+            if (!ok) user_error(ErrorKind::Usage, stmt.loc, "usage: :set arch sm_XY  (e.g. sm_80, sm_90)");
+            s.settings_.arch = std::string(value);
             return true;
         }
         if (key == "executor") {

@@ -53,6 +53,8 @@ struct SessionSettings {
     // :set backend compiled|reference. Compiled is the default wherever the
     // program registered the array compiler (below); else the reference evaluator.
     bool compiled = true;
+    // :set arch sm_XY: the architecture :compile targets (empty: the GPU's, else sm_90).
+    std::string arch;
     // Width of the output device in columns; the terminal REPL sets it from
     // the terminal (terminal plots are sized to it).
     int columns = 80;
@@ -94,6 +96,12 @@ public:
     virtual std::string device_report() const = 0;
     // Host <-> device copies the current executor made since it started.
     virtual TransferCounters transfers() const = 0;
+    // `:compile e`: runs `run`, then compiles the kernels of every plan it
+    // ran for `arch` ("sm_90"; empty: the GPU's, else sm_90) and reports them.
+    virtual std::string compile_report(const std::function<void()>& run, const std::string& arch) = 0;
+    // `:cache` and `:cache clear`.
+    virtual std::string cache_report() const = 0;
+    virtual std::string clear_cache() = 0;
 };
 using CompiledBackendFactory = std::shared_ptr<CompiledBackend> (*)();
 void set_compiled_backend_factory(CompiledBackendFactory factory);

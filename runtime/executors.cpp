@@ -9,6 +9,7 @@
 #ifdef SHOAL_HAVE_CUDA
 #include "runtime/cuda/cuda_executor.h"
 #include "runtime/cuda/kernel_compiler.h"
+#include "runtime/cuda/kernel_toolchain.h"
 #include "runtime/cuda/simulated_nvrtc.h"
 #include "runtime/cuda/simulated_device.h"
 #endif
@@ -25,8 +26,19 @@ std::shared_ptr<cuda::KernelDiskCache> disk_cache() {
     return std::make_shared<cuda::KernelDiskCache>(dir, cuda::KernelDiskCache::kDefaultMaxBytes, why_not);
 }
 
-// The CUDA executor on the machine's first device, or why not. One compiler
-// (its memory cache) serves every executor of the process.
+// NVRTC with the kernel caches, one for the whole process (the executors
+// and `:compile` share its memory cache), or null and why not.
+std::shared_ptr<cuda::KernelCompiler> nvrtc_compiler(std::string& why_not) {
+    static std::string why;
+    static const std::shared_ptr<cuda::KernelCompiler> compiler = [] {
+        std::shared_ptr<const cuda::NvrtcApi> nvrtc = cuda::shared_real_nvrtc(&why);
+        return nvrtc ? std::make_shared<cuda::KernelCompiler>(nvrtc, disk_cache()) : nullptr;
+    }();
+    why_not = why;
+    return compiler;
+}
+
+// The CUDA executor on the machine's first device, or why not.
 std::shared_ptr<ir::PlanExecutor> cuda_executor(std::string& why_not) {
     auto api = cuda::real_cuda_runtime();
     const cuda::Probe p = cuda::probe_device(*api);
@@ -34,9 +46,8 @@ std::shared_ptr<ir::PlanExecutor> cuda_executor(std::string& why_not) {
         why_not = p.why_not;
         return nullptr;
     }
-    std::shared_ptr<const cuda::NvrtcApi> nvrtc = cuda::shared_real_nvrtc(&why_not);
-    if (!nvrtc) return nullptr;
-    static std::shared_ptr<cuda::KernelCompiler> compiler = std::make_shared<cuda::KernelCompiler>(nvrtc, disk_cache());
+    std::shared_ptr<cuda::KernelCompiler> compiler = nvrtc_compiler(why_not);
+    if (!compiler) return nullptr;
     return cuda::make_cuda_executor(std::move(api), compiler);
 }
 #endif
@@ -87,8 +98,18 @@ std::shared_ptr<ir::PlanExecutor> make_executor(const std::string& name) {
     user_error(ErrorKind::Runtime, Loc{}, "the CUDA executor is not available: " + why_not);
 }
 
+std::shared_ptr<ir::KernelToolchain> kernel_toolchain() {
+#ifdef SHOAL_HAVE_CUDA
+    std::string why_not;
+    if (std::shared_ptr<cuda::KernelCompiler> compiler = nvrtc_compiler(why_not))
+        return cuda::make_kernel_toolchain(compiler);
+#endif
+    return nullptr;
+}
+
 void install_compiled_backend() {
-    set_compiled_backend_factory([] { return compiled::make_compiled_backend(default_executor(), make_executor); });
+    set_compiled_backend_factory(
+        [] { return compiled::make_compiled_backend(default_executor(), make_executor, kernel_toolchain()); });
 }
 
 }  // namespace shoal::runtime

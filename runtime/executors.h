@@ -22,6 +22,10 @@ std::shared_ptr<ir::PlanExecutor> default_executor();
 // Error(Runtime) with the reason when there is no usable GPU.
 std::shared_ptr<ir::PlanExecutor> make_executor(const std::string& name);
 
+// The GPU compiler for `:compile` and `:cache` (NVRTC with the kernel
+// caches), or null when NVRTC is not available.
+std::shared_ptr<ir::KernelToolchain> kernel_toolchain();
+
 #ifdef SHOAL_HAVE_CUDA
 // The CUDA executor on a new simulated device with these faults, compiling
 // with the simulated NVRTC (tests).

@@ -71,8 +71,8 @@ public:
         user_error(ErrorKind::Runtime, Loc{}, lost_reason_);
     }
     const std::string& lost_reason() const { return lost_reason_; }
-    void launched(const ir::Kernel& k) {
-        launched_.emplace_back(k.name, k.comment);
+    void launched(const ir::Kernel& k, const std::string& origin) {
+        launched_.emplace_back(k.name, origin);
         if (launched_.size() > 64) launched_.erase(launched_.begin());
     }
 
@@ -327,7 +327,7 @@ private:
                                                  dim3(static_cast<unsigned>(kernel.block_size)), args.data(), 0,
                                                  device_.stream()),
                       "cudaLaunchKernel");
-        device_.launched(kernel);
+        device_.launched(kernel, options_.origin);
         ++outcome_.kernel_counters[k].launches;
         ++outcome_.total.launches;
     }
@@ -392,6 +392,7 @@ public:
     std::string name() const override { return "cuda"; }
     std::string lost_reason() const override { return device_->lost_reason(); }
     TransferCounters transfers() const override { return device_->transfers(); }
+    std::string gpu_arch() const override { return device_->info().arch(); }
     std::string device_report() const override {
         const DeviceInfo& d = device_->info();
         size_t free = 0, total = 0;
@@ -414,14 +415,14 @@ public:
     ir::PlanOutcome run(const ir::LaunchPlan& plan, const ir::PlanBindings& bindings,
                         const ir::RunOptions& options) override {
         if (device_->lost()) user_error(ErrorKind::Runtime, Loc{}, device_->lost_reason());
-        const std::vector<const Device::Loaded*> kernels = load(plan);
+        const std::vector<const Device::Loaded*> kernels = load(plan, options.origin);
         return PlanRun(*device_, device_, plan, kernels, bindings, options).run();
     }
 
 private:
     // The plan's kernels, each compiled and loaded once per session; the
     // missing ones compile together (in parallel).
-    std::vector<const Device::Loaded*> load(const ir::LaunchPlan& plan) {
+    std::vector<const Device::Loaded*> load(const ir::LaunchPlan& plan, const std::string& origin) {
         std::vector<const Device::Loaded*> out(plan.kernels.size(), nullptr);
         std::vector<std::string> sources;
         std::vector<KernelSource> missing;
@@ -429,7 +430,7 @@ private:
         for (size_t k = 0; k < plan.kernels.size(); ++k) {
             sources.push_back(ir::print_cuda({plan.kernels[k]}));
             if ((out[k] = device_->find_loaded(sources[k]))) continue;
-            missing.push_back({plan.kernels[k].name, sources[k], plan.kernels[k].comment});
+            missing.push_back({plan.kernels[k].name, sources[k], origin});
             where.push_back(k);
         }
         if (missing.empty()) return out;

@@ -9,6 +9,7 @@
 
 #include "codegen/compiled_backend.h"
 #include "lang/session.h"
+#include "runtime/cuda/kernel_toolchain.h"
 #include "runtime/cuda/simulated_device.h"
 #include "runtime/executors.h"
 #include "session_capture.h"
@@ -21,16 +22,21 @@ using testing::SessionCapture;
 
 // Sessions on a fresh simulated device with these faults.
 cuda::SimulatedFaults g_faults;
+cuda::SimulatedNvrtcOptions g_nvrtc;
 
 std::shared_ptr<CompiledBackend> simulated_backend() {
-    return compiled::make_compiled_backend(runtime::simulated_gpu_executor(g_faults), [](const std::string& name) {
-        return name == "cuda" ? runtime::simulated_gpu_executor(g_faults) : runtime::make_executor(name);
-    });
+    return compiled::make_compiled_backend(
+        runtime::simulated_gpu_executor(g_faults, g_nvrtc),
+        [](const std::string& name) {
+            return name == "cuda" ? runtime::simulated_gpu_executor(g_faults, g_nvrtc) : runtime::make_executor(name);
+        },
+        runtime::kernel_toolchain());
 }
 
 struct SimulatedSession {
-    explicit SimulatedSession(cuda::SimulatedFaults faults = {}) {
+    explicit SimulatedSession(cuda::SimulatedFaults faults = {}, cuda::SimulatedNvrtcOptions nvrtc = {}) {
         g_faults = faults;
+        g_nvrtc = nvrtc;
         set_compiled_backend_factory(simulated_backend);
     }
     ~SimulatedSession() { runtime::install_compiled_backend(); }
@@ -164,8 +170,8 @@ TEST_CASE("cuda executor: a sticky error names the kernel, moves the session to 
     const std::string err = s.run("sum (map (\\i -> i * i) h)");     // launch 3 fails
     INFO(err);
     CHECK(err.find("the GPU stopped with cudaErrorIllegalAddress") != std::string::npos);
-    CHECK(err.find("in kernel ") != std::string::npos);
-    CHECK(err.find("sum (map (\\i -> i * i) h)") != std::string::npos);
+    CHECK(err.find("in kernel sum (sum (map (\\i -> i * i) h)   -- <t>:1:1) or one of the 3 kernels launched before it") !=
+          std::string::npos);
     CHECK(err.find("the session moved to the CPU executor; lost (their arrays were only in GPU memory): d, e, f") !=
           std::string::npos);
     CHECK(s.run("sum (map (\\i -> i * i) h)") == "14\n");
@@ -183,6 +189,48 @@ TEST_CASE("cuda executor: :device and :set executor move arrays between memories
     CHECK(s.run(":set executor cuda").find("kernels run on Shoal simulated device (sm_90") == 0);
     CHECK(s.run("sum d") == "20\n");
     CHECK(s.run(":set executor gpu").find("usage: :set executor cpu|cuda") != std::string::npos);
+}
+
+TEST_CASE("cuda executor: an NVRTC failure shows the log and the source, names the expression, and the session goes on") {
+    cuda::SimulatedNvrtcOptions nvrtc;
+    nvrtc.fail_sources_containing = "cosf(";
+    SimulatedSession s({}, nvrtc);
+    CHECK(s.run("let x = iota 10") == "");
+    const std::string err = s.run("let y = map (\\v -> cos (float v)) x");
+    INFO(err);
+    CHECK(err.find("failed to compile kernel 'map'") != std::string::npos);
+    CHECK(err.find("this is a bug in Shoal") != std::string::npos);
+    CHECK(err.find("simulated NVRTC failure") != std::string::npos);
+    CHECK(err.find("map (\\v -> cos (float v)) x") != std::string::npos);
+    CHECK(s.run("sum x") == "45\n");
+}
+
+TEST_CASE(":compile reports registers, shared memory and occupancy through the kernel cache, without a GPU") {
+    if (!runtime::kernel_toolchain()) return;  // no NVRTC here
+    SimulatedSession s;
+    const std::string first = s.run("let x = map float (iota 1000)\n:set arch sm_80\n:compile sum (x * x)");
+    INFO(first);
+    CHECK(first.find(" kernels for sm_80") != std::string::npos);
+    CHECK(first.find("registers, 0 B spill stores") != std::string::npos);
+    CHECK(first.find("occupancy on sm_80: ") != std::string::npos);
+    CHECK(first.find("  sum (x * x)   -- <t>:3:10") != std::string::npos);
+    // The same kernels again, from another line: cache hits.
+    const std::string again = s.run(":compile sum (x * x)");
+    CHECK(again.find("compiled in") == std::string::npos);
+    CHECK(again.find("memory cache hit") != std::string::npos);
+    CHECK(s.run(":cache").find("kernel cache\n  this process: ") != std::string::npos);
+}
+
+TEST_CASE("occupancy: threads, registers and shared memory limit resident blocks") {
+    CHECK(cuda::occupancy(90, 256, 32, 1024).blocks_per_sm == 8);
+    CHECK(cuda::occupancy(90, 256, 32, 1024).limited_by == "threads per SM");
+    const cuda::Occupancy regs = cuda::occupancy(80, 256, 80, 0);  // 80 regs: 2560 per warp, 8 warps a block
+    CHECK(regs.blocks_per_sm == 3);
+    CHECK(regs.limited_by == "registers");
+    CHECK(regs.percent == 37);
+    const cuda::Occupancy smem = cuda::occupancy(80, 256, 32, 20992);
+    CHECK(smem.blocks_per_sm == 7);
+    CHECK(smem.limited_by == "shared memory");
 }
 
 }  // namespace shoal
