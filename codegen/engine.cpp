@@ -337,6 +337,26 @@ std::string FusionEngine::compile_report(const std::function<void()>& run_it, co
     return toolchain_->compile_report(kernels, shown_kernels, target);
 }
 
+std::string FusionEngine::memory_report(const std::vector<std::pair<std::string, Value>>& bindings) const {
+    std::map<const ir::DeviceArray*, std::string> names;
+    for (const auto& [name, value] : bindings) {
+        const std::vector<Value> ls = leaves(value);
+        for (size_t k = 0; k < ls.size(); ++k) {
+            const std::string shown = ls.size() == 1 ? name : name + "." + std::to_string(k);
+            const ir::DeviceArray* memory = nullptr;
+            if (ls[k].is_array())
+                memory = dynamic_cast<const ir::DeviceArray*>(ls[k].array()->device_copy.get().get());
+            else if (const auto* n = ls[k].is_delayed() ? dynamic_cast<const Node*>(ls[k].delayed().get()) : nullptr;
+                     n && n->computed())
+                memory = n->data().device ? n->data().device.get()
+                         : n->data().host ? dynamic_cast<const ir::DeviceArray*>(n->data().host->device_copy.get().get())
+                                          : nullptr;
+            if (memory) names.emplace(memory, shown);
+        }
+    }
+    return executor_->memory_report(names);
+}
+
 std::string FusionEngine::cache_report() const { return toolchain().cache_report(); }
 std::string FusionEngine::clear_cache() {
     toolchain();

@@ -35,6 +35,7 @@ public:
     TransferCounters transfers() const override { return executor_->transfers(); }
     std::string compile_report(const std::function<void()>& run, const std::string& arch) override;
     std::string cache_report() const override;
+    std::string memory_report(const std::vector<std::pair<std::string, Value>>& bindings) const override;
     std::string clear_cache() override;
 
     // Forces a group: one map kernel writing every member, or (when a

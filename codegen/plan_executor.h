@@ -101,6 +101,9 @@ public:
     virtual TransferCounters transfers() const { return {}; }
     // The GPU architecture its kernels are compiled for ("sm_90"), or "".
     virtual std::string gpu_arch() const { return ""; }
+    // `:mem`: device memory in use and cached, the device's free and total,
+    // the largest arrays (named after `names`, the bindings holding them).
+    virtual std::string memory_report(const std::map<const DeviceArray*, std::string>& names) const = 0;
 };
 
 // The GPU compiler as the session sees it, whatever the executor (it works

@@ -165,6 +165,7 @@ std::vector<CommandDoc> make_command_docs() {
         {"seed", ":seed [k]", "set the random seed to k (default 42) and restart the random stream; alone, show it"},
         {"set", ":set print N | :set check on|off | :set backend reference|compiled | :set executor cpu|cuda | :set arch sm_XY", "print arrays longer than N (at least 7) along an axis summarised (default 20); check: compare optimised results with the reference; backend: evaluate array expressions with the reference evaluator or the array compiler; executor: run the compiled kernels on the CPU or the GPU (arrays move when next used); arch: the architecture :compile targets; alone, show the settings"},
         {"compile", ":compile e", "compile the kernels of e for the GPU (or :set arch sm_XY) through the kernel cache and show, per kernel, compile time or cache hit, registers, spills, shared memory and occupancy; works without a GPU"},
+        {"mem", ":mem", "show the GPU memory Shoal holds and the pool caches, the device's free and total, and the largest arrays with their bindings"},
         {"cache", ":cache [clear]", "show the kernel cache (entries, hits, misses, compile time); clear: empty it"},
         {"device", ":device", "show the GPU kernels run on (name, compute capability, SMs, memory, driver and runtime versions), or why there is none"},
         {"ir", ":ir e", "evaluate e with the array compiler and show its launch plans and kernel IR"},

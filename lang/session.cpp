@@ -323,6 +323,13 @@ struct SessionCommands {
         if (name == "plot" || name == "hist") return plot(*cmd, arg, name == "hist" ? PlotKind::Hist : PlotKind::Plot);
         if (name == "set") return set(*cmd, arg);
         if (name == "compile") return compile(*cmd, arg);
+        if (name == "mem") {
+            no_argument(*cmd, arg);
+            std::vector<std::pair<std::string, Value>> bindings;
+            for (const auto& [user, key] : I.names) bindings.emplace_back(user, I.globals.at(key)->value);
+            out.text(require_compiled()->memory_report(bindings));
+            return true;
+        }
         if (name == "cache") {
             if (arg == "clear") {
                 out.text(require_compiled()->clear_cache());

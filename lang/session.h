@@ -99,6 +99,9 @@ public:
     // `:compile e`: runs `run`, then compiles the kernels of every plan it
     // ran for `arch` ("sm_90"; empty: the GPU's, else sm_90) and reports them.
     virtual std::string compile_report(const std::function<void()>& run, const std::string& arch) = 0;
+    // `:mem`: the memory arrays use where the executor keeps them; `bindings`
+    // names them (each binding's array leaves).
+    virtual std::string memory_report(const std::vector<std::pair<std::string, Value>>& bindings) const = 0;
     // `:cache` and `:cache clear`.
     virtual std::string cache_report() const = 0;
     virtual std::string clear_cache() = 0;

@@ -40,6 +40,10 @@ public:
                description();
     }
 
+    std::string memory_report(const std::map<const ir::DeviceArray*, std::string>&) const override {
+        return "no device memory: arrays are in host memory (" + description() + ")";
+    }
+
     ir::PlanOutcome run(const ir::LaunchPlan& plan, const ir::PlanBindings& bindings,
                         const ir::RunOptions& options) override {
         PlanArgs args;

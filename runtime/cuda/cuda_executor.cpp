@@ -1,5 +1,6 @@
 #include "runtime/cuda/cuda_executor.h"
 
+#include <algorithm>
 #include <array>
 #include <deque>
 #include <map>
@@ -103,6 +104,13 @@ public:
         ++arrays_held_;
         return p;
     }
+    // Every array in device memory, for `:mem`.
+    void track(const ir::DeviceArray* a) { live_.insert(a); }
+    void untrack(const ir::DeviceArray* a) { live_.erase(a); }
+    const std::set<const ir::DeviceArray*>& live() const { return live_; }
+    int64_t bytes_held() const { return bytes_held_; }
+    cudaMemPool_t pool() const { return pool_; }
+
     // Stream-ordered: the memory is reused only after the work queued before.
     void release(void* p, int64_t bytes) noexcept {
         bytes_held_ -= bytes;
@@ -165,14 +173,20 @@ private:
     TransferCounters transfers_;
     std::vector<ArrayPtr> pinned_;
     std::map<std::string, Loaded> loaded_;
+    std::set<const ir::DeviceArray*> live_;
 };
 
 // An array in the device's memory, freed (stream-ordered) with its last reference.
 class DeviceMemory final : public ir::DeviceArray {
 public:
     DeviceMemory(std::shared_ptr<Device> device, ir::ScalarType elem, int64_t count)
-        : DeviceArray(elem, count), device_(std::move(device)), ptr_(device_->allocate(bytes())) {}
-    ~DeviceMemory() override { device_->release(ptr_, bytes()); }
+        : DeviceArray(elem, count), device_(std::move(device)), ptr_(device_->allocate(bytes())) {
+        device_->track(this);
+    }
+    ~DeviceMemory() override {
+        device_->untrack(this);
+        device_->release(ptr_, bytes());
+    }
 
     const void* device() const override { return device_.get(); }
     void read(void* host) const override {
@@ -393,6 +407,31 @@ public:
     std::string lost_reason() const override { return device_->lost_reason(); }
     TransferCounters transfers() const override { return device_->transfers(); }
     std::string gpu_arch() const override { return device_->info().arch(); }
+
+    std::string memory_report(const std::map<const ir::DeviceArray*, std::string>& names) const override {
+        Device& d = *device_;
+        size_t free = 0, total = 0;
+        d.check(d.api().memGetInfo(&free, &total), "cudaMemGetInfo");
+        uint64_t reserved = 0, used = 0;
+        d.check(d.api().memPoolGetAttribute(d.pool(), cudaMemPoolAttrReservedMemCurrent, &reserved),
+                "cudaMemPoolGetAttribute");
+        d.check(d.api().memPoolGetAttribute(d.pool(), cudaMemPoolAttrUsedMemCurrent, &used), "cudaMemPoolGetAttribute");
+        std::vector<const ir::DeviceArray*> arrays(d.live().begin(), d.live().end());
+        std::sort(arrays.begin(), arrays.end(), [](auto* a, auto* b) { return a->bytes() > b->bytes(); });
+        std::string text = "device memory on " + d.info().name + ": " + human_bytes(d.bytes_held()) + " in " +
+                           std::to_string(arrays.size()) + " array" + (arrays.size() == 1 ? "" : "s") + ", " +
+                           human_bytes(static_cast<int64_t>(reserved - std::min(reserved, used))) +
+                           " cached by the pool; the device has " + human_bytes(static_cast<int64_t>(free)) +
+                           " free of " + human_bytes(static_cast<int64_t>(total));
+        constexpr size_t kShown = 8;
+        for (size_t i = 0; i < arrays.size() && i < kShown; ++i) {
+            auto it = names.find(arrays[i]);
+            text += "\n  " + human_bytes(arrays[i]->bytes()) + "  " +
+                    (it != names.end() ? it->second : "(no binding: an intermediate result or a value inside a function)");
+        }
+        if (arrays.size() > kShown) text += "\n  ... and " + std::to_string(arrays.size() - kShown) + " smaller";
+        return text;
+    }
     std::string device_report() const override {
         const DeviceInfo& d = device_->info();
         size_t free = 0, total = 0;

@@ -132,6 +132,17 @@ TEST_CASE("cuda executor: results stay in device memory across statements; the h
     CHECK(s.run(":time z[0:2]").find("; 1 copy to the host (8 bytes)") != std::string::npos);
 }
 
+TEST_CASE("cuda executor: :mem names the arrays bindings hold in device memory") {
+    SimulatedSession s;
+    CHECK(s.run("let big = map float (iota 100000)\nlet small = map (\\i -> i + 1) (iota 10)\nlet h = [1, 2]") == "");
+    CHECK(s.run("sum h") == "3\n");  // h is uploaded, its copy stays with it
+    const std::string mem = s.run(":mem");
+    INFO(mem);
+    CHECK(mem.find("device memory on Shoal simulated device: 390.7 KiB in 3 arrays, ") == 0);
+    CHECK(mem.find("\n  390.6 KiB  big\n  40 bytes  small\n  8 bytes  h") != std::string::npos);
+    CHECK(s.run("let big = 0\n:mem").find("in 2 arrays") != std::string::npos);  // released with its binding
+}
+
 TEST_CASE("cuda executor: a failed check in a kernel is the reference's error, and the session goes on") {
     SimulatedSession s;
     CHECK(s.run("let x = iota 10") == "");
