@@ -188,6 +188,7 @@ ir::PlanOutcome FusionEngine::run(const std::string& name, FuseContext& fc,
     ir::RunOptions options = options_;
     options.cancel = fc.eval_context().cancel;  // Ctrl-C stops a running kernel
     options.origin = source_comment(origin_);
+    options.timed = profiling_ != nullptr;
     // The plan compiled: its advice applies (even if running it fails).
     if (std::vector<Warning>* w = fc.eval_context().warnings) w->insert(w->end(), fc.warnings.begin(), fc.warnings.end());
     ir::PlanOutcome r = executor_->run(plan, bind, options);

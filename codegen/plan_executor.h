@@ -75,6 +75,9 @@ struct RunOptions {
     // Set by another thread to stop the run (Ctrl-C): looked at often, the
     // run then throws Error(Interrupted).
     const std::atomic<bool>* cancel = nullptr;
+    // `:time`/`:profile`: each launch's time is measured (on a GPU with
+    // events; the run then waits for its kernels).
+    bool timed = false;
     // The source expression the plan computes ("sum (x * y)   -- <stdin>:1:5"),
     // for errors that can only name a kernel (a GPU that stopped).
     std::string origin;

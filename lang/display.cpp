@@ -436,24 +436,27 @@ DisplayData profile_display(const std::vector<KernelProfile>& kernels, double wa
                   "): this expression is evaluated by the reference evaluator or needs no array work";
         return d;
     }
-    std::vector<std::vector<std::string>> rows = {
-        {"kernel", "launches", "time", "loaded", "stored", "sectors", "bank conflicts", "atomics"}};
-    auto row = [](const std::string& label, const KernelProfile& k) {
-        return std::vector<std::string>{label, std::to_string(k.launches),
-                                        duration_text(static_cast<double>(k.nanoseconds) * 1e-9),
-                                        bytes_text(k.global_bytes_loaded), bytes_text(k.global_bytes_stored),
-                                        std::to_string(k.global_sectors), std::to_string(k.shared_bank_conflicts),
-                                        std::to_string(k.atomics)};
-    };
     KernelProfile total;
-    for (const KernelProfile& k : kernels) {
-        rows.push_back(row(k.plan == k.kernel ? k.kernel : k.plan + " / " + k.kernel, k));
-        total += k;
-    }
+    for (const KernelProfile& k : kernels) total += k;
+    // Every kernel loads or stores something: all zero means the executor
+    // (a GPU's) does not model memory traffic, and the columns are left out.
+    const bool traffic = total.global_bytes_loaded || total.global_bytes_stored || total.atomics;
+    std::vector<std::vector<std::string>> rows = {{"kernel", "launches", "time"}};
+    if (traffic) rows[0].insert(rows[0].end(), {"loaded", "stored", "sectors", "bank conflicts", "atomics"});
+    auto row = [traffic](const std::string& label, const KernelProfile& k) {
+        std::vector<std::string> r{label, std::to_string(k.launches), duration_text(static_cast<double>(k.nanoseconds) * 1e-9)};
+        if (traffic)
+            r.insert(r.end(), {bytes_text(k.global_bytes_loaded), bytes_text(k.global_bytes_stored),
+                               std::to_string(k.global_sectors), std::to_string(k.shared_bank_conflicts),
+                               std::to_string(k.atomics)});
+        return r;
+    };
+    for (const KernelProfile& k : kernels) rows.push_back(row(k.plan == k.kernel ? k.kernel : k.plan + " / " + k.kernel, k));
     rows.push_back(row("total", total));
     return table_display(rows, true,
-                         engine + "; the statement took " + duration_text(wall_seconds) +
-                             " in all (bytes and sectors are what a GPU would move)");
+                         engine + "; the statement took " + duration_text(wall_seconds) + " in all" +
+                             (traffic ? " (bytes and sectors are what a GPU would move)"
+                                      : " (kernel times from CUDA events; the CPU executor also counts memory traffic)"));
 }
 
 DisplayData time_display(const std::vector<KernelProfile>& kernels, double wall_seconds, bool compiled,

@@ -45,6 +45,7 @@ public:
         if (lost_ == cudaSuccess) {
             api_->streamSynchronize(stream_);
             for (auto& [source, k] : loaded_) api_->libraryUnload(k.library);
+            for (cudaEvent_t e : events_) api_->eventDestroy(e);
             api_->streamDestroy(stream_);
         }
     }
@@ -157,6 +158,19 @@ public:
         return loaded_.emplace(source, l).first->second;
     }
 
+    // Events for timing launches, reused (creating one costs a driver call).
+    cudaEvent_t take_event() {
+        if (events_.empty()) {
+            cudaEvent_t e = nullptr;
+            check(api_->eventCreate(&e), "cudaEventCreate");
+            return e;
+        }
+        cudaEvent_t e = events_.back();
+        events_.pop_back();
+        return e;
+    }
+    void give_event(cudaEvent_t e) { events_.push_back(e); }
+
     bool lost() const { return lost_ != cudaSuccess; }
     const TransferCounters& transfers() const { return transfers_; }
 
@@ -174,6 +188,7 @@ private:
     std::vector<ArrayPtr> pinned_;
     std::map<std::string, Loaded> loaded_;
     std::set<const ir::DeviceArray*> live_;
+    std::vector<cudaEvent_t> events_;
 };
 
 // An array in the device's memory, freed (stream-ordered) with its last reference.
@@ -229,6 +244,7 @@ public:
             }
         }
         raise_pending_checks();
+        measure_launches();
         for (const std::string& name : plan_.entry.outputs) outcome_.outputs[name] = ir::ArrayData{nullptr, bound_.at(name)};
         return std::move(outcome_);
     }
@@ -337,10 +353,20 @@ private:
         }
         std::vector<void*> args;
         for (auto& v : values) args.push_back(v.data());
+        Timing t{k, nullptr, nullptr};
+        if (options_.timed) {
+            t.start = device_.take_event();
+            device_.check(device_.api().eventRecord(t.start, device_.stream()), "cudaEventRecord");
+        }
         device_.check(device_.api().launchKernel(kernels_[k]->kernel, dim3(static_cast<unsigned>(grid)),
                                                  dim3(static_cast<unsigned>(kernel.block_size)), args.data(), 0,
                                                  device_.stream()),
                       "cudaLaunchKernel");
+        if (options_.timed) {
+            t.end = device_.take_event();
+            device_.check(device_.api().eventRecord(t.end, device_.stream()), "cudaEventRecord");
+            timings_.push_back(t);
+        }
         device_.launched(kernel, options_.origin);
         ++outcome_.kernel_counters[k].launches;
         ++outcome_.total.launches;
@@ -381,9 +407,29 @@ private:
         outcome_.scalars[s.scalar] = ir::load_element(b->elem(), element.data());
     }
 
+    // Timed runs wait for their kernels: each launch's time between its events.
+    void measure_launches() {
+        if (timings_.empty()) return;
+        device_.synchronise();
+        for (const Timing& t : timings_) {
+            float ms = 0;
+            device_.check(device_.api().eventElapsedTime(&ms, t.start, t.end), "cudaEventElapsedTime");
+            const auto ns = static_cast<int64_t>(static_cast<double>(ms) * 1e6);
+            outcome_.kernel_counters[t.kernel].nanoseconds += ns;
+            outcome_.total.nanoseconds += ns;
+            device_.give_event(t.start);
+            device_.give_event(t.end);
+        }
+        timings_.clear();
+    }
+
     struct Pending {
         int kernel;
         ErrorRecord record;
+    };
+    struct Timing {
+        size_t kernel;
+        cudaEvent_t start, end;
     };
 
     Device& device_;
@@ -395,6 +441,7 @@ private:
     std::map<std::string, std::shared_ptr<DeviceMemory>> bound_;
     std::map<size_t, std::shared_ptr<DeviceMemory>> records_;  // per kernel with checks
     std::deque<Pending> pending_;  // stable addresses: copies land there
+    std::vector<Timing> timings_;  // timed runs: per launch
     std::function<ir::HostValue(const std::string&)> lookup_ = [this](const std::string& n) { return scalar(n); };
 };
 
