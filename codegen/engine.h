@@ -33,6 +33,7 @@ public:
     std::string device_lost() const override { return executor_->lost_reason(); }
     std::string device_report() const override { return executor_->device_report(); }
     TransferCounters transfers() const override { return executor_->transfers(); }
+    CompileCounters compilation() const override { return executor_->compilation(); }
     std::string compile_report(const std::function<void()>& run, const std::string& arch) override;
     std::string cache_report() const override;
     std::string memory_report(const std::vector<std::pair<std::string, Value>>& bindings) const override;

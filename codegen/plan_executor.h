@@ -102,6 +102,8 @@ public:
     virtual std::string device_report() const = 0;
     // Host <-> device copies made since the executor started.
     virtual TransferCounters transfers() const { return {}; }
+    // Kernels compiled (or found in the caches) since the executor started.
+    virtual CompileCounters compilation() const { return {}; }
     // The GPU architecture its kernels are compiled for ("sm_90"), or "".
     virtual std::string gpu_arch() const { return ""; }
     // `:mem`: device memory in use and cached, the device's free and total,

@@ -460,7 +460,9 @@ DisplayData profile_display(const std::vector<KernelProfile>& kernels, double wa
 }
 
 DisplayData time_display(const std::vector<KernelProfile>& kernels, double wall_seconds, bool compiled,
-                         const TransferCounters& moved) {
+                         const TimeBreakdown& breakdown) {
+    const TransferCounters& moved = breakdown.moved;
+    const CompileCounters& built = breakdown.compiled;
     KernelProfile total;
     for (const KernelProfile& k : kernels) total += k;
     const int64_t launches = total.launches, nanoseconds = total.nanoseconds;
@@ -474,6 +476,13 @@ DisplayData time_display(const std::vector<KernelProfile>& kernels, double wall_
     auto copies = [](int64_t n, int64_t bytes, const char* where) {
         return std::to_string(n) + (n == 1 ? " copy " : " copies ") + where + " (" + human_bytes(bytes) + ")";
     };
+    d.plain += "; front end " + duration_text(breakdown.front_end_seconds);
+    if (built.compiled)
+        d.plain += "; compiled " + std::to_string(built.compiled) + (built.compiled == 1 ? " kernel (" : " kernels (") +
+                   duration_text(built.seconds) + ")";
+    if (built.cache_hits)
+        d.plain += "; " + std::to_string(built.cache_hits) + (built.cache_hits == 1 ? " kernel" : " kernels") +
+                   " from the cache";
     if (moved.to_device_copies) d.plain += "; " + copies(moved.to_device_copies, moved.to_device_bytes, "to the device");
     if (moved.to_host_copies) d.plain += "; " + copies(moved.to_host_copies, moved.to_host_bytes, "to the host");
     d.rich["text/html"] = "<div style=\"color:#666;font-family:monospace;font-size:12px\">" + html_escape(d.plain) + "</div>";

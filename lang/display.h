@@ -39,7 +39,13 @@ DisplayData profile_display(const std::vector<KernelProfile>& kernels, double wa
 
 // :time: "time: 12.3 ms (kernels 10.1 ms in 5 launches, 3 kernels)"; without
 // kernels (the reference evaluator, or no array work) the wall time alone.
+// What a statement's time went to, beyond the kernels.
+struct TimeBreakdown {
+    double front_end_seconds = 0;  // parsing and type checking
+    CompileCounters compiled;      // kernels compiled or found in the caches
+    TransferCounters moved;        // host <-> device copies
+};
 DisplayData time_display(const std::vector<KernelProfile>& kernels, double wall_seconds, bool compiled,
-                         const TransferCounters& moved = {});
+                         const TimeBreakdown& breakdown = {});
 
 }  // namespace shoal

@@ -48,6 +48,18 @@ struct TransferCounters {
     bool any() const { return to_device_copies || to_host_copies; }
 };
 
+// Kernels an executor had to compile (the CUDA executor: NVRTC behind the
+// kernel caches), counted since it started; `:time` shows a statement's share.
+struct CompileCounters {
+    int64_t compiled = 0;     // NVRTC runs
+    double seconds = 0;       // their time
+    int64_t cache_hits = 0;   // memory and disk
+
+    CompileCounters operator-(const CompileCounters& b) const {
+        return {compiled - b.compiled, seconds - b.seconds, cache_hits - b.cache_hits};
+    }
+};
+
 // One kernel's counters during a :profile or :time run, summed over its launches.
 struct KernelProfile : KernelCounters {
     std::string plan;    // the launch plan (the primitive that made it)

@@ -632,6 +632,7 @@ struct SessionCommands {
     // what each kernel did (the CPU executor's counters).
     bool measure(const CommandInfo& c, std::string_view arg, bool per_kernel) {
         if (arg.empty() || !stmt.argument_loc.valid()) usage(c);
+        const auto parsing = std::chrono::steady_clock::now();
         ExprPtr e = argument_expression();
         Type t = check_expression(e, I.type_env());
         I.pin(e);
@@ -640,7 +641,10 @@ struct SessionCommands {
         CompiledBackend* backend = dynamic_cast<CompiledBackend*>(ctx.backend);
         Value v;
         const TransferCounters moved_before = backend ? backend->transfers() : TransferCounters{};
+        const CompileCounters compiled_before = backend ? backend->compilation() : CompileCounters{};
         const auto start = std::chrono::steady_clock::now();
+        TimeBreakdown breakdown;
+        breakdown.front_end_seconds = std::chrono::duration<double>(start - parsing).count();
         auto run = [&] { v = force(evaluate(e, ctx)); };
         std::vector<KernelProfile> kernels;
         if (backend) kernels = backend->profile(run);
@@ -652,8 +656,11 @@ struct SessionCommands {
             return true;
         }
         if (!v.is_unit()) out.value(v, t, format_value(v, s.settings_.print_threshold));
-        out.display(time_display(kernels, wall, backend != nullptr,
-                                 backend ? backend->transfers() - moved_before : TransferCounters{}));
+        if (backend) {
+            breakdown.moved = backend->transfers() - moved_before;
+            breakdown.compiled = backend->compilation() - compiled_before;
+        }
+        out.display(time_display(kernels, wall, backend != nullptr, breakdown));
         return true;
     }
 

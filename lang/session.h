@@ -96,6 +96,8 @@ public:
     virtual std::string device_report() const = 0;
     // Host <-> device copies the current executor made since it started.
     virtual TransferCounters transfers() const = 0;
+    // Kernels it compiled or found in the caches since it started.
+    virtual CompileCounters compilation() const = 0;
     // `:compile e`: runs `run`, then compiles the kernels of every plan it
     // ran for `arch` ("sm_90"; empty: the GPU's, else sm_90) and reports them.
     virtual std::string compile_report(const std::function<void()>& run, const std::string& arch) = 0;

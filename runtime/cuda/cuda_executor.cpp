@@ -454,6 +454,10 @@ public:
     std::string lost_reason() const override { return device_->lost_reason(); }
     TransferCounters transfers() const override { return device_->transfers(); }
     std::string gpu_arch() const override { return device_->info().arch(); }
+    CompileCounters compilation() const override {
+        const KernelCompiler::Stats s = compiler_->stats();
+        return {static_cast<int64_t>(s.misses), s.compile_seconds, static_cast<int64_t>(s.memory_hits + s.disk_hits)};
+    }
 
     std::string memory_report(const std::map<const ir::DeviceArray*, std::string>& names) const override {
         Device& d = *device_;
