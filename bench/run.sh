@@ -3,7 +3,9 @@
 # ns/element on each side and the ratio shoal/numpy (below 1: Shoal is faster):
 #   1. the CPU executor alone, on plans built by the lowerings (bench_executor);
 #   2. whole programs (examples/*.shoal) through a session with the compiled
-#      backend (bench_programs), against their numpy versions.
+#      backend (bench_programs), against their numpy versions;
+#   3. with the CUDA toolkit, the NVRTC compile latency of the seed programs'
+#      kernels (bench/compile/run.sh, about 30 s on 2 cores; no numpy side).
 # The machines are noisy: each side is timed ROUNDS times (default 2),
 # alternating with the other, and keeps its best. numpy comes from a venv in
 # the build directory, created on first use, as are the programs' inputs.
@@ -16,7 +18,11 @@ cd "$(dirname "$0")/.."
 build=${BUILD:-build}
 rounds=${ROUNDS:-2}
 cmake -S . -B "$build" >/dev/null
-cmake --build "$build" -j "$(nproc)" --target shoal_bench_executor shoal_bench_programs >/dev/null
+targets="shoal_bench_executor shoal_bench_programs"
+# The compile latency benchmark (bench/compile) is built only with the CUDA toolkit.
+compile=$(cmake --build "$build" --target help | grep -c shoal_bench_compile || true)
+[ "$compile" != 0 ] && targets="$targets shoal_bench_compile"
+cmake --build "$build" -j "$(nproc)" --target $targets >/dev/null
 python=$build/bench-venv/bin/python
 if [ ! -x "$python" ]; then
   python3 -m venv "$build/bench-venv" && "$build/bench-venv/bin/pip" install -q numpy
@@ -61,3 +67,8 @@ table() {
 table "CPU executor, plans built by the lowerings" executor
 echo
 table "Whole programs, compiled backend" programs
+if [ "$compile" != 0 ]; then
+  echo
+  echo "Kernel compile latency (bench/compile)"
+  BUILD=$build bash bench/compile/run.sh
+fi
