@@ -66,6 +66,9 @@ public:
     std::string name() const override { return inner_->name(); }
     std::string description() const override { return inner_->description(); }
     std::string device_report() const override { return inner_->device_report(); }
+    std::string memory_report(const std::map<const ir::DeviceArray*, std::string>& names) const override {
+        return inner_->memory_report(names);
+    }
     ir::PlanOutcome run(const ir::LaunchPlan& plan, const ir::PlanBindings& bindings,
                         const ir::RunOptions& options) override {
         kernels_.insert(kernels_.end(), plan.kernels.begin(), plan.kernels.end());
