@@ -97,7 +97,9 @@ public:
                            "out of device memory: tried to allocate " + human_bytes(bytes) + "; " +
                                human_bytes(static_cast<int64_t>(free)) + " free of " +
                                human_bytes(static_cast<int64_t>(total)) + "; Shoal holds " + human_bytes(bytes_held_) +
-                               " in " + std::to_string(arrays_held_) + " array" + (arrays_held_ == 1 ? "" : "s"));
+                               " in " + std::to_string(arrays_held_) + " array" + (arrays_held_ == 1 ? "" : "s") +
+                               largest_held(),
+                           {":mem lists them with their bindings; rebinding a name releases its array"});
             }
         }
         check(e, "cudaMallocFromPoolAsync");
@@ -111,6 +113,13 @@ public:
     const std::set<const ir::DeviceArray*>& live() const { return live_; }
     int64_t bytes_held() const { return bytes_held_; }
     cudaMemPool_t pool() const { return pool_; }
+
+    // " (largest 32.0 GiB)" when Shoal holds arrays.
+    std::string largest_held() const {
+        int64_t largest = 0;
+        for (const ir::DeviceArray* a : live_) largest = std::max(largest, a->bytes());
+        return live_.empty() ? "" : " (largest " + human_bytes(largest) + ")";
+    }
 
     // Stream-ordered: the memory is reused only after the work queued before.
     void release(void* p, int64_t bytes) noexcept {

@@ -162,7 +162,8 @@ TEST_CASE("cuda executor: out of device memory is a clear error and every bindin
     const std::string err = s.run("let big = map float (iota 1000000)");
     INFO(err);
     CHECK(err.find("out of device memory: tried to allocate 3.8 MiB; ") != std::string::npos);
-    CHECK(err.find("free of 1.0 MiB; Shoal holds ") != std::string::npos);
+    CHECK(err.find("free of 1.0 MiB; Shoal holds 3.9 KiB in 1 array (largest 3.9 KiB)") != std::string::npos);
+    CHECK(err.find("note: :mem lists them with their bindings") != std::string::npos);
     CHECK(s.run("sum small") == "999000\n");
 }
 
