@@ -191,7 +191,7 @@ ir::PlanOutcome FusionEngine::run(const std::string& name, FuseContext& fc,
     options.timed = profiling_ != nullptr;
     // The plan compiled: its advice applies (even if running it fails).
     if (std::vector<Warning>* w = fc.eval_context().warnings) w->insert(w->end(), fc.warnings.begin(), fc.warnings.end());
-    ir::PlanOutcome r = executor_->run(plan, bind, options);
+    ir::PlanOutcome r = executor_->run(found.plan, bind, options);
     ++stats.plans_run;
     if (profiling_) record_profile(plan, r);
     stats.last = r.total;

@@ -94,7 +94,10 @@ public:
     virtual std::string name() const = 0;
     // One line for banners and `:help`: what runs the kernels, and where.
     virtual std::string description() const = 0;
-    virtual PlanOutcome run(const LaunchPlan& plan, const PlanBindings& bindings, const RunOptions& options) = 0;
+    // `plan` is shared (the plan cache keeps it) so that an executor may keep
+    // what it prepared for it (compiled, loaded kernels) while it lives.
+    virtual PlanOutcome run(const std::shared_ptr<const LaunchPlan>& plan, const PlanBindings& bindings,
+                            const RunOptions& options) = 0;
     // Why the device can no longer be used (a sticky CUDA error), or empty.
     // The session then moves to the CPU executor (docs/cuda-backend.md).
     virtual std::string lost_reason() const { return ""; }

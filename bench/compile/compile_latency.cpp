@@ -69,9 +69,9 @@ public:
     std::string memory_report(const std::map<const ir::DeviceArray*, std::string>& names) const override {
         return inner_->memory_report(names);
     }
-    ir::PlanOutcome run(const ir::LaunchPlan& plan, const ir::PlanBindings& bindings,
+    ir::PlanOutcome run(const std::shared_ptr<const ir::LaunchPlan>& plan, const ir::PlanBindings& bindings,
                         const ir::RunOptions& options) override {
-        kernels_.insert(kernels_.end(), plan.kernels.begin(), plan.kernels.end());
+        kernels_.insert(kernels_.end(), plan->kernels.begin(), plan->kernels.end());
         return inner_->run(plan, bindings, options);
     }
     // The kernels run since the last call, in launch order.

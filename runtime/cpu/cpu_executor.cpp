@@ -44,7 +44,7 @@ public:
         return "no device memory: arrays are in host memory (" + description() + ")";
     }
 
-    ir::PlanOutcome run(const ir::LaunchPlan& plan, const ir::PlanBindings& bindings,
+    ir::PlanOutcome run(const std::shared_ptr<const ir::LaunchPlan>& plan, const ir::PlanBindings& bindings,
                         const ir::RunOptions& options) override {
         PlanArgs args;
         args.scalars = bindings.scalars;
@@ -70,7 +70,7 @@ public:
         ExecOptions exec;
         exec.check = options.check;
         exec.cancel = options.cancel;
-        PlanResult r = run_plan(plan, args, exec);
+        PlanResult r = run_plan(*plan, args, exec);
         out.scalars = std::move(r.scalars);
         out.kernel_counters = std::move(r.kernel_counters);
         out.total = r.total;

@@ -511,37 +511,50 @@ public:
                d.runtime + " " + version_string(d.runtime_version) + ")";
     }
 
-    ir::PlanOutcome run(const ir::LaunchPlan& plan, const ir::PlanBindings& bindings,
+    ir::PlanOutcome run(const std::shared_ptr<const ir::LaunchPlan>& plan, const ir::PlanBindings& bindings,
                         const ir::RunOptions& options) override {
         if (device_->lost()) user_error(ErrorKind::Runtime, Loc{}, device_->lost_reason());
-        const std::vector<const Device::Loaded*> kernels = load(plan, options.origin);
-        return PlanRun(*device_, device_, plan, kernels, bindings, options).run();
+        const std::vector<const Device::Loaded*>& kernels = load(plan, options.origin);
+        return PlanRun(*device_, device_, *plan, kernels, bindings, options).run();
     }
 
 private:
-    // The plan's kernels, each compiled and loaded once per session; the
-    // missing ones compile together (in parallel).
-    std::vector<const Device::Loaded*> load(const ir::LaunchPlan& plan, const std::string& origin) {
-        std::vector<const Device::Loaded*> out(plan.kernels.size(), nullptr);
+    // The plan's kernels, each compiled and loaded once per session (the
+    // missing ones compile together, in parallel), remembered per plan
+    // while the plan lives so a cached plan's run prints no source.
+    const std::vector<const Device::Loaded*>& load(const std::shared_ptr<const ir::LaunchPlan>& plan,
+                                                   const std::string& origin) {
+        Prepared& p = prepared_[plan.get()];
+        if (p.plan.lock() == plan) return p.kernels;  // the same plan (an address may be reused by a later one)
+        p.plan.reset();  // until every kernel is loaded (compiling may throw)
+        p.kernels.assign(plan->kernels.size(), nullptr);
         std::vector<std::string> sources;
         std::vector<KernelSource> missing;
         std::vector<size_t> where;
-        for (size_t k = 0; k < plan.kernels.size(); ++k) {
-            sources.push_back(ir::print_cuda({plan.kernels[k]}));
-            if ((out[k] = device_->find_loaded(sources[k]))) continue;
-            missing.push_back({plan.kernels[k].name, sources[k], origin});
+        for (size_t k = 0; k < plan->kernels.size(); ++k) {
+            sources.push_back(ir::print_cuda({plan->kernels[k]}));
+            if ((p.kernels[k] = device_->find_loaded(sources[k]))) continue;
+            missing.push_back({plan->kernels[k].name, sources[k], origin});
             where.push_back(k);
         }
-        if (missing.empty()) return out;
-        const std::vector<CompiledKernel> images = compiler_->compile(missing, device_->info().arch());
-        SHOAL_INTERNAL_ASSERT(images.size() == missing.size(), "cuda executor: the compiler returned too few images");
-        for (size_t m = 0; m < missing.size(); ++m)
-            out[where[m]] = &device_->load(sources[where[m]], images[m].image, plan.kernels[where[m]]);
-        return out;
+        if (!missing.empty()) {
+            const std::vector<CompiledKernel> images = compiler_->compile(missing, device_->info().arch());
+            SHOAL_INTERNAL_ASSERT(images.size() == missing.size(), "cuda executor: the compiler returned too few images");
+            for (size_t m = 0; m < missing.size(); ++m)
+                p.kernels[where[m]] = &device_->load(sources[where[m]], images[m].image, plan->kernels[where[m]]);
+        }
+        p.plan = plan;
+        return p.kernels;
     }
+
+    struct Prepared {
+        std::weak_ptr<const ir::LaunchPlan> plan;
+        std::vector<const Device::Loaded*> kernels;
+    };
 
     std::shared_ptr<Device> device_;
     std::shared_ptr<KernelCompiler> compiler_;
+    std::map<const ir::LaunchPlan*, Prepared> prepared_;
 };
 
 }  // namespace
