@@ -429,7 +429,21 @@ DisplayData table_display(const std::vector<std::vector<std::string>>& rows, boo
 
 }  // namespace
 
-DisplayData profile_display(const std::vector<KernelProfile>& kernels, double wall_seconds, const std::string& engine) {
+namespace {
+// "; 1 copy to the device (24 bytes); 2 copies to the host (8 bytes)", or "".
+std::string transfers_text(const TransferCounters& moved) {
+    auto copies = [](int64_t n, int64_t bytes, const char* where) {
+        return "; " + std::to_string(n) + (n == 1 ? " copy " : " copies ") + where + " (" + human_bytes(bytes) + ")";
+    };
+    std::string text;
+    if (moved.to_device_copies) text += copies(moved.to_device_copies, moved.to_device_bytes, "to the device");
+    if (moved.to_host_copies) text += copies(moved.to_host_copies, moved.to_host_bytes, "to the host");
+    return text;
+}
+}  // namespace
+
+DisplayData profile_display(const std::vector<KernelProfile>& kernels, double wall_seconds, const std::string& engine,
+                            const TransferCounters& moved) {
     if (kernels.empty()) {
         DisplayData d;
         d.plain = "no kernels ran (" + duration_text(wall_seconds) +
@@ -456,12 +470,12 @@ DisplayData profile_display(const std::vector<KernelProfile>& kernels, double wa
     return table_display(rows, true,
                          engine + "; the statement took " + duration_text(wall_seconds) + " in all" +
                              (traffic ? " (bytes and sectors are what a GPU would move)"
-                                      : " (kernel times from CUDA events; the CPU executor also counts memory traffic)"));
+                                      : " (kernel times from CUDA events; the CPU executor also counts memory traffic)") +
+                             transfers_text(moved));
 }
 
 DisplayData time_display(const std::vector<KernelProfile>& kernels, double wall_seconds, bool compiled,
                          const TimeBreakdown& breakdown) {
-    const TransferCounters& moved = breakdown.moved;
     const CompileCounters& built = breakdown.compiled;
     KernelProfile total;
     for (const KernelProfile& k : kernels) total += k;
@@ -473,9 +487,6 @@ DisplayData time_display(const std::vector<KernelProfile>& kernels, double wall_
         d.plain += " (kernels " + duration_text(static_cast<double>(nanoseconds) * 1e-9) + " in " +
                    std::to_string(launches) + (launches == 1 ? " launch" : " launches") + " of " +
                    std::to_string(kernels.size()) + (kernels.size() == 1 ? " kernel)" : " kernels)");
-    auto copies = [](int64_t n, int64_t bytes, const char* where) {
-        return std::to_string(n) + (n == 1 ? " copy " : " copies ") + where + " (" + human_bytes(bytes) + ")";
-    };
     d.plain += "; front end " + duration_text(breakdown.front_end_seconds);
     if (built.compiled)
         d.plain += "; compiled " + std::to_string(built.compiled) + (built.compiled == 1 ? " kernel (" : " kernels (") +
@@ -483,8 +494,7 @@ DisplayData time_display(const std::vector<KernelProfile>& kernels, double wall_
     if (built.cache_hits)
         d.plain += "; " + std::to_string(built.cache_hits) + (built.cache_hits == 1 ? " kernel" : " kernels") +
                    " from the cache";
-    if (moved.to_device_copies) d.plain += "; " + copies(moved.to_device_copies, moved.to_device_bytes, "to the device");
-    if (moved.to_host_copies) d.plain += "; " + copies(moved.to_host_copies, moved.to_host_bytes, "to the host");
+    d.plain += transfers_text(breakdown.moved);
     d.rich["text/html"] = "<div style=\"color:#666;font-family:monospace;font-size:12px\">" + html_escape(d.plain) + "</div>";
     return d;
 }

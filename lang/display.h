@@ -35,7 +35,8 @@ DisplayData explain_display(const std::string& explain_text, bool cuda);
 // loaded and stored, 32-byte sectors, bank conflicts, atomics) and a total,
 // as an aligned text table and an HTML table. wall_seconds: the whole statement.
 // `engine`: what ran the kernels (Session::engine_description).
-DisplayData profile_display(const std::vector<KernelProfile>& kernels, double wall_seconds, const std::string& engine);
+DisplayData profile_display(const std::vector<KernelProfile>& kernels, double wall_seconds, const std::string& engine,
+                            const TransferCounters& moved = {});
 
 // :time: "time: 12.3 ms (kernels 10.1 ms in 5 launches, 3 kernels)"; without
 // kernels (the reference evaluator, or no array work) the wall time alone.

@@ -651,15 +651,15 @@ struct SessionCommands {
         else run();
         const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         I.random_stream = ctx.random_stream;
-        if (per_kernel) {
-            out.display(profile_display(kernels, wall, backend->description()));
-            return true;
-        }
-        if (!v.is_unit()) out.value(v, t, format_value(v, s.settings_.print_threshold));
         if (backend) {
             breakdown.moved = backend->transfers() - moved_before;
             breakdown.compiled = backend->compilation() - compiled_before;
         }
+        if (per_kernel) {
+            out.display(profile_display(kernels, wall, backend->description(), breakdown.moved));
+            return true;
+        }
+        if (!v.is_unit()) out.value(v, t, format_value(v, s.settings_.print_threshold));
         out.display(time_display(kernels, wall, backend != nullptr, breakdown));
         return true;
     }
