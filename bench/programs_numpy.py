@@ -5,8 +5,9 @@
                                    (N: one of the sizes; default all)
 
 The programs are those of examples/*.shoal, written the way a numpy user
-would (whole-array operations, one temporary per operation). Prints one line
-per program and size, as bench_programs does:
+would (whole-array operations, one temporary per operation); each takes the
+array module (numpy here; gpu/cupy_side.py passes cupy). Prints one line per
+program and size, as bench_programs does:
   <program> <n> <ns per element>
 """
 import os
@@ -38,41 +39,41 @@ def path(directory, n, name):
     return os.path.join(directory, "%s_%d.npy" % (name, n))
 
 
-def saxpy(d):
+def saxpy(d, xp=np):
     return np.float32(2.5) * d["x"] + d["y"]
 
 
-def rmse(d):
+def rmse(d, xp=np):
     diff = d["x"] - d["y"]
-    return np.sqrt(np.sum(diff * diff) / len(diff))
+    return xp.sqrt(xp.sum(diff * diff) / len(diff))
 
 
 RISKFREE = 0.02
 VOLATILITY = 0.30
 
 
-def cnd(d):
+def cnd(d, xp=np):
     a1, a2, a3, a4, a5 = 0.31938153, -0.356563782, 1.781477937, -1.821255978, 1.330274429
     rsqrt2pi = 0.39894228040143267793994605993438
-    k = 1.0 / (1.0 + 0.2316419 * np.abs(d))
-    c = rsqrt2pi * np.exp(-0.5 * d * d) * (k * (a1 + k * (a2 + k * (a3 + k * (a4 + k * a5)))))
-    return np.where(d > 0.0, 1.0 - c, c)
+    k = 1.0 / (1.0 + 0.2316419 * xp.abs(d))
+    c = rsqrt2pi * xp.exp(-0.5 * d * d) * (k * (a1 + k * (a2 + k * (a3 + k * (a4 + k * a5)))))
+    return xp.where(d > 0.0, 1.0 - c, c)
 
 
-def blackscholes(d):
+def blackscholes(d, xp=np):
     s, x, t = d["price"], d["strike"], d["years"]
-    sqrt_t = np.sqrt(t)
-    d1 = (np.log(s / x) + (RISKFREE + 0.5 * VOLATILITY * VOLATILITY) * t) / (VOLATILITY * sqrt_t)
+    sqrt_t = xp.sqrt(t)
+    d1 = (xp.log(s / x) + (RISKFREE + 0.5 * VOLATILITY * VOLATILITY) * t) / (VOLATILITY * sqrt_t)
     d2 = d1 - VOLATILITY * sqrt_t
-    cnd_d1 = cnd(d1)
-    cnd_d2 = cnd(d2)
-    exp_rt = np.exp(-RISKFREE * t)
+    cnd_d1 = cnd(d1, xp)
+    cnd_d2 = cnd(d2, xp)
+    exp_rt = xp.exp(-RISKFREE * t)
     call = s * cnd_d1 - x * exp_rt * cnd_d2
     put = x * exp_rt * (1.0 - cnd_d2) - s * (1.0 - cnd_d1)
     return call, put
 
 
-def forward_difference(d):
+def forward_difference(d, xp=np):
     x = d["x"]
     return x[1:] - x[:-1]
 
@@ -80,17 +81,17 @@ def forward_difference(d):
 SPENCER_WEIGHTS = np.array([-3, -6, -5, 3, 21, 46, 67, 74, 67, 46, 21, 3, -5, -6, -3], dtype=np.float32)
 
 
-def spencer(d):
+def spencer(d, xp=np):
     x = d["x"]
     m = len(x) - 14
-    acc = np.zeros(m, dtype=np.float32)
+    acc = xp.zeros(m, dtype=np.float32)
     for k in range(15):
         acc = acc + SPENCER_WEIGHTS[k] * x[k:k + m]
     return acc / 320.0
 
 
-def total(d):
-    return np.sum(d["x"])
+def total(d, xp=np):
+    return xp.sum(d["x"])
 
 
 # In the order of bench_programs.cpp's table.

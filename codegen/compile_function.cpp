@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 
+#include "codegen/array_graph.h"
 #include "codegen/lower_common.h"
 #include "lang/diagnostics.h"
 
@@ -213,7 +214,7 @@ CVal pull_val(ir::PullArray p) {
     return v;
 }
 
-bool is_array_val(const CVal& v) { return v.pull || v.host.is_array(); }
+bool is_array_val(const CVal& v) { return v.pull || v.host.is_array() || v.host.is_delayed(); }
 
 // Whether any Var in e names one of `names` (shadowing ignored: conservative).
 bool mentions(const Expr& e, const std::function<bool(const std::string&)>& names) {
@@ -343,6 +344,12 @@ private:
             t.is_tuple = true;
             for (const Value& x : v.tuple()) t.tuple.push_back(host_value(x, key));
             return t;
+        }
+        // A computed node is read where the executor keeps it (device
+        // memory on a GPU): forcing it would download it for every plan.
+        if (v.is_delayed() && dynamic_cast<const Node*>(v.delayed().get())) {
+            v.delayed()->compute();
+            return host_val(v);
         }
         if (v.is_delayed()) return host_val(force(v));
         if (v.is_array() || v.is_function()) return host_val(v);
@@ -595,9 +602,10 @@ private:
         return pull_val(out);
     }
 
-    // An array operand as a pull array: a captured host array reads its buffer.
+    // An array operand as a pull array: a captured array reads its buffer.
     ir::PullArray as_pull(const CVal& v) {
         if (v.pull) return *v.pull;
+        if (v.host.is_delayed()) return pull_of(v.host, fc_);
         const ArrayPtr& a = v.host.array();
         const FuseContext::Input& in = fc_.input(ir::ArrayData{a, nullptr}, a->elem, a->shape, a.get());
         std::vector<std::string> extents;

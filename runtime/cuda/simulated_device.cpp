@@ -241,7 +241,9 @@ public:
             violation("memcpyAsync kinds other than host<->device and device to device are not used by Shoal");
         if (dst_device) device_range(dst, bytes, "memcpyAsync destination");
         if (src_device) device_range(src, bytes, "memcpyAsync source");
-        ++(kind == cudaMemcpyHostToDevice ? stats_.copies_to_device : stats_.copies_to_host);
+        ++(kind == cudaMemcpyHostToDevice   ? stats_.copies_to_device
+           : kind == cudaMemcpyDeviceToHost ? stats_.copies_to_host
+                                            : stats_.copies_device_to_device);
         s.queue.push_back([this, dst, src, bytes, dst_device, src_device] {
             void* to = dst_device ? device_range(dst, bytes, "memcpyAsync destination") : dst;
             const void* from = src_device ? device_range(src, bytes, "memcpyAsync source") : src;

@@ -46,7 +46,7 @@ struct SimulatedDeviceStats {
     int64_t live_allocations = 0;
     int64_t bytes_in_use = 0;    // live allocations
     int64_t bytes_cached = 0;    // freed into the pool, kept (release threshold)
-    int64_t copies_to_device = 0, copies_to_host = 0;
+    int64_t copies_to_device = 0, copies_to_host = 0, copies_device_to_device = 0;
     int64_t libraries_loaded = 0;
 };
 

@@ -83,6 +83,27 @@ TEST_CASE("simulated device: a copy to the host lands only when the stream is sy
     CHECK(device->stats().synchronisations == 1);
 }
 
+TEST_CASE("simulated device: a copy from device to device lands at the synchronisation and is no transfer") {
+    auto device = cuda::simulated_device();
+    Stream st(*device);
+    const int in[4] = {1, 2, 3, 4};
+    int out[4] = {0, 0, 0, 0};
+    void* a = st.alloc(sizeof in);
+    void* b = st.alloc(sizeof in);
+    CHECK(device->memcpyAsync(a, in, sizeof in, cudaMemcpyHostToDevice, st.s) == cudaSuccess);
+    CHECK(device->memcpyAsync(b, a, sizeof in, cudaMemcpyDeviceToDevice, st.s) == cudaSuccess);
+    CHECK(device->memcpyAsync(out, b, sizeof out, cudaMemcpyDeviceToHost, st.s) == cudaSuccess);
+    CHECK(device->streamSynchronize(st.s) == cudaSuccess);
+    CHECK(std::memcmp(in, out, sizeof in) == 0);
+    // One upload and one download: the copy between device buffers is neither.
+    CHECK(device->stats().copies_to_device == 1);
+    CHECK(device->stats().copies_to_host == 1);
+    CHECK(device->stats().copies_device_to_device == 1);
+    // A host address on either side of a device-to-device copy is a violation.
+    CHECK_THROWS_WITH_AS(device->memcpyAsync(b, in, sizeof in, cudaMemcpyDeviceToDevice, st.s),
+                         doctest::Contains("device to device with a host address"), Error);
+}
+
 TEST_CASE("simulated device: host pointers, freed memory and overruns are violations") {
     auto device = cuda::simulated_device();
     Stream st(*device);
@@ -133,6 +154,21 @@ TEST_CASE("cuda executor: results stay in device memory across statements; the h
     INFO(timed);
     CHECK(timed.find("; 1 copy to the host (8 bytes)") != std::string::npos);
     CHECK(timed.find(" in 1 launch of 1 kernel)") != std::string::npos);  // timed with events
+}
+
+TEST_CASE("cuda executor: a function that indexes a device array reads it in device memory") {
+    SimulatedSession s;
+    CHECK(s.run("let u = map (\\i -> float i) (iota 1000)\nlet n = 1000") == "");
+    CompiledBackend& b = *s.session.compiled_backend();
+    // A gather from a binding, and from each step of a loop: no array comes
+    // to the host (each used to be downloaded once, each step of a loop
+    // again), only the bounds checks' error records (32 bytes a launch).
+    CHECK(s.run("let v = generate n (\\i -> u[n - 1 - i])\n"
+                "let w = loop w = u for k < 5 do generate n (\\i -> w[(i + 1) % n] + 1.0)") == "");
+    CHECK(b.transfers().to_device_copies == 0);
+    CHECK(b.transfers().to_host_copies == 6);
+    CHECK(b.transfers().to_host_bytes == 6 * 32);
+    CHECK(s.run("v[0]\nw[0]\nsum w") == "999.0\n10.0\n504500.0\n");
 }
 
 TEST_CASE("cuda executor: :mem names the arrays bindings hold in device memory") {
