@@ -42,6 +42,19 @@ HostValue load_element(ScalarType t, const void* p) {
     return v;
 }
 
+Prim buffer_prim(ScalarType t) {
+    switch (t) {
+        case ScalarType::Bool: return Prim::Bool;
+        case ScalarType::I32:
+        case ScalarType::U32: return Prim::Int;
+        case ScalarType::I64:
+        case ScalarType::U64: return Prim::Long;
+        case ScalarType::F32: return Prim::Float;
+        case ScalarType::F64: break;
+    }
+    return Prim::Double;
+}
+
 ArrayPtr host_array(const ArrayData& data, Prim elem, const Shape& shape) {
     if (data.host) return data.host;
     SHOAL_INTERNAL_ASSERT(data.device && data.device->count() == shape_size(shape) &&

@@ -147,6 +147,10 @@ std::string format_check(const std::string& message, int64_t index, int64_t exte
 // The host value of one element of type t at `p` (a ReadBack step).
 HostValue load_element(ScalarType t, const void* p);
 
+// The Shoal element type of a buffer's elements, for a buffer handed back as
+// an array (unsigned buffers keep their bits in the signed type of their width).
+Prim buffer_prim(ScalarType t);
+
 // The host array of `data`: its own, or its device memory copied to a new
 // array of `elem` and `shape` that keeps the device copy (so a later kernel
 // reads it without an upload). Waits for the work computing it.

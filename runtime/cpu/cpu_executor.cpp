@@ -8,21 +8,6 @@ namespace shoal::cpu {
 
 namespace {
 
-// The Shoal element type of an output buffer handed back as an array
-// (unsigned buffers keep their bits in the signed type of their width).
-Prim prim_of_buffer(ir::ScalarType t) {
-    switch (t) {
-        case ir::ScalarType::Bool: return Prim::Bool;
-        case ir::ScalarType::I32:
-        case ir::ScalarType::U32: return Prim::Int;
-        case ir::ScalarType::I64:
-        case ir::ScalarType::U64: return Prim::Long;
-        case ir::ScalarType::F32: return Prim::Float;
-        case ir::ScalarType::F64: break;
-    }
-    return Prim::Double;
-}
-
 BufferArg memory_of(const ArrayPtr& a) { return BufferArg{a->bytes.data(), a->size()}; }
 
 class CpuExecutor final : public ir::PlanExecutor {
@@ -56,14 +41,14 @@ public:
                 args.buffers[name] = memory_of(a.host);
                 continue;
             }
-            const Prim p = prim_of_buffer(a.device->elem());
+            const Prim p = ir::buffer_prim(a.device->elem());
             moved.push_back(ir::host_array(a, p, Shape{a.device->count()}));
             args.buffers[name] = memory_of(moved.back());
         }
         ir::PlanOutcome out;
         // Results are arrays from the start (no copy).
         args.allocate_output = [&out](const std::string& name, ir::ScalarType elem, int64_t count) {
-            auto a = std::make_shared<Array>(prim_of_buffer(elem), Shape{count}, Array::Uninitialised{});
+            auto a = std::make_shared<Array>(ir::buffer_prim(elem), Shape{count}, Array::Uninitialised{});
             out.outputs[name] = ir::ArrayData{a, nullptr};
             return memory_of(a);
         };

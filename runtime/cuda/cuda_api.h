@@ -16,6 +16,17 @@
 
 namespace shoal::cuda {
 
+// A launch's error record as the printed kernels declare it (ShoalError in
+// codegen/cuda_printer.cpp's prelude): the executor resets and reads it,
+// the simulated device writes it.
+struct ErrorRecord {
+    unsigned long long key;
+    int code;
+    int lock;
+    long long index;
+    long long extent;
+};
+
 class CudaApi {
 public:
     virtual ~CudaApi() = default;

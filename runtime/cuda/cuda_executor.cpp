@@ -13,14 +13,7 @@ namespace shoal::cuda {
 
 namespace {
 
-// The error record's layout and its value before a launch (cuda_printer.cpp).
-struct ErrorRecord {
-    unsigned long long key;
-    int code;
-    int lock;
-    long long index;
-    long long extent;
-};
+// The error record's value before a launch (cuda_printer.cpp).
 constexpr ErrorRecord kNoError{~0ull, -1, 0, 0, 0};
 
 std::string version_string(int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); }
@@ -266,7 +259,7 @@ private:
             return std::static_pointer_cast<DeviceMemory>(data.device);
         // Another executor's memory comes through the host.
         const ArrayPtr host = data.host ? data.host
-                                        : ir::host_array(data, prim_of(data.device->elem()), Shape{data.device->count()});
+                                        : ir::host_array(data, ir::buffer_prim(data.device->elem()), Shape{data.device->count()});
         if (auto* copy = dynamic_cast<DeviceMemory*>(host->device_copy.get().get()); copy && copy->device() == &device_)
             return std::static_pointer_cast<DeviceMemory>(host->device_copy.get());
         const ir::ScalarType elem = ir::scalar_of(host->elem);
@@ -274,18 +267,6 @@ private:
         device_.upload(memory->ptr(), host);
         host->device_copy.set(memory);
         return memory;
-    }
-    static Prim prim_of(ir::ScalarType t) {
-        switch (t) {
-            case ir::ScalarType::Bool: return Prim::Bool;
-            case ir::ScalarType::I32:
-            case ir::ScalarType::U32: return Prim::Int;
-            case ir::ScalarType::I64:
-            case ir::ScalarType::U64: return Prim::Long;
-            case ir::ScalarType::F32: return Prim::Float;
-            case ir::ScalarType::F64: break;
-        }
-        return Prim::Double;
     }
 
     ir::HostValue scalar(const std::string& name) const {

@@ -59,15 +59,6 @@ struct Library {
     ir::Kernel kernel;
 };
 
-// The error record's layout (cuda_printer.cpp, ShoalError).
-struct ErrorRecord {
-    unsigned long long key;
-    int code;
-    int lock;
-    long long index;
-    long long extent;
-};
-
 class Simulator final : public SimulatedDevice {
 public:
     explicit Simulator(const SimulatedFaults& faults) : faults_(faults) {
