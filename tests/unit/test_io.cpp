@@ -14,38 +14,15 @@
 #include "lang/format.h"
 #include "lang/io.h"
 #include "lang/value.h"
+#include "temp_files.h"
 
 using namespace shoal;
 namespace fs = std::filesystem;
+using testing::TempDir;
+using testing::read_bytes;
+using testing::write_bytes;
 
 namespace {
-
-// A fresh directory per test case, removed afterwards.
-struct TempDir {
-    fs::path dir;
-    TempDir() {
-        static int counter = 0;
-        dir = fs::temp_directory_path() /
-              ("shoal-test-io-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-        fs::create_directories(dir);
-    }
-    ~TempDir() {
-        std::error_code ec;
-        fs::remove_all(dir, ec);
-    }
-    std::string operator/(const std::string& name) const { return (dir / name).string(); }
-};
-
-std::string read_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
-
-void write_file(const std::string& path, const std::string& bytes) {
-    std::ofstream(path, std::ios::binary) << bytes;
-}
 
 // The message of the Io error that `f` throws ("" and a failed check if none).
 std::string io_error_of(const std::function<void()>& f) {
@@ -113,7 +90,7 @@ std::string data_file(const std::string& name) { return std::string(SHOAL_SOURCE
 // ---------------------------------------------------------------- .npy round trips
 
 TEST_CASE("npy: save then load gives the same array, for every dtype and rank") {
-    TempDir tmp;
+    TempDir tmp("shoal-test-io-");
     for (Prim elem : {Prim::Bool, Prim::Int, Prim::Long, Prim::Float, Prim::Double}) {
         for (const Shape& shape : {Shape{5}, Shape{2, 3}, Shape{2, 3, 4}, Shape{0}, Shape{3, 0}, Shape{1, 1, 1}}) {
             CAPTURE(prim_name(elem));
@@ -130,10 +107,10 @@ TEST_CASE("npy: save then load gives the same array, for every dtype and rank") 
 }
 
 TEST_CASE("npy: the file layout is numpy's (version 1.0, 64-byte aligned header)") {
-    TempDir tmp;
+    TempDir tmp("shoal-test-io-");
     auto a = std::make_shared<Array>(Prim::Double, Shape{2, 3});
     save_npy(tmp / "m.npy", *a, kNoLoc);
-    std::string bytes = read_file(tmp / "m.npy");
+    std::string bytes = read_bytes(tmp / "m.npy");
     REQUIRE(bytes.size() == 128 + 48);
     CHECK(bytes.substr(0, 8) == std::string("\x93NUMPY\x01\x00", 8));
     CHECK(static_cast<unsigned char>(bytes[8]) + 256 * static_cast<unsigned char>(bytes[9]) == 118);
@@ -144,9 +121,9 @@ TEST_CASE("npy: the file layout is numpy's (version 1.0, 64-byte aligned header)
 }
 
 TEST_CASE("npy: saving replaces a file atomically and leaves no temporary") {
-    TempDir tmp;
+    TempDir tmp("shoal-test-io-");
     std::string path = tmp / "x.npy";
-    write_file(path, "old contents");
+    write_bytes(path, "old contents");
     save_npy(path, *sample_array(Prim::Int, {4}), kNoLoc);
     check_same(*load_npy(path, kNoLoc), *sample_array(Prim::Int, {4}));
     int files = 0;
@@ -155,7 +132,7 @@ TEST_CASE("npy: saving replaces a file atomically and leaves no temporary") {
 }
 
 TEST_CASE("npy: save errors name the file and the reason") {
-    TempDir tmp;
+    TempDir tmp("shoal-test-io-");
     std::string msg = io_error_of([&] { save_npy(tmp / "missing/dir/x.npy", *sample_array(Prim::Int, {2}), kNoLoc); });
     CHECK(msg == "cannot write '" + (tmp / "missing/dir/x.npy") + "': No such file or directory");
     fs::create_directory(tmp / "d.npy");
@@ -188,11 +165,11 @@ TEST_CASE("npy: files written by numpy load with the right values") {
 }
 
 TEST_CASE("npy: our files are byte-identical to numpy's") {
-    TempDir tmp;
+    TempDir tmp("shoal-test-io-");
     for (const char* name : {"b1_3.npy", "i4_4.npy", "i8_2x2x2.npy", "f4_3.npy", "f8_2x3.npy", "f8_0.npy"}) {
         CAPTURE(name);
         save_npy(tmp / name, *load_npy(data_file(name), kNoLoc), kNoLoc);
-        CHECK(read_file(tmp / name) == read_file(data_file(name)));
+        CHECK(read_bytes(tmp / name) == read_bytes(data_file(name)));
     }
 }
 
@@ -212,57 +189,57 @@ TEST_CASE("npy: numpy files Shoal cannot read give clear errors") {
 // ---------------------------------------------------------------- malformed .npy
 
 TEST_CASE("npy: missing files and non-.npy files") {
-    TempDir tmp;
+    TempDir tmp("shoal-test-io-");
     CHECK(io_error_of([&] { load_npy(tmp / "nope.npy", kNoLoc); }) ==
           "cannot open '" + (tmp / "nope.npy") + "': No such file or directory");
     CHECK(io_error_of([&] { read_npy_header(tmp / "nope.npy", kNoLoc); }) ==
           "cannot open '" + (tmp / "nope.npy") + "': No such file or directory");
     CHECK(io_error_of([&] { load_npy(tmp.dir.string(), kNoLoc); }) ==
           "cannot open '" + tmp.dir.string() + "': Is a directory");
-    write_file(tmp / "text.npy", "hello, world\n");
+    write_bytes(tmp / "text.npy", "hello, world\n");
     CHECK(io_error_of([&] { load_npy(tmp / "text.npy", kNoLoc); }) ==
           "'" + (tmp / "text.npy") + "' is not a .npy file (bad magic)");
-    write_file(tmp / "empty.npy", "");
+    write_bytes(tmp / "empty.npy", "");
     CHECK(contains(io_error_of([&] { load_npy(tmp / "empty.npy", kNoLoc); }), "(bad magic)"));
-    write_file(tmp / "short.npy", "\x93NUM");
+    write_bytes(tmp / "short.npy", "\x93NUM");
     CHECK(contains(io_error_of([&] { load_npy(tmp / "short.npy", kNoLoc); }), "(bad magic)"));
 }
 
 TEST_CASE("npy: truncated headers and unsupported versions") {
-    TempDir tmp;
+    TempDir tmp("shoal-test-io-");
     std::string path = tmp / "t.npy";
-    write_file(path, std::string("\x93NUMPY\x01", 7));
+    write_bytes(path, std::string("\x93NUMPY\x01", 7));
     CHECK(contains(io_error_of([&] { load_npy(path, kNoLoc); }), "truncated .npy header"));
-    write_file(path, std::string("\x93NUMPY\x01\x00\x10", 9));
+    write_bytes(path, std::string("\x93NUMPY\x01\x00\x10", 9));
     CHECK(contains(io_error_of([&] { load_npy(path, kNoLoc); }), "truncated .npy header"));
     std::string full = npy_bytes("{'descr': '<f8', 'fortran_order': False, 'shape': (1,), }\n", doubles({1.0}));
-    write_file(path, full.substr(0, 30));
+    write_bytes(path, full.substr(0, 30));
     CHECK(io_error_of([&] { load_npy(path, kNoLoc); }) ==
           "'" + path + "': truncated .npy header (expected 58 bytes, found 20)");
     std::string v4 = full;
     v4[6] = 4;
-    write_file(path, v4);
+    write_bytes(path, v4);
     CHECK(contains(io_error_of([&] { load_npy(path, kNoLoc); }), "unsupported .npy version 4.0 (Shoal reads 1.0 to 3.0)"));
 }
 
 TEST_CASE("npy: truncated data names expected and actual sizes") {
-    TempDir tmp;
+    TempDir tmp("shoal-test-io-");
     std::string path = tmp / "t.npy";
-    write_file(path, npy_bytes("{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), }\n",
+    write_bytes(path, npy_bytes("{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), }\n",
                                doubles({1, 2, 3, 4, 5})));
     CHECK(io_error_of([&] { load_npy(path, kNoLoc); }) ==
           "'" + path + "' is truncated: shape (2, 3) of float64 needs 48 bytes of data, the file has 40");
     // The header alone is fine.
     CHECK(read_npy_header(path, kNoLoc).shape == Shape{2, 3});
     // A header promising an absurd size fails cleanly, without allocating it.
-    write_file(path, npy_bytes("{'descr': '<f8', 'fortran_order': False, 'shape': (100000000000,), }\n", ""));
+    write_bytes(path, npy_bytes("{'descr': '<f8', 'fortran_order': False, 'shape': (100000000000,), }\n", ""));
     CHECK(contains(io_error_of([&] { load_npy(path, kNoLoc); }), "needs 800000000000 bytes of data, the file has 0"));
-    write_file(path, npy_bytes("{'descr': '<f8', 'fortran_order': False, 'shape': (4294967296, 4294967296), }\n", ""));
+    write_bytes(path, npy_bytes("{'descr': '<f8', 'fortran_order': False, 'shape': (4294967296, 4294967296), }\n", ""));
     CHECK(contains(io_error_of([&] { load_npy(path, kNoLoc); }), "is too large"));
 }
 
 TEST_CASE("npy: header parsing tolerates spacing, key order, quotes and commas") {
-    TempDir tmp;
+    TempDir tmp("shoal-test-io-");
     std::string path = tmp / "h.npy";
     std::string data = doubles({1.5, -2.0});
     for (const char* dict : {
@@ -274,18 +251,18 @@ TEST_CASE("npy: header parsing tolerates spacing, key order, quotes and commas")
              "{'descr': '=f8', 'fortran_order': False, 'shape': (2,)}",
          }) {
         CAPTURE(dict);
-        write_file(path, npy_bytes(dict, data));
+        write_bytes(path, npy_bytes(dict, data));
         CHECK(format_value(Value(load_npy(path, kNoLoc))) == "[1.5, -2.0]");
     }
-    write_file(path, npy_bytes("{'descr': '<f8', 'fortran_order': False, 'shape': (1, 2), }", data, 2));
+    write_bytes(path, npy_bytes("{'descr': '<f8', 'fortran_order': False, 'shape': (1, 2), }", data, 2));
     CHECK(format_value(Value(load_npy(path, kNoLoc))) == "[[1.5, -2.0]]");
 }
 
 TEST_CASE("npy: malformed headers and unsupported contents") {
-    TempDir tmp;
+    TempDir tmp("shoal-test-io-");
     std::string path = tmp / "h.npy";
     auto msg = [&](const std::string& dict, const std::string& data = "") {
-        write_file(path, npy_bytes(dict, data));
+        write_bytes(path, npy_bytes(dict, data));
         return io_error_of([&] { load_npy(path, kNoLoc); });
     };
     CHECK(contains(msg("'descr': '<f8'"), "malformed .npy header: expected '{'"));
@@ -309,15 +286,15 @@ TEST_CASE("npy: malformed headers and unsupported contents") {
 }
 
 TEST_CASE("npy: bool bytes other than 0/1 read as true") {
-    TempDir tmp;
+    TempDir tmp("shoal-test-io-");
     std::string path = tmp / "b.npy";
-    write_file(path, npy_bytes("{'descr': '|b1', 'fortran_order': False, 'shape': (3,)}", std::string("\0\x01\x07", 3)));
+    write_bytes(path, npy_bytes("{'descr': '|b1', 'fortran_order': False, 'shape': (3,)}", std::string("\0\x01\x07", 3)));
     ArrayPtr a = load_npy(path, kNoLoc);
     CHECK(std::vector<uint8_t>(a->bytes.begin(), a->bytes.end()) == std::vector<uint8_t>{0, 1, 1});
 }
 
 TEST_CASE("npy: errors carry the source location") {
-    TempDir tmp;
+    TempDir tmp("shoal-test-io-");
     auto src = std::make_shared<const Source>("<stdin>", "load \"nope.npy\"");
     Loc loc{src, 1, 6, 10};
     try {
@@ -332,25 +309,25 @@ TEST_CASE("npy: errors carry the source location") {
 // ---------------------------------------------------------------- CSV
 
 TEST_CASE("csv: save then load a matrix of doubles") {
-    TempDir tmp;
+    TempDir tmp("shoal-test-io-");
     std::string path = tmp / "m.csv";
     auto a = std::make_shared<Array>(Prim::Double, Shape{2, 3});
     const double values[] = {0.1, -2.0, 1e-5, 6.02214076e23, -0.0, 1.0 / 3.0};
     for (int k = 0; k < 6; ++k) a->set(k, Scalar::of_double(values[k]));
     save_csv(path, *a, kNoLoc);
-    CHECK(read_file(path) == "0.1,-2.0,1e-5\n6.02214076e23,-0.0,0.3333333333333333\n");
+    CHECK(read_bytes(path) == "0.1,-2.0,1e-5\n6.02214076e23,-0.0,0.3333333333333333\n");
     check_same(*load_csv(path, kNoLoc), *a);
 }
 
 TEST_CASE("csv: inf and nan round trip") {
-    TempDir tmp;
+    TempDir tmp("shoal-test-io-");
     std::string path = tmp / "s.csv";
     auto a = std::make_shared<Array>(Prim::Double, Shape{1, 3});
     a->set(0, Scalar::of_double(std::numeric_limits<double>::infinity()));
     a->set(1, Scalar::of_double(-std::numeric_limits<double>::infinity()));
     a->set(2, Scalar::of_double(std::nan("")));
     save_csv(path, *a, kNoLoc);
-    CHECK(read_file(path) == "inf,-inf,nan\n");
+    CHECK(read_bytes(path) == "inf,-inf,nan\n");
     ArrayPtr b = load_csv(path, kNoLoc);
     CHECK(std::isinf(b->get(0).d));
     CHECK(b->get(1).d < 0);
@@ -358,45 +335,45 @@ TEST_CASE("csv: inf and nan round trip") {
 }
 
 TEST_CASE("csv: rank 1 writes one value per line, other element types") {
-    TempDir tmp;
+    TempDir tmp("shoal-test-io-");
     std::string path = tmp / "v.csv";
     save_csv(path, *sample_array(Prim::Int, {3}), kNoLoc);
-    CHECK(read_file(path) == "-5000\n2000\n9000\n");
+    CHECK(read_bytes(path) == "-5000\n2000\n9000\n");
     auto v = std::make_shared<Array>(Prim::Float, Shape{3});
     v->set(0, Scalar::of_float(0.1f));
     v->set(1, Scalar::of_float(1.0f / 3.0f));
     v->set(2, Scalar::of_float(100.0f));
     save_csv(path, *v, kNoLoc);
-    CHECK(read_file(path) == "0.1\n0.33333334\n100.0\n");
+    CHECK(read_bytes(path) == "0.1\n0.33333334\n100.0\n");
     ArrayPtr back = load_csv(path, kNoLoc);
     CHECK(back->shape == Shape{3, 1});
     CHECK(static_cast<float>(back->get(1).d) == 1.0f / 3.0f);
     save_csv(path, *sample_array(Prim::Bool, {2, 2}), kNoLoc);
-    CHECK(read_file(path) == "0,1\n0,1\n");
+    CHECK(read_bytes(path) == "0,1\n0,1\n");
     auto l = std::make_shared<Array>(Prim::Long, Shape{1, 2});
     l->set(0, Scalar::of_long(-9007199254740993));
     save_csv(path, *l, kNoLoc);
-    CHECK(read_file(path) == "-9007199254740993,0\n");
+    CHECK(read_bytes(path) == "-9007199254740993,0\n");
 }
 
 TEST_CASE("csv: lenient about spacing, line endings, blank lines, signs") {
-    TempDir tmp;
+    TempDir tmp("shoal-test-io-");
     std::string path = tmp / "l.csv";
-    write_file(path, "\xEF\xBB\xBF 1, 2.5 ,+3\r\n\n\t-4,5e2,  6  \r\n\n");
+    write_bytes(path, "\xEF\xBB\xBF 1, 2.5 ,+3\r\n\n\t-4,5e2,  6  \r\n\n");
     ArrayPtr a = load_csv(path, kNoLoc);
     CHECK(a->elem == Prim::Double);
     CHECK(a->shape == Shape{2, 3});
     CHECK(format_value(Value(a)) == "[[1.0, 2.5, 3.0], [-4.0, 500.0, 6.0]]");
-    write_file(path, "7");
+    write_bytes(path, "7");
     CHECK(format_value(Value(load_csv(path, kNoLoc))) == "[[7.0]]");
 }
 
 TEST_CASE("csv: malformed files name the file, line and field") {
-    TempDir tmp;
+    TempDir tmp("shoal-test-io-");
     std::string path = tmp / "bad.csv";
     std::string q = "'" + path + "'";
     auto msg = [&](const std::string& text) {
-        write_file(path, text);
+        write_bytes(path, text);
         return io_error_of([&] { load_csv(path, kNoLoc); });
     };
     CHECK(msg("1,2,3\n4,abc,6\n") == q + " line 2, field 2: 'abc' is not a number");
@@ -414,7 +391,7 @@ TEST_CASE("csv: malformed files name the file, line and field") {
 }
 
 TEST_CASE("csv: saving needs rank 1 or 2 and a writable place") {
-    TempDir tmp;
+    TempDir tmp("shoal-test-io-");
     CHECK(contains(io_error_of([&] { save_csv(tmp / "c.csv", *sample_array(Prim::Double, {2, 2, 2}), kNoLoc); }),
                    "saveCsv writes rank 1 or 2 arrays, not shape (2, 2, 2)"));
     CHECK(io_error_of([&] { save_csv(tmp / "no/c.csv", *sample_array(Prim::Double, {2}), kNoLoc); }) ==

@@ -29,40 +29,16 @@
 #include "runtime/cuda/nvrtc_target.h"
 #include "runtime/cuda/ptxas_info.h"
 #include "runtime/cuda/simulated_nvrtc.h"
+#include "temp_files.h"
 
 using namespace shoal;
 using namespace shoal::cuda;
 namespace fs = std::filesystem;
+using shoal::testing::TempDir;
+using shoal::testing::read_bytes;
+using shoal::testing::write_bytes;
 
 namespace {
-
-// A fresh directory per test case, removed afterwards (writable again first).
-struct TempDir {
-    fs::path dir;
-    TempDir() {
-        static int counter = 0;
-        dir = fs::temp_directory_path() /
-              ("shoal-test-kernel-cache-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-        fs::remove_all(dir);
-        fs::create_directories(dir);
-    }
-    ~TempDir() {
-        std::error_code ec;
-        fs::permissions(dir, fs::perms::owner_all, fs::perm_options::add, ec);
-        fs::remove_all(dir, ec);
-    }
-};
-
-std::string read_bytes(const fs::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
-
-void write_bytes(const fs::path& path, const std::string& bytes) {
-    std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
-}
 
 Sha256Digest key_of(const std::string& source) { return kernel_cache_key(source, {"-a"}, "sm_90", "test 1.0"); }
 
@@ -123,7 +99,7 @@ TEST_CASE("kernel cache: the key changes with each of its inputs") {
 }
 
 TEST_CASE("kernel cache: an entry stores and loads back") {
-    TempDir t;
+    TempDir t("shoal-test-kernel-cache-");
     KernelDiskCache cache(t.dir / "kernels");  // created on the first store
     const Sha256Digest key = key_of("roundtrip");
     std::string problem = "unset";
@@ -156,7 +132,7 @@ TEST_CASE("kernel cache: an entry stores and loads back") {
 }
 
 TEST_CASE("kernel cache: a corrupt byte anywhere is a miss, and the entry is rebuilt") {
-    TempDir t;
+    TempDir t("shoal-test-kernel-cache-");
     KernelDiskCache cache(t.dir);
     const Sha256Digest key = key_of("corrupt");
     REQUIRE(cache.store(key, kernel_of(std::string(300, 'p'))));
@@ -185,7 +161,7 @@ TEST_CASE("kernel cache: a corrupt byte anywhere is a miss, and the entry is reb
 }
 
 TEST_CASE("kernel cache: a truncated or padded entry is a miss") {
-    TempDir t;
+    TempDir t("shoal-test-kernel-cache-");
     KernelDiskCache cache(t.dir);
     const Sha256Digest key = key_of("truncated");
     REQUIRE(cache.store(key, kernel_of(std::string(1000, 'q'))));
@@ -204,7 +180,7 @@ TEST_CASE("kernel cache: a truncated or padded entry is a miss") {
 }
 
 TEST_CASE("kernel cache: foreign files are misses (random bytes, wrong magic, wrong version, another key)") {
-    TempDir t;
+    TempDir t("shoal-test-kernel-cache-");
     KernelDiskCache cache(t.dir);
     const Sha256Digest key = key_of("foreign");
     const fs::path path = cache.entry_path(key);
@@ -234,7 +210,7 @@ TEST_CASE("kernel cache: foreign files are misses (random bytes, wrong magic, wr
 }
 
 TEST_CASE("kernel cache: an unwritable directory still compiles, and says why it stores nothing") {
-    TempDir t;
+    TempDir t("shoal-test-kernel-cache-");
     auto compile_one = [](const std::shared_ptr<KernelDiskCache>& disk) {
         KernelCompiler compiler(simulated_nvrtc(), disk);
         const auto out = compiler.compile({kernel("k")}, "sm_90");
@@ -297,7 +273,7 @@ TEST_CASE("kernel cache: the directory comes from SHOAL_CACHE_DIR, XDG_CACHE_HOM
 }
 
 TEST_CASE("kernel cache: under a small cap, eviction keeps the most recently used entries") {
-    TempDir t;
+    TempDir t("shoal-test-kernel-cache-");
     const CachedKernel entry = kernel_of(std::string(1000, 'e'));
     const uint64_t entry_bytes = encode_entry(key_of("a"), entry).size();
     KernelDiskCache cache(t.dir, 3 * entry_bytes + entry_bytes / 2);  // room for three
@@ -330,7 +306,7 @@ TEST_CASE("kernel cache: under a small cap, eviction keeps the most recently use
 }
 
 TEST_CASE("kernel cache: two processes share a directory") {
-    TempDir t;
+    TempDir t("shoal-test-kernel-cache-");
     // Each process stores and loads keys of its own and keys both use (with
     // the same contents, as two Shoal processes compiling the same kernel
     // would), under a roomy cap and then under one that evicts all the time.
@@ -459,7 +435,7 @@ TEST_CASE("kernel compiler: ptxas reports are read per entry function") {
 // ---------------------------------------------------------------- the compiler on the simulated NVRTC
 
 TEST_CASE("kernel compiler: memory hits, then disk hits in a fresh compiler") {
-    TempDir t;
+    TempDir t("shoal-test-kernel-cache-");
     const std::vector<KernelSource> kernels = {kernel("a"), kernel("b", "x[1] = 2.0f;")};
     KernelCompiler first(simulated_nvrtc(), disk_cache(t.dir));
     const auto cold = first.compile(kernels, "sm_90");
@@ -504,7 +480,7 @@ TEST_CASE("kernel compiler: memory hits, then disk hits in a fresh compiler") {
 }
 
 TEST_CASE("kernel compiler: several kernels compile in parallel and come back in order") {
-    TempDir t;
+    TempDir t("shoal-test-kernel-cache-");
     std::vector<KernelSource> kernels;
     for (int i = 0; i < 12; ++i) kernels.push_back(kernel("k" + std::to_string(i), "x[" + std::to_string(i) + "] = 1.0f;"));
     kernels.push_back(kernels[3]);  // the same kernel twice in one statement: compiled once
@@ -524,7 +500,7 @@ TEST_CASE("kernel compiler: several kernels compile in parallel and come back in
 }
 
 TEST_CASE("kernel compiler: an NVRTC failure names the kernel and its expression, with the log and the source") {
-    TempDir t;
+    TempDir t("shoal-test-kernel-cache-");
     SimulatedNvrtcOptions faults;
     faults.fail_sources_containing = "BROKEN";
     faults.failure_log = "broken.cu(1): error: identifier \"BROKEN\" is undefined";
@@ -592,7 +568,7 @@ TEST_CASE("kernel cache: a real NVRTC cubin is stored, reloaded, corrupted and r
         MESSAGE("skipped: " << why);
         return;
     }
-    TempDir t;
+    TempDir t("shoal-test-kernel-cache-");
     const std::vector<KernelSource> kernels = {
         {"scale",
          "extern \"C\" __global__ void scale(float* x, float a, int n) {\n"
