@@ -28,29 +28,6 @@ private:
     T saved_;
 };
 
-// "sum (x * y)   -- <stdin>:1:5": the source expression a plan computes, for
-// its kernels' comment. An infix operator's location is the operator alone,
-// so its whole source line stands for it. Cut at a word boundary, never
-// inside a word.
-std::string source_comment(const Loc& loc) {
-    if (!loc.valid()) return "";
-    const std::string_view line = loc.source->line(loc.line);
-    const size_t from = std::min(line.size(), static_cast<size_t>(std::max(loc.col - 1, 0)));
-    std::string text(loc.length > 2 ? line.substr(from, loc.length) : line);
-    text.erase(0, text.find_first_not_of(" \t"));
-    // `:cuda x + y`: the expression, not the command and its options.
-    while (!text.empty() && (text[0] == ':' || text.starts_with("--"))) {
-        const size_t blank = text.find_first_of(" \t");
-        text.erase(0, blank == std::string::npos ? text.size() : text.find_first_not_of(" \t", blank));
-    }
-    constexpr size_t kWidth = 72;
-    if (text.size() > kWidth) {
-        size_t cut = text.rfind(' ', kWidth);
-        text = text.substr(0, cut == std::string::npos || cut == 0 ? kWidth : cut) + " ...";
-    }
-    return text + "   -- " + loc.source->name + ":" + std::to_string(loc.line) + ":" + std::to_string(loc.col);
-}
-
 ir::HostValue host_value(const Scalar& s) {
     ir::HostValue h;
     h.type = ir::scalar_of(s.type);
@@ -178,7 +155,7 @@ ir::PlanOutcome FusionEngine::run(const std::string& name, FuseContext& fc,
     const ir::LaunchPlan& plan = *found.plan;
     if (!found.hit && g_plan_observer) g_plan_observer(plan);
     ++(found.hit ? stats.cache_hits : stats.cache_misses);
-    if (recording_) recording_->push_back(ir::for_display(plan, {explaining_, fc.shown_names(), source_comment(origin_)}));
+    if (recording_) recording_->push_back(ir::for_display(plan, {explaining_, fc.shown_names(), ir::source_comment(origin_)}));
     if (compiling_) compiling_->push_back(plan);
 
     ir::PlanBindings bind;
@@ -187,7 +164,7 @@ ir::PlanOutcome FusionEngine::run(const std::string& name, FuseContext& fc,
     bind.inputs = fc.buffers();
     ir::RunOptions options = options_;
     options.cancel = fc.eval_context().cancel;  // Ctrl-C stops a running kernel
-    options.origin = source_comment(origin_);
+    options.origin = origin_;
     options.timed = profiling_ != nullptr;
     // The plan compiled: its advice applies (even if running it fails).
     if (std::vector<Warning>* w = fc.eval_context().warnings) w->insert(w->end(), fc.warnings.begin(), fc.warnings.end());
@@ -344,15 +321,12 @@ std::string FusionEngine::memory_report(const std::vector<std::pair<std::string,
         const std::vector<Value> ls = leaves(value);
         for (size_t k = 0; k < ls.size(); ++k) {
             const std::string shown = ls.size() == 1 ? name : name + "." + std::to_string(k);
-            const ir::DeviceArray* memory = nullptr;
-            if (ls[k].is_array())
-                memory = dynamic_cast<const ir::DeviceArray*>(ls[k].array()->device_copy.get().get());
-            else if (const auto* n = ls[k].is_delayed() ? dynamic_cast<const Node*>(ls[k].delayed().get()) : nullptr;
-                     n && n->computed())
-                memory = n->data().device ? n->data().device.get()
-                         : n->data().host ? dynamic_cast<const ir::DeviceArray*>(n->data().host->device_copy.get().get())
-                                          : nullptr;
-            if (memory) names.emplace(memory, shown);
+            ir::ArrayData data;
+            if (ls[k].is_array()) data.host = ls[k].array();
+            if (const auto* n = ls[k].is_delayed() ? dynamic_cast<const Node*>(ls[k].delayed().get()) : nullptr;
+                n && n->computed())
+                data = n->data();
+            if (const ir::DeviceArray* memory = ir::device_memory(data)) names.emplace(memory, shown);
         }
     }
     return executor_->memory_report(names);

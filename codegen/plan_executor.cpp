@@ -1,5 +1,7 @@
 #include "codegen/plan_executor.h"
 
+#include <algorithm>
+
 #include "lang/diagnostics.h"
 
 namespace shoal::ir {
@@ -25,6 +27,27 @@ void raise_failed_check(const Kernel& k, int code, int64_t index, int64_t extent
                           "kernel " + k.name + " reported unknown check " + std::to_string(code));
     const Check& c = k.checks[static_cast<size_t>(code)];
     user_error(ErrorKind::Runtime, c.loc, format_check(c.message, index, extent));
+}
+
+// An infix operator's location is the operator alone, so its whole source
+// line stands for it. Cut at a word boundary, never inside a word.
+std::string source_comment(const Loc& loc) {
+    if (!loc.valid()) return "";
+    const std::string_view line = loc.source->line(loc.line);
+    const size_t from = std::min(line.size(), static_cast<size_t>(std::max(loc.col - 1, 0)));
+    std::string text(loc.length > 2 ? line.substr(from, loc.length) : line);
+    text.erase(0, text.find_first_not_of(" \t"));
+    // `:cuda x + y`: the expression, not the command and its options.
+    while (!text.empty() && (text[0] == ':' || text.starts_with("--"))) {
+        const size_t blank = text.find_first_of(" \t");
+        text.erase(0, blank == std::string::npos ? text.size() : text.find_first_not_of(" \t", blank));
+    }
+    constexpr size_t kWidth = 72;
+    if (text.size() > kWidth) {
+        size_t cut = text.rfind(' ', kWidth);
+        text = text.substr(0, cut == std::string::npos || cut == 0 ? kWidth : cut) + " ...";
+    }
+    return text + "   -- " + loc.source->name + ":" + std::to_string(loc.line) + ":" + std::to_string(loc.col);
 }
 
 HostValue load_element(ScalarType t, const void* p) {
@@ -53,6 +76,11 @@ Prim buffer_prim(ScalarType t) {
         case ScalarType::F64: break;
     }
     return Prim::Double;
+}
+
+const DeviceArray* device_memory(const ArrayData& data) {
+    if (data.device) return data.device.get();
+    return data.host ? dynamic_cast<const DeviceArray*>(data.host->device_copy.get().get()) : nullptr;
 }
 
 ArrayPtr host_array(const ArrayData& data, Prim elem, const Shape& shape) {

@@ -16,6 +16,7 @@
 
 #include "codegen/launch_plan.h"
 #include "lang/profile.h"
+#include "lang/source.h"
 #include "lang/value.h"
 
 namespace shoal::ir {
@@ -78,9 +79,10 @@ struct RunOptions {
     // `:time`/`:profile`: each launch's time is measured (on a GPU with
     // events; the run then waits for its kernels).
     bool timed = false;
-    // The source expression the plan computes ("sum (x * y)   -- <stdin>:1:5"),
-    // for errors that can only name a kernel (a GPU that stopped).
-    std::string origin;
+    // The builtin call the plan computes, for errors that can only name a
+    // kernel (a GPU that stopped): formatted by source_comment only then, so
+    // runs pay nothing for it.
+    Loc origin;
 };
 
 // An executor of launch plans. A failed kernel check raises the
@@ -144,12 +146,20 @@ using ExecutorFactory = std::function<std::shared_ptr<PlanExecutor>(const std::s
 [[noreturn]] void raise_failed_check(const Kernel& k, int code, int64_t index, int64_t extent);
 std::string format_check(const std::string& message, int64_t index, int64_t extent);
 
+// "sum (x * y)   -- <stdin>:1:5": the source expression at `loc`, as kernel
+// comments and messages show it ("" for no location).
+std::string source_comment(const Loc& loc);
+
 // The host value of one element of type t at `p` (a ReadBack step).
 HostValue load_element(ScalarType t, const void* p);
 
 // The Shoal element type of a buffer's elements, for a buffer handed back as
 // an array (unsigned buffers keep their bits in the signed type of their width).
 Prim buffer_prim(ScalarType t);
+
+// The device memory holding `data`'s elements: its own, else the copy its
+// host array keeps (Array::device_copy), else null.
+const DeviceArray* device_memory(const ArrayData& data);
 
 // The host array of `data`: its own, or its device memory copied to a new
 // array of `elem` and `shape` that keeps the device copy (so a later kernel

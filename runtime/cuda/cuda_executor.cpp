@@ -58,7 +58,8 @@ public:
         std::string culprit;
         if (!launched_.empty()) {
             const auto& [name, origin] = launched_.back();
-            culprit = " in kernel " + name + (origin.empty() ? "" : " (" + origin + ")");
+            const std::string source = ir::source_comment(origin);
+            culprit = " in kernel " + name + (source.empty() ? "" : " (" + source + ")");
             if (launched_.size() > 1)
                 culprit += " or one of the " + std::to_string(launched_.size() - 1) + " kernels launched before it";
         }
@@ -66,9 +67,9 @@ public:
         user_error(ErrorKind::Runtime, Loc{}, lost_reason_);
     }
     const std::string& lost_reason() const { return lost_reason_; }
-    void launched(const ir::Kernel& k, const std::string& origin) {
+    void launched(const ir::Kernel& k, const Loc& origin) {
         launched_.emplace_back(k.name, origin);
-        if (launched_.size() > 64) launched_.erase(launched_.begin());
+        if (launched_.size() > 64) launched_.pop_front();
     }
 
     // Device memory from the pool. Out of memory: the pool's cached memory
@@ -76,12 +77,13 @@ public:
     // allocation is tried once more before the user hears of it.
     void* allocate(int64_t bytes) {
         void* p = nullptr;
-        cudaError_t e = api_->mallocFromPoolAsync(&p, static_cast<size_t>(std::max<int64_t>(bytes, 1)), pool_, stream_);
+        const size_t asked = static_cast<size_t>(std::max<int64_t>(bytes, 1));  // a pointer even for no elements
+        cudaError_t e = api_->mallocFromPoolAsync(&p, asked, pool_, stream_);
         if (e == cudaErrorMemoryAllocation) {
             api_->getLastError();  // not sticky: clear it
             synchronise();
             check(api_->memPoolTrimTo(pool_, 0), "cudaMemPoolTrimTo");
-            e = api_->mallocFromPoolAsync(&p, static_cast<size_t>(std::max<int64_t>(bytes, 1)), pool_, stream_);
+            e = api_->mallocFromPoolAsync(&p, asked, pool_, stream_);
             if (e == cudaErrorMemoryAllocation) {
                 api_->getLastError();
                 size_t free = 0, total = 0;
@@ -89,22 +91,24 @@ public:
                 user_error(ErrorKind::Runtime, Loc{},
                            "out of device memory: tried to allocate " + human_bytes(bytes) + "; " +
                                human_bytes(static_cast<int64_t>(free)) + " free of " +
-                               human_bytes(static_cast<int64_t>(total)) + "; Shoal holds " + human_bytes(bytes_held_) +
-                               " in " + std::to_string(arrays_held_) + " array" + (arrays_held_ == 1 ? "" : "s") +
+                               human_bytes(static_cast<int64_t>(total)) + "; Shoal holds " + human_bytes(bytes_held()) +
+                               " in " + std::to_string(live_.size()) + " array" + (live_.size() == 1 ? "" : "s") +
                                largest_held(),
                            {":mem lists them with their bindings; rebinding a name releases its array"});
             }
         }
         check(e, "cudaMallocFromPoolAsync");
-        bytes_held_ += bytes;
-        ++arrays_held_;
         return p;
     }
     // Every array in device memory, for `:mem`.
     void track(const ir::DeviceArray* a) { live_.insert(a); }
     void untrack(const ir::DeviceArray* a) { live_.erase(a); }
     const std::set<const ir::DeviceArray*>& live() const { return live_; }
-    int64_t bytes_held() const { return bytes_held_; }
+    int64_t bytes_held() const {
+        int64_t bytes = 0;
+        for (const ir::DeviceArray* a : live_) bytes += a->bytes();
+        return bytes;
+    }
     cudaMemPool_t pool() const { return pool_; }
 
     // " (largest 32.0 GiB)" when Shoal holds arrays.
@@ -115,16 +119,14 @@ public:
     }
 
     // Stream-ordered: the memory is reused only after the work queued before.
-    void release(void* p, int64_t bytes) noexcept {
-        bytes_held_ -= bytes;
-        --arrays_held_;
+    void release(void* p) noexcept {
         if (lost_ == cudaSuccess) api_->freeAsync(p, stream_);  // a lost device's memory is gone with it
     }
 
     void upload(void* device, const ArrayPtr& host) {
         check(api_->memcpyAsync(device, host->bytes.data(), host->bytes.size(), cudaMemcpyHostToDevice, stream_),
               "cudaMemcpyAsync (to the device)");
-        pinned_.push_back(host);  // read when the copy runs: alive until then
+        uploading_.push_back(host);  // read when the copy runs: alive until then
         transfers_.to_device_bytes += static_cast<int64_t>(host->bytes.size());
         ++transfers_.to_device_copies;
     }
@@ -137,7 +139,7 @@ public:
     // The host waits for everything queued on the session's stream.
     void synchronise() {
         check(api_->streamSynchronize(stream_), "cudaStreamSynchronize");
-        pinned_.clear();
+        uploading_.clear();
         launched_.clear();
     }
 
@@ -184,10 +186,9 @@ private:
     cudaMemPool_t pool_ = nullptr;
     cudaError_t lost_ = cudaSuccess;
     std::string lost_reason_;
-    std::vector<std::pair<std::string, std::string>> launched_;  // name, source expression: since the last wait
-    int64_t bytes_held_ = 0, arrays_held_ = 0;
+    std::deque<std::pair<std::string, Loc>> launched_;  // kernel name, builtin call: since the last wait
     TransferCounters transfers_;
-    std::vector<ArrayPtr> pinned_;
+    std::vector<ArrayPtr> uploading_;  // host sources of copies the stream has not run yet
     std::map<std::string, Loaded> loaded_;
     std::set<const ir::DeviceArray*> live_;
     std::vector<cudaEvent_t> events_;
@@ -202,7 +203,7 @@ public:
     }
     ~DeviceMemory() override {
         device_->untrack(this);
-        device_->release(ptr_, bytes());
+        device_->release(ptr_);
     }
 
     const void* device() const override { return device_.get(); }
@@ -445,7 +446,7 @@ public:
     TransferCounters transfers() const override { return device_->transfers(); }
     std::string gpu_arch() const override { return device_->info().arch(); }
     CompileCounters compilation() const override {
-        const KernelCompiler::Stats s = compiler_->stats();
+        const KernelCompiler::Stats s = compiler_->counters();
         return {static_cast<int64_t>(s.misses), s.compile_seconds, static_cast<int64_t>(s.memory_hits + s.disk_hits)};
     }
 
@@ -504,7 +505,7 @@ private:
     // missing ones compile together, in parallel), remembered per plan
     // while the plan lives so a cached plan's run prints no source.
     const std::vector<const Device::Loaded*>& load(const std::shared_ptr<const ir::LaunchPlan>& plan,
-                                                   const std::string& origin) {
+                                                   const Loc& origin) {
         Prepared& p = prepared_[plan.get()];
         if (p.plan.lock() == plan) return p.kernels;  // the same plan (an address may be reused by a later one)
         p.plan.reset();  // until every kernel is loaded (compiling may throw)
@@ -515,7 +516,7 @@ private:
         for (size_t k = 0; k < plan->kernels.size(); ++k) {
             sources.push_back(ir::print_cuda({plan->kernels[k]}));
             if ((p.kernels[k] = device_->find_loaded(sources[k]))) continue;
-            missing.push_back({plan->kernels[k].name, sources[k], origin});
+            missing.push_back({plan->kernels[k].name, sources[k], ir::source_comment(origin)});
             where.push_back(k);
         }
         if (!missing.empty()) {

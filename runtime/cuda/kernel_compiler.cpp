@@ -175,14 +175,16 @@ std::vector<CompiledKernel> KernelCompiler::compile(const std::vector<KernelSour
     return results;
 }
 
-KernelCompiler::Stats KernelCompiler::stats() const {
-    Stats s;
-    {
-        std::lock_guard<std::mutex> hold(mutex_);
-        s = counts_;
-        s.memory_entries = memory_.size();
-    }
+KernelCompiler::Stats KernelCompiler::counters() const {
+    std::lock_guard<std::mutex> hold(mutex_);
+    Stats s = counts_;
+    s.memory_entries = memory_.size();
     s.has_disk = disk_ != nullptr;
+    return s;
+}
+
+KernelCompiler::Stats KernelCompiler::stats() const {
+    Stats s = counters();
     if (disk_) {
         s.disk = disk_->stats();
         s.disk_problem = disk_->store_problem();

@@ -403,18 +403,27 @@ private:
         return buf;
     }
     // The host memory behind [p, p + bytes) of one live allocation.
-    std::byte* device_range(const void* p, size_t bytes, const std::string& what) {
+    // Where `p` points: the host memory behind it and the bytes from there
+    // to the end of its live allocation.
+    struct Resolved {
+        std::byte* host;
+        size_t into, allocation_bytes;
+    };
+    Resolved resolve(const void* p, const std::string& what) const {
         const size_t at = offset_of(p, what);
         auto it = allocations_.upper_bound(at);
         if (it == allocations_.begin()) violation(what + " is not in any allocation");
         --it;
         const Allocation& a = it->second;
-        const size_t into = at - it->first;
         if (!a.host) violation(what + " is in freed memory (" + address(p) + ")");
-        if (into + bytes > std::max<size_t>(a.bytes, 1))
-            violation(what + " runs past its allocation (" + std::to_string(into) + " + " + std::to_string(bytes) +
-                      " bytes of " + std::to_string(a.bytes) + ")");
-        return a.host + into;
+        return {a.host + (at - it->first), at - it->first, a.bytes};
+    }
+    std::byte* device_range(const void* p, size_t bytes, const std::string& what) const {
+        const Resolved r = resolve(p, what);
+        if (r.into + bytes > std::max<size_t>(r.allocation_bytes, 1))
+            violation(what + " runs past its allocation (" + std::to_string(r.into) + " + " + std::to_string(bytes) +
+                      " bytes of " + std::to_string(r.allocation_bytes) + ")");
+        return r.host;
     }
     // The bytes of an image the runtime would parse: text images (PTX, the
     // simulated NVRTC's) end at their NUL, an ELF cubin at its last table.
@@ -451,11 +460,9 @@ private:
         la.grid = d.grid;
         la.scalars = d.scalars;
         for (const auto& [name, ptr, type] : d.buffers) {
-            const size_t at = offset_of(ptr, name);
-            auto it = --allocations_.upper_bound(at);
-            std::byte* host = device_range(ptr, 0, "argument " + name + " of " + d.kernel->name);
-            const size_t room = it->second.bytes - (at - it->first);
-            la.buffers[name] = cpu::BufferArg{host, static_cast<int64_t>(room / ir::scalar_size(type))};
+            const Resolved r = resolve(ptr, "argument " + name + " of " + d.kernel->name);
+            const size_t room = r.allocation_bytes - r.into;
+            la.buffers[name] = cpu::BufferArg{r.host, static_cast<int64_t>(room / ir::scalar_size(type))};
         }
         cpu::ExecOptions options;
         options.check = true;  // races, divergent barriers and shuffles fail the test
