@@ -35,7 +35,8 @@ using ir::select;
 using ir::unary;
 
 // ---------------------------------------------------------------- the fuse context
-IExpr FuseContext::lift(KernelBuilder& kb, const Scalar& s, const void* key, const std::string& shown_as) {
+IExpr FuseContext::lift(KernelBuilder& kb, const Scalar& s, const void* key, const std::string& shown_as,
+                        SymbolPtr symbol) {
     int64_t bits = 0;
     std::memcpy(&bits, &s.l, sizeof bits);
     const auto k = std::make_tuple(key, s.type, bits);
@@ -45,6 +46,7 @@ IExpr FuseContext::lift(KernelBuilder& kb, const Scalar& s, const void* key, con
     } else {
         name = "c" + std::to_string(counter_++);
         scalars_[name] = s;
+        if (symbol) symbols_[name] = std::move(symbol);
         if (key) lifted_[k] = name;
         if (!shown_as.empty()) shown_names_[name] = shown_as;
     }
@@ -338,7 +340,7 @@ private:
 
     // A value from the host (captured or global): scalars are lifted.
     CVal host_value(const Value& v, const void* key, const std::string& name = "") {
-        if (v.is_scalar()) return scalar_val(fc_.lift(kb_, v.scalar(), key, name));
+        if (v.is_scalar()) return scalar_val(fc_.lift(kb_, v.scalar(), key, name, v.symbol()));
         if (v.is_tuple()) {
             CVal t;
             t.is_tuple = true;

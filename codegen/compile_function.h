@@ -41,8 +41,9 @@ public:
     // A lifted scalar; `key` (a literal or variable node plus the value's
     // bits) makes re-emitting the same function reuse the parameter.
     // `shown_as`: the variable it came from, the name `:cuda` shows for it.
+    // `symbol`: the value's symbol during `:emit`'s trace (lang/value.h).
     ir::ExprPtr lift(ir::KernelBuilder& kb, const Scalar& s, const void* key = nullptr,
-                     const std::string& shown_as = "");
+                     const std::string& shown_as = "", SymbolPtr symbol = nullptr);
     // An I64 extent parameter holding n.
     ir::ExprPtr extent(int64_t n);
     // An array read by the plan (in host or device memory): its buffer name,
@@ -67,6 +68,7 @@ public:
     }
     void remember_hoisted(const void* expr, const void* closure, Value v) { hoisted_[{expr, closure}] = std::move(v); }
     const std::map<std::string, Scalar>& scalars() const { return scalars_; }
+    const std::map<std::string, SymbolPtr>& symbols() const { return symbols_; }
     const std::map<std::string, ir::ArrayData>& buffers() const { return buffers_; }
     // The user's names for the plan's parameters, for `:cuda` (codegen/display_names.h):
     // input buffers after the bindings (EvalContext::parameter_names), their
@@ -81,6 +83,7 @@ public:
 private:
     EvalContext ctx_;
     std::map<std::string, Scalar> scalars_;
+    std::map<std::string, SymbolPtr> symbols_;
     std::map<std::string, ir::ArrayData> buffers_;
     std::map<std::string, std::string> shown_names_;
     std::map<std::tuple<const void*, Prim, int64_t>, std::string> lifted_;

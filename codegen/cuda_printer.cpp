@@ -382,7 +382,7 @@ void CudaPrinter::print_kernel(const Kernel& k) {
         need(Helper::ErrorRecord);
         params.push_back("ShoalError* __restrict__ shoal_error");
     }
-    std::string head = "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(k.block_size) + ") " +
+    std::string head = kernel_linkage_ + "__global__ void __launch_bounds__(" + std::to_string(k.block_size) + ") " +
                        k.name + "(";
     if (params.empty()) {
         line(head + ") {");

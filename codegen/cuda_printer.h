@@ -118,6 +118,9 @@ protected:
     std::string prelude() const;
     static std::string type_name(ScalarType t) { return cuda_scalar_name(t); }
 
+    // Written before every kernel: C linkage for NVRTC (the runtime looks
+    // kernels up by name); `:emit` prints kernels into a namespace instead.
+    std::string kernel_linkage_ = "extern \"C\" ";
     std::ostringstream out_;
     int indent_ = 0;
     std::set<Helper> helpers_;

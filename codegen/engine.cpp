@@ -10,6 +10,7 @@
 
 #include "codegen/cuda_printer.h"
 #include "codegen/display_names.h"
+#include "codegen/emit_program.h"
 
 namespace shoal::compiled {
 
@@ -162,6 +163,7 @@ ir::PlanOutcome FusionEngine::run(const std::string& name, FuseContext& fc,
     for (const ir::PlanScalar& s : plan.scalars)
         if (s.source == ir::ScalarSource::Input) bind.scalars[s.name] = host_value(fc.scalars().at(s.name));
     bind.inputs = fc.buffers();
+    bind.symbols = fc.symbols();
     ir::RunOptions options = options_;
     options.cancel = fc.eval_context().cancel;  // Ctrl-C stops a running kernel
     options.origin = origin_;
@@ -229,6 +231,15 @@ std::string FusionEngine::explain(const std::function<void()>& run_it, const Exp
     }
     return out;
 }
+
+void FusionEngine::trace(const std::function<void()>& run_it, const std::string& function,
+                         std::vector<ir::LaunchPlan>& shown) {
+    const Restore<std::vector<ir::LaunchPlan>*> recording(recording_, &shown);
+    const Restore<std::string> naming(explaining_, function);
+    run_it();
+}
+
+std::vector<EmittedFile> FusionEngine::emit(const EmitRequest& request) { return emit::emit_unit(*this, request); }
 
 // ---------------------------------------------------------------- entry
 std::optional<Value> FusionEngine::apply_builtin(std::string_view name_view, const Type& type,

@@ -38,6 +38,13 @@ public:
     std::string cache_report() const override;
     std::string memory_report(const std::vector<std::pair<std::string, Value>>& bindings) const override;
     std::string clear_cache() override;
+    std::vector<EmittedFile> emit(const EmitRequest& request) override;
+
+    // `:emit`'s trace (codegen/emit_trace.h): runs `run` with every plan
+    // recorded as `:cuda` would show it (kernels named after `function`)
+    // into `shown`, before the executor runs it.
+    void trace(const std::function<void()>& run, const std::string& function, std::vector<ir::LaunchPlan>& shown);
+    bool checking() const { return options_.check; }
 
     // Forces a group: one map kernel writing every member, or (when a
     // function does not compile) the reference evaluator's replay.

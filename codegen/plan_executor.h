@@ -57,6 +57,9 @@ struct ArrayData {
 struct PlanBindings {
     std::map<std::string, HostValue> scalars;  // every Input scalar
     std::map<std::string, ArrayData> inputs;   // every Input buffer (read only)
+    // Input scalars lifted from values that carry a symbol (`:emit`'s
+    // trace, codegen/emit_trace.h); empty otherwise.
+    std::map<std::string, SymbolPtr> symbols;
 };
 
 struct PlanOutcome {

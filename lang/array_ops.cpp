@@ -4,6 +4,7 @@
 #include <cstring>
 #include <limits>
 #include <numeric>
+#include <utility>
 
 namespace shoal::ops {
 
@@ -101,7 +102,15 @@ Value fold_inner(const Array& a, T init, Op op) {
 }  // namespace
 
 // ---------------------------------------------------------------- elementwise
+namespace {
+thread_local bool t_shape_mismatch_as_exception = false;
+}  // namespace
+
+ShapeMismatchScope::ShapeMismatchScope() : saved_(std::exchange(t_shape_mismatch_as_exception, true)) {}
+ShapeMismatchScope::~ShapeMismatchScope() { t_shape_mismatch_as_exception = saved_; }
+
 void require_same_shape(const Shape& a, const Shape& b, const char* name, const Loc& loc) {
+    if (a != b && t_shape_mismatch_as_exception) throw ShapeMismatch{a, b, name, loc};
     if (a != b)
         runtime_error(loc, std::string("shape mismatch in ") + name + ": " + shape_to_string(a) + " vs " +
                                shape_to_string(b));

@@ -122,6 +122,26 @@ Value convert_value(const Value& a, Prim to);
 // Throws `shape mismatch in <name>: (3) vs (4)` unless the shapes agree.
 void require_same_shape(const Shape& a, const Shape& b, const char* name, const Loc& loc);
 
+// While `:emit` traces a function its extents are placeholders, so a
+// mismatch may only mean that two of them must be equal: inside a
+// ShapeMismatchScope (on this thread) require_same_shape throws this
+// instead, for the tracer to learn that and trace again.
+struct ShapeMismatch {
+    Shape a, b;
+    std::string name;
+    Loc loc;
+};
+class ShapeMismatchScope {
+public:
+    ShapeMismatchScope();
+    ~ShapeMismatchScope();
+    ShapeMismatchScope(const ShapeMismatchScope&) = delete;
+    ShapeMismatchScope& operator=(const ShapeMismatchScope&) = delete;
+
+private:
+    bool saved_;
+};
+
 // ---------------------------------------------------------------- array-likes
 // Applies f to every leaf Array of an array-like value (an Array, or a Tuple
 // of array-likes: an array of tuples), keeping the tuple structure.

@@ -169,6 +169,7 @@ std::vector<CommandDoc> make_command_docs() {
         {"cache", ":cache [clear]", "show the kernel cache (entries, hits, misses, compile time); clear: empty it"},
         {"device", ":device", "show the GPU kernels run on (name, compute capability, SMs, memory, driver and runtime versions), or why there is none"},
         {"ir", ":ir e", "evaluate e with the array compiler and show its launch plans and kernel IR"},
+        {"emit", ":emit f g ... to \"name\"", "write the functions as CUDA kernels with C++ wrappers: name.h, name.cu and shoal_runtime.h, for nvcc (docs/emit.md); (f : type) fixes a polymorphic function's type, f as \"cname\" renames it"},
         {"cuda", ":cuda [--full] e", "evaluate e with the array compiler and show its launch plans and CUDA source (--full: with the helper functions)"},
         {"profile", ":profile e", "evaluate e with the array compiler and show, per kernel, launches, time and memory traffic"},
         {"time", ":time e", "evaluate e, show its value and how long it took (kernel time and launches)"},

@@ -601,6 +601,7 @@ Value apply_builtin(const BuiltinDef& def, const Type& type, std::span<const Val
         const bool named = e.kind == ErrorKind::Runtime && def.name[0] >= 'a' && def.name[0] <= 'z';
         throw Error(e.kind, loc, named ? std::string(def.name) + ": " + e.message : e.message, e.notes);
     }
+    if (ctx.tracer) r = ctx.tracer->builtin_result(def.name, args.first(arity), std::move(r), loc);
     return args.size() > arity ? apply_value(r, args.subspan(arity), ctx, loc) : r;
 }
 

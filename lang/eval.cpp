@@ -57,6 +57,13 @@ Env extend(const Env& env, const Pattern& p, const Value& v) {
 
 Value eval(const ExprPtr& e, const Env& env, EvalContext& ctx);
 
+// A scalar the evaluator decides on: the tracer of `:emit` may refuse it.
+Value decided(const ExprPtr& e, const Env& env, EvalContext& ctx, std::string_view what) {
+    Value v = eval(e, env, ctx);
+    if (ctx.tracer) ctx.tracer->decide(v, what, e->loc);
+    return v;
+}
+
 // ---------------------------------------------------------------- closures
 // A lambda with its environment; `bound` parameters have been applied.
 class Closure final : public Callable {
@@ -155,17 +162,13 @@ Value stack(const std::vector<Value>& elems, const Type& type, const Loc& loc) {
 Value eval_array_literal(const Expr& e, const Env& env, EvalContext& ctx) {
     std::vector<Value> elems;
     elems.reserve(e.kids.size());
-    for (const ExprPtr& k : e.kids) elems.push_back(force(eval(k, env, ctx)));
+    for (const ExprPtr& k : e.kids) elems.push_back(force(decided(k, env, ctx, "an element of an array literal")));
     return stack(elems, e.type, e.loc);
 }
 
 // ---------------------------------------------------------------- indexing
 Loc index_loc(const IndexArg& arg, const Expr& e) { return arg.loc.valid() ? arg.loc : e.loc; }
 
-std::optional<int64_t> optional_int(const ExprPtr& part, const Env& env, EvalContext& ctx) {
-    if (!part) return std::nullopt;
-    return eval(part, env, ctx).scalar().as_long();
-}
 
 // The selection of an Index / With node for an array of the given shape.
 std::vector<ops::AxisSelect> selection(const Expr& e, const Shape& shape, const Env& env, EvalContext& ctx) {
@@ -175,12 +178,23 @@ std::vector<ops::AxisSelect> selection(const Expr& e, const Shape& shape, const 
         const IndexArg& arg = e.indices[k];
         const Loc loc = index_loc(arg, e);
         if (!arg.is_slice) {
-            const int64_t i = eval(arg.index, env, ctx).scalar().as_long();
+            const int64_t i = decided(arg.index, env, ctx, "an index").scalar().as_long();
             sel.push_back(ops::select_index(i, shape[k], static_cast<int>(k), loc));
         } else {
-            const auto lo = optional_int(arg.lo, env, ctx), hi = optional_int(arg.hi, env, ctx),
-                       step = optional_int(arg.step, env, ctx);
-            sel.push_back(ops::select_slice(lo, hi, step, shape[k], loc));
+            std::optional<Value> parts[3];
+            std::optional<int64_t> ints[3];
+            const ExprPtr* exprs[3] = {&arg.lo, &arg.hi, &arg.step};
+            for (int p = 0; p < 3; ++p)
+                if (*exprs[p]) {
+                    parts[p] = eval(*exprs[p], env, ctx);
+                    ints[p] = parts[p]->scalar().as_long();
+                }
+            sel.push_back(ops::select_slice(ints[0], ints[1], ints[2], shape[k], loc));
+            if (ctx.tracer) {
+                auto part = [&](int p) { return parts[p] ? &*parts[p] : nullptr; };
+                ctx.tracer->slice(part(0), part(1), part(2), shape[k], sel.back().start, sel.back().step,
+                                  sel.back().count, loc);
+            }
         }
     }
     return sel;
@@ -226,7 +240,7 @@ Value eval_with(const Expr& e, const Env& env, EvalContext& ctx) {
 // ---------------------------------------------------------------- loops
 Value eval_loop_for(const Expr& e, const Env& env, EvalContext& ctx) {
     Value x = eval(e.kids[0], env, ctx);
-    const int64_t n = eval(e.kids[1], env, ctx).scalar().as_long();
+    const int64_t n = decided(e.kids[1], env, ctx, "the count of a `loop`").scalar().as_long();
     const Prim counter = prim_of(e.kids[1]->type);
     for (int64_t i = 0; i < n; ++i) {
         check_cancel(ctx, e.loc);
@@ -243,7 +257,7 @@ Value eval_loop_while(const Expr& e, const Env& env, EvalContext& ctx) {
     for (;;) {
         check_cancel(ctx, e.loc);
         const Env inner = extend(env, *e.pattern, x);
-        if (!eval(e.kids[1], inner, ctx).scalar().b) return x;
+        if (!decided(e.kids[1], inner, ctx, "the condition of a `while` loop").scalar().b) return x;
         x = eval(e.kids[2], inner, ctx);
     }
 }
@@ -346,7 +360,10 @@ Value eval_binary(const Expr& e, const Env& env, EvalContext& ctx) {
     const Value a = eval(e.kids[0], env, ctx);
     // && and || short-circuit when their result is a single bool.
     const bool is_and = e.text == "&&", is_or = e.text == "||";
-    if ((is_and || is_or) && is_prim(e.type) && a.scalar().b == is_or) return a;
+    if ((is_and || is_or) && is_prim(e.type)) {
+        if (ctx.tracer) ctx.tracer->decide(a, "the left operand of `" + e.text + "`", e.kids[0]->loc);
+        if (a.scalar().b == is_or) return a;
+    }
     const Value args[2] = {a, eval(e.kids[1], env, ctx)};
     return eval_operator(e.text, args, e, ctx);
 }
@@ -371,7 +388,8 @@ Value eval(const ExprPtr& ep, const Env& env, EvalContext& ctx) {
         case ExprKind::Lambda: return Value(std::make_shared<const Closure>(ep, env, 0));
         case ExprKind::App: return eval_app(e, env, ctx);
         case ExprKind::Let: return eval(e.kids[1], extend(env, *e.pattern, eval(e.kids[0], env, ctx)), ctx);
-        case ExprKind::If: return eval(e.kids[eval(e.kids[0], env, ctx).scalar().b ? 1 : 2], env, ctx);
+        case ExprKind::If:
+            return eval(e.kids[decided(e.kids[0], env, ctx, "the condition of `if`").scalar().b ? 1 : 2], env, ctx);
         case ExprKind::Tuple: {
             std::vector<Value> elems;
             for (const ExprPtr& k : e.kids) elems.push_back(eval(k, env, ctx));

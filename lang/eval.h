@@ -58,6 +58,26 @@ Value force(const Value& v);
 // until a choke point forces it. Bindings are settled.
 Value settle(const Value& v);
 
+// `:emit` traces a function through the evaluator (codegen/emit_trace.h):
+// its parameters are placeholders whose scalars carry symbols. The evaluator
+// tells the tracer what it computes from them and asks it before deciding
+// anything on a value, so that the trace is valid for every argument or
+// stops with an error that says why not.
+class Tracer {
+public:
+    virtual ~Tracer() = default;
+    // A builtin applied to `args` gave `result`: the result with its symbol.
+    virtual Value builtin_result(std::string_view name, std::span<const Value> args, Value result,
+                                 const Loc& loc) = 0;
+    // The evaluator is about to branch on (or index with, or bake into an
+    // array) `v`; `what` says which ("the condition of `if`").
+    virtual void decide(const Value& v, std::string_view what, const Loc& loc) = 0;
+    // A slice lo:hi:step (null parts omitted) of an axis of extent n
+    // resolved to start, step, count (ops::select_slice).
+    virtual void slice(const Value* lo, const Value* hi, const Value* step, int64_t n, int64_t start,
+                       int64_t step_taken, int64_t count, const Loc& loc) = 0;
+};
+
 // Advice found while evaluating (the compiler's sequential nesting): the
 // session reports each once, as a warning, after the statement.
 struct Warning {
@@ -77,6 +97,7 @@ struct EvalContext {
     // should show: the session's bindings, and for `:cuda f` the placeholder
     // arrays standing for f's parameters.
     const std::map<const void*, std::string>* parameter_names = nullptr;
+    Tracer* tracer = nullptr;  // `:emit`'s trace; null otherwise
 };
 
 // Evaluates `e` (whose node types are concrete). Throws Error on runtime

@@ -72,8 +72,34 @@ struct ExplainOptions {
     std::string function;   // the function or statement explained: it names the kernels ("saxpy")
 };
 
+// `:emit f g to "name"` (docs/emit.md): what the backend needs to write the
+// functions as CUDA kernels with C++ wrappers.
+struct EmitFunction {
+    std::string name;       // the Shoal binding ("rmse")
+    std::string cpp_name;   // the wrapper's name (`:emit rmse as "compute_rmse"`)
+    Value value;            // the function
+    Type type;              // concrete
+    std::vector<std::string> params;  // its parameters' names
+    std::string source;     // its definition as written, for the files' comments
+    Loc loc;                // where the command names it
+};
+struct EmitRequest {
+    std::string unit;       // "finance": the namespace and the files' stem
+    std::string command;    // the command as typed, for the files' first comment
+    std::string version;    // Shoal's
+    std::vector<EmitFunction> functions;
+    EvalContext context;    // the session's globals, seed and array names
+};
+struct EmittedFile {
+    std::string name;  // relative to the target directory: finance.h, finance.cu, shoal_runtime.h
+    std::string text;
+};
+
 class CompiledBackend : public ArrayBackend {
 public:
+    // `:emit`: the files for the request's functions, or an Error saying why
+    // a function cannot be emitted. Writes nothing.
+    virtual std::vector<EmittedFile> emit(const EmitRequest& request) = 0;
     virtual void set_check(bool on) = 0;
     // Runs `run`, recording every launch plan forced meanwhile; returns them
     // printed as the plan view plus the kernel IR or the CUDA source, with

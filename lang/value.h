@@ -142,6 +142,15 @@ struct DelayedArray {
 };
 using DelayedPtr = std::shared_ptr<const DelayedArray>;
 
+// What a scalar means while `:emit` traces a function (codegen/emit_trace.h):
+// how it is computed from the function's parameters. The evaluator computes
+// with the scalar's value as usual; the symbol rides along on the Value and
+// is opaque to lang/. Null outside a trace and for constants.
+struct ScalarSymbol {
+    virtual ~ScalarSymbol() = default;
+};
+using SymbolPtr = std::shared_ptr<const ScalarSymbol>;
+
 class Value {
 public:
     enum class Kind : uint8_t { Unit, Scalar, Array, Tuple, Function, String, Delayed };
@@ -170,6 +179,13 @@ public:
     const std::shared_ptr<const Function>& function() const { return fn_; }
     const std::string& str() const { return *str_; }
     const DelayedPtr& delayed() const { return delayed_; }
+    // A scalar's symbol during a trace (see ScalarSymbol); null otherwise.
+    const SymbolPtr& symbol() const { return symbol_; }
+    Value with_symbol(SymbolPtr s) const {
+        Value v = *this;
+        v.symbol_ = std::move(s);
+        return v;
+    }
 
 private:
     Kind kind_;
@@ -179,6 +195,7 @@ private:
     std::shared_ptr<const Function> fn_;
     std::shared_ptr<const std::string> str_;
     DelayedPtr delayed_;
+    SymbolPtr symbol_;
 };
 
 // ---- array-like values: an Array, or a Tuple whose elements are array-like

@@ -1,0 +1,519 @@
+// Printing an `:emit` unit (emit_program.h): the header with one documented
+// declaration per function, and the .cu with Shoal's helpers, the kernels
+// (each once, in the unit's namespace) and the wrappers, which walk the
+// traced plans' host programs on the caller's stream.
+#include <algorithm>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "codegen/cuda_printer.h"
+#include "codegen/emit_program.h"
+#include "lang/diagnostics.h"
+
+namespace shoal::emit {
+
+using ir::ExprPtr;
+
+namespace {
+
+// Kernels with C++ linkage: they live in the unit's namespace, so two
+// emitted units never clash at link time.
+class EmitCudaPrinter final : public ir::CudaPrinter {
+public:
+    EmitCudaPrinter() { kernel_linkage_ = ""; }
+};
+
+std::string cpp_type(Prim p) { return ir::cuda_scalar_name(ir::scalar_of(p)); }
+
+std::string view_type(Prim p, int rank, bool constant) {
+    return "shoal::view<" + std::string(constant ? "const " : "") + cpp_type(p) +
+           (rank > 1 ? ", " + std::to_string(rank) : "") + ">";
+}
+
+std::string quoted(const std::string& s) {
+    std::string out = "\"";
+    for (char c : s) {
+        if (c == '"' || c == '\\') out += '\\';
+        if (c == '\n') {
+            out += "\\n";
+            continue;
+        }
+        out += c;
+    }
+    return out + "\"";
+}
+
+// Renames Params (plan scalars, wrapper variables) to C++ expressions.
+ExprPtr rename(const ExprPtr& e, const std::map<std::string, std::string>& names) {
+    if (!e) return e;
+    if (e->kind == ir::ExprKind::Param)
+        if (auto it = names.find(e->name); it != names.end()) return ir::param(it->second, e->type);
+    if (e->args.empty()) return e;
+    auto copy = std::make_shared<ir::Expr>(*e);
+    for (ExprPtr& a : copy->args) a = rename(a, names);
+    return copy;
+}
+
+std::string cpp(const ExprPtr& e) { return ir::print_host_cpp(e); }
+
+// The helpers of the kernel printer that host code may call too (integer
+// arithmetic, division by zero, float -> integer) are marked __host__ as
+// well: the wrappers compute sizes and scalar results with them.
+std::string host_device_prelude() {
+    static const char* const host_safe[] = {"shoal_add", "shoal_sub", "shoal_mul", "shoal_neg", "shoal_shl",
+                                            "shoal_div", "shoal_mod", "shoal_abs", "shoal_saturate", "shoal_to_"};
+    std::istringstream in(ir::cuda_full_prelude());
+    std::string out, line;
+    const std::string device = "__device__ __forceinline__ ";
+    while (std::getline(in, line)) {
+        if (line.rfind(device, 0) == 0)
+            for (const char* name : host_safe)
+                if (line.find(std::string(" ") + name) != std::string::npos) {
+                    line = "__host__ " + line;
+                    break;
+                }
+        out += line + "\n";
+    }
+    return out;
+}
+
+// Kernels shared by several plans or functions are printed once: two
+// kernels with the same text but for their name are one.
+class KernelTable {
+public:
+    std::string add(const ir::Kernel& k) {
+        ir::Kernel anonymous = k;
+        anonymous.name = "kernel";
+        anonymous.comment.clear();
+        const std::string key = ir::print_cuda({anonymous});
+        if (auto it = by_text_.find(key); it != by_text_.end()) return it->second;
+        std::string name = k.name;
+        for (int n = 1; used_.count(name); ++n) name = k.name + "_" + std::to_string(n);
+        used_.insert(name);
+        ir::Kernel named = k;
+        named.name = name;
+        kernels_.push_back(named);
+        by_text_[key] = name;
+        return name;
+    }
+    const std::vector<ir::Kernel>& kernels() const { return kernels_; }
+
+private:
+    std::map<std::string, std::string> by_text_;
+    std::set<std::string> used_;
+    std::vector<ir::Kernel> kernels_;
+};
+
+// The comment lines of a function's documentation (header and source).
+std::string signature_comment(const TracedFunction& f) {
+    std::string s = "// " + f.request.cpp_name + (f.request.cpp_name != f.request.name ? " (Shoal: " + f.request.name + ")" : "") +
+                    " : " + type_to_string(f.request.type) + "\n";
+    return s;
+}
+
+class WrapperPrinter {
+public:
+    WrapperPrinter(const TracedFunction& f, KernelTable& kernels) : f_(f), kernels_(kernels) {}
+
+    std::string declaration() const {
+        std::vector<std::string> params;
+        for (const EmitParam& p : f_.params)
+            params.push_back(p.rank == 0 ? cpp_type(p.elem) + " " + p.name : view_type(p.elem, p.rank, true) + " " + p.name);
+        for (const EmitResult& r : f_.results) {
+            if (r.rank == 0)
+                params.push_back(cpp_type(r.elem) + "* " + r.name);
+            else if (r.owned)
+                params.push_back("shoal::device_array<" + cpp_type(r.elem) + ">& " + r.name);
+            else
+                params.push_back(view_type(r.elem, r.rank, false) + " " + r.name);
+        }
+        params.push_back("cudaStream_t stream");
+        std::string s = "shoal::status " + f_.request.cpp_name + "(";
+        for (size_t k = 0; k < params.size(); ++k) s += (k ? ", " : "") + params[k];
+        return s + ")";
+    }
+
+    // What the header says about each parameter and result.
+    std::string documentation() const {
+        std::string s = signature_comment(f_);
+        for (const EmitParam& p : f_.params) {
+            if (p.rank == 0) {
+                s += "//   " + p.name + ": a " + cpp_type(p.elem) + "\n";
+                continue;
+            }
+            s += "//   " + p.name + ": device memory, ";
+            for (size_t d = 0; d < p.extents.size(); ++d) s += (d ? " x " : "") + p.extents[d];
+            s += p.rank == 1 ? " elements" : "";
+            for (const EmitConstraint& c : f_.constraints)
+                if (std::find(p.extents.begin(), p.extents.end(), c.extent) != p.extents.end())
+                    s += "; " + c.extent + " must equal " + ir::host_expr_string(c.equals);
+            s += "\n";
+        }
+        for (const EmitResult& r : f_.results) {
+            s += "//   " + r.name + ": ";
+            if (r.rank == 0) {
+                s += "the " + cpp_type(r.elem) + " result, written on the host" +
+                     (f_.host_reads.empty() ? "" : " once the device has computed it (the call waits for `stream`)") +
+                     "\n";
+                continue;
+            }
+            std::string extents;
+            for (size_t d = 0; d < r.extents.size(); ++d) extents += (d ? " x " : "") + ir::host_expr_string(r.extents[d]);
+            s += r.owned ? "allocated by the call on `stream` (" + extents + " elements; the size depends on the data, "
+                           "so the call waits for `stream` to read it)\n"
+                         : "device memory of " + extents + " elements, written by the call\n";
+        }
+        s += "//   stream: every copy and kernel is queued on it";
+        s += f_.checks || !f_.host_reads.empty() || has_read_backs() ? "; the call waits for it before returning\n"
+                                                                     : "; the call does not wait for it\n";
+        return s;
+    }
+
+    std::string definition() {
+        out_.str("");
+        out_ << "// " << f_.request.cpp_name << ": " << f_.plans.size() << (f_.plans.size() == 1 ? " plan" : " plans")
+             << " traced from the Shoal function '" << f_.request.name << "'.\n";
+        out_ << declaration() << " {\n";
+        indent_ = 1;
+        for (const EmitParam& p : f_.params)
+            for (size_t d = 0; d < p.extents.size(); ++d)
+                line("const long long " + p.extents[d] + " = " + p.name + ".extent[" + std::to_string(d) + "];");
+        for (const EmitConstraint& c : f_.constraints)
+            line("if (" + c.extent + " != " + cpp(c.equals) + ") return shoal::detail::shape_mismatch(" +
+                 quoted(f_.request.cpp_name + ": " + c.extent + " must equal " + ir::host_expr_string(c.equals) + " (" + c.where + ")") +
+                 ", " + c.extent + ", " + cpp(c.equals) + ");");
+        for (const EmitResult& r : f_.results)
+            if (r.rank > 0 && !r.owned && !reads_any_back(r))
+                for (size_t d = 0; d < r.extents.size(); ++d)
+                    line("if (" + r.name + ".extent[" + std::to_string(d) + "] != " + cpp(r.extents[d]) +
+                         ") return shoal::detail::shape_mismatch(" +
+                         quoted(f_.request.cpp_name + ": " + r.name + " must have " + ir::host_expr_string(r.extents[d]) +
+                                (r.rank > 1 ? " elements along axis " + std::to_string(d) : " elements")) +
+                         ", " + r.name + ".extent[" + std::to_string(d) + "], " + cpp(r.extents[d]) + ");");
+        line("// What the call allocates is freed on every return path (stream-ordered).");
+        line("shoal::detail::allocations memory(stream);");
+        if (checked_launches() > 0) {
+            line("// One error record per launch of a kernel that checks indices.");
+            line("shoal::detail::error_record* errors = nullptr;");
+            line("SHOAL_TRY(memory.allocate(&errors, " + std::to_string(checked_launches()) + "));");
+            line("SHOAL_TRY(shoal::detail::reset_errors(errors, " + std::to_string(checked_launches()) + ", stream));");
+        }
+        declare_escaping();
+        for (size_t k = 0; k < f_.plans.size(); ++k) {
+            print_plan(static_cast<int>(k));
+            for (const HostRead& h : f_.host_reads)
+                if (h.plan == static_cast<int>(k)) {
+                    line(std::string(ir::cuda_scalar_name(h.type)) + " " + h.variable + ";");
+                    line("SHOAL_TRY(shoal::detail::read_back(&" + h.variable + ", " + buffer_var(h.plan, h.buffer) +
+                         ", stream));");
+                }
+        }
+        for (const EmitResult& r : f_.results) {
+            if (r.rank == 0) {
+                line("*" + r.name + " = " + cpp(r.value) + ";");
+            } else if (!r.copy_of.empty()) {
+                const std::string src = is_param(r.copy_of) ? r.copy_of + ".data" : result_pointer(r.copy_of);
+                line("SHOAL_TRY(shoal::detail::copy(" + result_pointer(r.name) + ", " + src + ", " + count_of(r) + ", stream));");
+            }
+        }
+        if (checked_launches() > 0) {
+            std::string tables;
+            for (const auto& [launch, kernel] : checked_)
+                tables += std::string(tables.empty() ? "" : ", ") + kernel + "_checks";
+            line("static const char* const* const check_messages[] = {" + tables + "};");
+            line("return shoal::detail::kernel_errors(errors, " + std::to_string(checked_launches()) +
+                 ", check_messages, stream);");
+        } else {
+            line("return shoal::status{};");
+        }
+        out_ << "}\n";
+        return check_tables_ + out_.str();
+    }
+
+private:
+    bool has_read_backs() const {
+        for (const RecordedPlan& p : f_.plans)
+            if (!p.read_backs.empty()) return true;
+        return false;
+    }
+    bool is_param(const std::string& n) const {
+        for (const EmitParam& p : f_.params)
+            if (p.name == n) return true;
+        return false;
+    }
+    bool reads_any_back(const EmitResult& r) const { return r.owned; }
+
+    int checked_launches() const {
+        int n = 0;
+        for (const RecordedPlan& p : f_.plans)
+            for (const ir::PlanStep& s : p.plan->steps)
+                if (s.kind == ir::StepKind::Launch && !p.plan->kernels[static_cast<size_t>(s.kernel)].checks.empty()) ++n;
+        return n;
+    }
+
+    std::string count_of(const EmitResult& r) const {
+        std::string s;
+        for (size_t d = 0; d < r.extents.size(); ++d) s += (d ? " * " : "") + cpp(r.extents[d]);
+        return s;
+    }
+
+    const EmitResult* result_of(int plan, const std::string& buffer) const {
+        for (const EmitResult& r : f_.results)
+            if (r.plan == plan && r.buffer == buffer) return &r;
+        return nullptr;
+    }
+
+    std::string result_pointer(const std::string& name) const {
+        for (const EmitResult& r : f_.results)
+            if (r.name == name) return r.owned ? name + ".data()" : name + ".data";
+        return name;
+    }
+
+    // Buffers and scalars one plan makes and a later one (or the host) uses
+    // live at the function's scope, named <plan>_<buffer>.
+    void declare_escaping() {
+        std::set<std::pair<int, std::string>> used_later;
+        for (size_t k = 0; k < f_.plans.size(); ++k)
+            for (const auto& [buffer, traced] : f_.plans[k].inputs)
+                if (traced->plan >= 0) used_later.insert({traced->plan, traced->buffer});
+        for (const HostRead& h : f_.host_reads) used_later.insert({h.plan, h.buffer});
+        for (const auto& [plan, buffer] : used_later) {
+            if (result_of(plan, buffer)) continue;  // the caller's memory
+            const RecordedPlan& p = f_.plans.at(static_cast<size_t>(plan));
+            const std::string var = unique(p.shown.name + std::to_string(plan + 1) + "_" + shown_buffer(p, buffer));
+            escaping_[{plan, buffer}] = var;
+            line(std::string(ir::cuda_scalar_name(p.plan->find_buffer(buffer)->elem)) + "* " + var + " = nullptr;");
+        }
+        std::set<std::string> read_vars;
+        for (const RecordedPlan& p : f_.plans)
+            for (const auto& [scalar, var] : p.read_backs) {
+                taken_.insert(var);
+                line(std::string(ir::cuda_scalar_name(p.plan->find_scalar(scalar)->type)) + " " + var + " = 0;");
+            }
+    }
+
+    std::string buffer_var(int plan, const std::string& buffer) const {
+        if (const EmitResult* r = result_of(plan, buffer)) return result_pointer(r->name);
+        return escaping_.at({plan, buffer});
+    }
+
+    static std::string shown_buffer(const RecordedPlan& p, const std::string& buffer) {
+        for (size_t k = 0; k < p.plan->buffers.size(); ++k)
+            if (p.plan->buffers[k].name == buffer) return p.shown.buffers.at(k).name;
+        return buffer;
+    }
+    static std::string shown_scalar(const RecordedPlan& p, const std::string& scalar) {
+        for (size_t k = 0; k < p.plan->scalars.size(); ++k)
+            if (p.plan->scalars[k].name == scalar) return p.shown.scalars.at(k).name;
+        return scalar;
+    }
+
+    std::string unique(const std::string& wanted) {
+        std::string name = wanted;
+        for (int n = 1; taken_.count(name) || wrapper_names().count(name); ++n) name = wanted + "_" + std::to_string(n);
+        taken_.insert(name);
+        return name;
+    }
+
+    const std::set<std::string>& wrapper_names() {
+        if (wrapper_names_.empty()) {
+            wrapper_names_ = {"stream", "memory", "errors", "check_messages"};
+            for (const EmitParam& p : f_.params) {
+                wrapper_names_.insert(p.name);
+                wrapper_names_.insert(p.extents.begin(), p.extents.end());
+            }
+            for (const EmitResult& r : f_.results) wrapper_names_.insert(r.name);
+            for (const HostRead& h : f_.host_reads) wrapper_names_.insert(h.variable);
+        }
+        return wrapper_names_;
+    }
+
+    void print_plan(int index) {
+        const RecordedPlan& r = f_.plans.at(static_cast<size_t>(index));
+        const ir::LaunchPlan& plan = *r.plan;
+        std::string source;
+        for (const ir::Kernel& k : r.shown.kernels)
+            if (!k.comment.empty()) source = k.comment;
+        line("");
+        line("// Plan " + std::to_string(index + 1) + " of " + std::to_string(f_.plans.size()) + ": " + r.shown.name +
+             (source.empty() ? "" : " (" + source + ")"));
+        line("{");
+        ++indent_;
+        // Names inside the block: the shown plan's, unless the function's
+        // scope already uses them.
+        std::set<std::string> saved_taken = taken_;
+        std::map<std::string, std::string> names;  // plan scalar / buffer -> C++ expression
+        for (const auto& [buffer, traced] : r.inputs)
+            names[buffer] = traced->plan >= 0 ? buffer_var(traced->plan, traced->buffer) : traced->param + ".data";
+        for (const auto& [scalar, var] : r.read_backs) names[scalar] = var;
+        for (const ir::PlanScalar& s : plan.scalars) {
+            if (s.source != ir::ScalarSource::Input) continue;
+            const ExprPtr& f = r.scalars.at(s.name);
+            if (f->kind == ir::ExprKind::Param && f->type == s.type) {
+                names[s.name] = f->name;
+                continue;
+            }
+            if (f->kind == ir::ExprKind::Const) {
+                names[s.name] = "(" + cpp(f) + ")";
+                continue;
+            }
+            const std::string var = unique(shown_scalar(r, s.name));
+            names[s.name] = var;
+            line("const " + std::string(ir::cuda_scalar_name(s.type)) + " " + var + " = " + cpp(f) + ";");
+        }
+        auto expr = [&](const ExprPtr& e) {
+            std::map<std::string, std::string> params;
+            for (const auto& [n, v] : names) params[n] = v;
+            return cpp(rename_with(e, params));
+        };
+        for (const ir::PlanStep& step : plan.steps) {
+            switch (step.kind) {
+                case ir::StepKind::Compute: {
+                    const ir::PlanScalar* s = plan.find_scalar(step.scalar);
+                    const std::string var = unique(shown_scalar(r, step.scalar));
+                    line("const " + std::string(ir::cuda_scalar_name(s->type)) + " " + var + " = " + expr(s->value) + ";");
+                    names[step.scalar] = var;
+                    break;
+                }
+                case ir::StepKind::Alloc: {
+                    const ir::PlanBuffer* b = plan.find_buffer(step.buffer);
+                    const std::string type = ir::cuda_scalar_name(b->elem);
+                    const std::string count = expr(b->count);
+                    if (const EmitResult* res = result_of(index, b->name)) {
+                        if (res->owned) line("SHOAL_TRY(" + res->name + ".allocate(" + count + ", stream));");
+                        names[b->name] = result_pointer(res->name);
+                        break;
+                    }
+                    if (auto esc = escaping_.find({index, b->name}); esc != escaping_.end()) {
+                        names[b->name] = esc->second;
+                    } else {
+                        const std::string var = unique(shown_buffer(r, b->name));
+                        line(type + "* " + var + " = nullptr;");
+                        names[b->name] = var;
+                    }
+                    line("SHOAL_TRY(memory.allocate(&" + names[b->name] + ", " + count + "));");
+                    break;
+                }
+                case ir::StepKind::Launch: print_launch(r, step, names, expr); break;
+                case ir::StepKind::Check: break;  // the records are read once, at the end
+                case ir::StepKind::ReadBack: {
+                    const ir::PlanBuffer* b = plan.find_buffer(step.buffer);
+                    line("SHOAL_TRY(shoal::detail::read_back(&" + names.at(step.scalar) + ", " + names.at(b->name) + " + " +
+                         expr(step.index) + ", stream));");
+                    break;
+                }
+                case ir::StepKind::Free: line("SHOAL_TRY(memory.release(" + names.at(step.buffer) + "));"); break;
+            }
+        }
+        --indent_;
+        line("}");
+        taken_ = saved_taken;
+    }
+
+    static ExprPtr rename_with(const ExprPtr& e, const std::map<std::string, std::string>& names) {
+        return rename(e, names);
+    }
+
+    template <class Expr>
+    void print_launch(const RecordedPlan& r, const ir::PlanStep& step, const std::map<std::string, std::string>& names,
+                      Expr&& expr) {
+        const ir::Kernel& k = r.shown.kernels.at(static_cast<size_t>(step.kernel));
+        const ir::Kernel& raw = r.plan->kernels.at(static_cast<size_t>(step.kernel));
+        const std::string name = kernels_.add(k);
+        std::vector<std::string> args;
+        for (const ir::Param& p : raw.params) args.push_back(names.at(p.name));
+        if (!raw.checks.empty()) {
+            const int launch = static_cast<int>(checked_.size());
+            args.push_back("reinterpret_cast<ShoalError*>(errors + " + std::to_string(launch) + ")");
+            if (!tabled_.count(name)) {
+                tabled_.insert(name);
+                std::string table = "static const char* const " + name + "_checks[] = {";
+                for (size_t c = 0; c < raw.checks.size(); ++c)
+                    table += (c ? ", " : "") +
+                             quoted(raw.checks[c].message + "  (" + ir::source_comment(raw.checks[c].loc) + ")");
+                check_tables_ += table + "};\n";
+            }
+            checked_.emplace_back(launch, name);
+        }
+        const std::string grid = expr(step.grid);
+        if (!step.comment.empty()) line("// " + step.comment);
+        std::string call = "kernels::" + name + "<<<static_cast<unsigned>(" + grid + "), " + std::to_string(k.block_size) +
+                           ", 0, stream>>>(";
+        for (size_t a = 0; a < args.size(); ++a) call += (a ? ", " : "") + args[a];
+        call += ");";
+        const bool constant_grid = step.grid->kind == ir::ExprKind::Const && step.grid->i > 0;
+        if (!constant_grid) {
+            line("if (" + grid + " > 0) {");
+            ++indent_;
+        }
+        line(call);
+        line("SHOAL_TRY(shoal::detail::launched(" + quoted(name) + ", stream));");
+        if (!constant_grid) {
+            --indent_;
+            line("}");
+        }
+    }
+
+    void line(const std::string& text) {
+        if (text.empty()) {
+            out_ << "\n";
+            return;
+        }
+        out_ << std::string(4 * static_cast<size_t>(indent_), ' ') << text << "\n";
+    }
+
+    const TracedFunction& f_;
+    KernelTable& kernels_;
+    std::ostringstream out_;
+    int indent_ = 0;
+    std::map<std::pair<int, std::string>, std::string> escaping_;
+    std::set<std::string> taken_;
+    std::set<std::string> wrapper_names_;
+    std::vector<std::pair<int, std::string>> checked_;  // (launch, kernel) per checked launch, in order
+    std::set<std::string> tabled_;
+    std::string check_tables_;
+};
+
+std::string banner(const EmitRequest& request, const std::string& file, const std::vector<TracedFunction>& functions) {
+    std::string s = "// " + file + ": generated by Shoal " + request.version + " with `" + request.command + "`.\n" +
+                    "// Emit again instead of editing it (docs/emit.md).\n//\n// From the Shoal source:\n";
+    for (const TracedFunction& f : functions) {
+        std::istringstream in(f.request.source);
+        std::string l;
+        while (std::getline(in, l)) s += "//   " + l + "\n";
+    }
+    return s;
+}
+
+}  // namespace
+
+EmitTexts print_unit(const EmitRequest& request, const std::vector<TracedFunction>& functions) {
+    KernelTable kernels;
+    std::vector<std::string> wrappers, declarations;
+    for (const TracedFunction& f : functions) {
+        WrapperPrinter w(f, kernels);
+        wrappers.push_back(w.definition());
+        declarations.push_back(w.documentation() + w.declaration() + ";\n");
+    }
+    EmitTexts t;
+    t.header = banner(request, request.unit + ".h", functions) + "#pragma once\n\n#include \"shoal_runtime.h\"\n\nnamespace " +
+               request.unit + " {\n\n";
+    for (size_t k = 0; k < declarations.size(); ++k) t.header += (k ? "\n" : "") + declarations[k];
+    t.header += "\n}  // namespace " + request.unit + "\n";
+
+    EmitCudaPrinter printer;
+    const ir::CudaUnit unit = printer.print_unit(kernels.kernels());
+    // The helpers and kernels live in NAME::kernels: apart from the
+    // wrappers of the same name, and from every other emitted unit.
+    t.source = banner(request, request.unit + ".cu", functions) + "#include \"" + request.unit +
+               ".h\"\n\n#include <algorithm>\n\nnamespace " + request.unit + " {\nnamespace kernels {\n\n" +
+               "// Shoal's helper functions (its scalar semantics: wrapping integers, division by zero, conversions).\n" +
+               host_device_prelude() + "\n// The kernels (" + std::to_string(kernels.kernels().size()) + ").\n" +
+               unit.kernels + "\n}  // namespace kernels\n\nusing namespace kernels;\n";
+    for (const std::string& w : wrappers) t.source += "\n" + w;
+    t.source += "\n}  // namespace " + request.unit + "\n";
+    return t;
+}
+
+}  // namespace shoal::emit
