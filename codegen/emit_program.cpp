@@ -17,7 +17,8 @@ using ir::ExprPtr;
 bool is_reserved_cpp_name(const std::string& name) {
     // The wrapper's own names: its stream, the runtime's namespace, the
     // standard library's.
-    static const std::set<std::string> wrapper = {"stream", "shoal", "std", "cudaStream_t", "status", "workspace"};
+    static const std::set<std::string> wrapper = {"stream", "shoal", "std", "cudaStream_t", "status", "workspace",
+                                                 "memory", "errors", "check_messages", "kernels"};
     return !ir::is_valid_name(name) || wrapper.count(name) > 0;
 }
 
