@@ -54,6 +54,15 @@ KernelSource kernel(const std::string& name, const std::string& body = "x[0] = 1
     return KernelSource{name, kernel_source(name, body), "map (\\v -> v + 1.0) xs"};
 }
 
+// Writes `bytes` as the entry of `key` and loads it: the load must fail;
+// returns the problem it reports.
+std::string problem_loading(KernelDiskCache& cache, const Sha256Digest& key, const std::string& bytes) {
+    write_bytes(cache.entry_path(key), bytes);
+    std::string problem;
+    CHECK_FALSE(cache.load(key, ImageKind::Cubin, &problem));
+    return problem;
+}
+
 std::shared_ptr<KernelDiskCache> disk_cache(const fs::path& dir, uint64_t max_bytes = KernelDiskCache::kDefaultMaxBytes) {
     return std::make_shared<KernelDiskCache>(dir, max_bytes);
 }
@@ -142,17 +151,11 @@ TEST_CASE("kernel cache: a corrupt byte anywhere is a miss, and the entry is reb
         CAPTURE(at);
         std::string bad = good;
         bad[at] = static_cast<char>(bad[at] ^ 0x20);
-        write_bytes(cache.entry_path(key), bad);
-        std::string problem;
-        CHECK_FALSE(cache.load(key, ImageKind::Cubin, &problem));
-        CHECK_FALSE(problem.empty());
+        CHECK_FALSE(problem_loading(cache, key, bad).empty());
     }
     std::string bad = good;
     bad[kEntryHeaderBytes + 5] ^= 1;
-    write_bytes(cache.entry_path(key), bad);
-    std::string problem;
-    CHECK_FALSE(cache.load(key, ImageKind::Cubin, &problem));
-    CHECK(problem == "checksum mismatch (corrupt)");
+    CHECK(problem_loading(cache, key, bad) == "checksum mismatch (corrupt)");
     CHECK(cache.stats().corrupt == 6);
     // The rebuild overwrites it.
     REQUIRE(cache.store(key, kernel_of(std::string(300, 'p'))));
@@ -168,15 +171,9 @@ TEST_CASE("kernel cache: a truncated or padded entry is a miss") {
     const std::string good = read_bytes(cache.entry_path(key));
     for (size_t size : {size_t(0), size_t(10), kEntryHeaderBytes, good.size() / 2, good.size() - 1}) {
         CAPTURE(size);
-        write_bytes(cache.entry_path(key), good.substr(0, size));
-        std::string problem;
-        CHECK_FALSE(cache.load(key, ImageKind::Cubin, &problem));
-        CHECK(problem.find("truncated") == 0);
+        CHECK(problem_loading(cache, key, good.substr(0, size)).find("truncated") == 0);
     }
-    write_bytes(cache.entry_path(key), good + "x");
-    std::string problem;
-    CHECK_FALSE(cache.load(key, ImageKind::Cubin, &problem));
-    CHECK(problem.find("padded") != std::string::npos);
+    CHECK(problem_loading(cache, key, good + "x").find("padded") != std::string::npos);
 }
 
 TEST_CASE("kernel cache: foreign files are misses (random bytes, wrong magic, wrong version, another key)") {
@@ -184,12 +181,7 @@ TEST_CASE("kernel cache: foreign files are misses (random bytes, wrong magic, wr
     KernelDiskCache cache(t.dir);
     const Sha256Digest key = key_of("foreign");
     const fs::path path = cache.entry_path(key);
-    auto problem_with = [&](const std::string& bytes) {
-        write_bytes(path, bytes);
-        std::string problem;
-        CHECK_FALSE(cache.load(key, ImageKind::Cubin, &problem));
-        return problem;
-    };
+    auto problem_with = [&](const std::string& bytes) { return problem_loading(cache, key, bytes); };
     std::mt19937 random(42);
     std::string noise(4096, '\0');
     for (char& c : noise) c = static_cast<char>(random());
