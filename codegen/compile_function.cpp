@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "codegen/array_graph.h"
+#include "codegen/display_names.h"
 #include "codegen/lower_common.h"
 #include "lang/diagnostics.h"
 
@@ -71,8 +72,7 @@ const FuseContext::Input& FuseContext::input(const ir::ArrayData& a, Prim elem, 
         if (auto named = ctx_.parameter_names->find(identity); named != ctx_.parameter_names->end()) {
             shown_names_[in.buffer] = named->second;
             for (size_t k = 0; k < in.extents.size(); ++k)
-                shown_names_[in.extents[k]->name] =
-                    "len_" + named->second + (in.extents.size() > 1 ? std::to_string(k) : "");
+                shown_names_[in.extents[k]->name] = ir::extent_name(named->second, in.extents.size(), k);
         }
     buffers_[in.buffer] = a;
     return inputs_.emplace(identity, std::move(in)).first->second;

@@ -62,6 +62,10 @@ std::string unused(const std::string& wanted, std::set<std::string>& used) {
 
 }  // namespace
 
+std::string extent_name(const std::string& array, size_t rank, size_t axis) {
+    return "len_" + array + (rank > 1 ? std::to_string(axis) : "");
+}
+
 LaunchPlan for_display(const LaunchPlan& plan, const DisplayNames& names) {
     std::set<std::string> used;
     for (const Kernel& k : plan.kernels) {

@@ -27,4 +27,8 @@ struct DisplayNames {
 
 LaunchPlan for_display(const LaunchPlan& plan, const DisplayNames& names);
 
+// The name of an array's extent along `axis`: len_x for a vector, len_x0,
+// len_x1 for a matrix (`:cuda` shows these; `:emit`'s wrappers declare them).
+std::string extent_name(const std::string& array, size_t rank, size_t axis);
+
 }  // namespace shoal::ir

@@ -44,17 +44,6 @@ std::string quoted(const std::string& s) {
     return out + "\"";
 }
 
-// Renames Params (plan scalars, wrapper variables) to C++ expressions.
-ExprPtr rename(const ExprPtr& e, const std::map<std::string, std::string>& names) {
-    if (!e) return e;
-    if (e->kind == ir::ExprKind::Param)
-        if (auto it = names.find(e->name); it != names.end()) return ir::param(it->second, e->type);
-    if (e->args.empty()) return e;
-    auto copy = std::make_shared<ir::Expr>(*e);
-    for (ExprPtr& a : copy->args) a = rename(a, names);
-    return copy;
-}
-
 std::string cpp(const ExprPtr& e) { return ir::print_host_cpp(e); }
 
 // The helpers of the kernel printer that host code may call too (integer
@@ -105,13 +94,6 @@ private:
     std::vector<ir::Kernel> kernels_;
 };
 
-// The comment lines of a function's documentation (header and source).
-std::string signature_comment(const TracedFunction& f) {
-    std::string s = "// " + f.request.cpp_name + (f.request.cpp_name != f.request.name ? " (Shoal: " + f.request.name + ")" : "") +
-                    " : " + type_to_string(f.request.type) + "\n";
-    return s;
-}
-
 class WrapperPrinter {
 public:
     WrapperPrinter(const TracedFunction& f, KernelTable& kernels) : f_(f), kernels_(kernels) {}
@@ -136,7 +118,9 @@ public:
 
     // What the header says about each parameter and result.
     std::string documentation() const {
-        std::string s = signature_comment(f_);
+        std::string s = "// " + f_.request.cpp_name +
+                        (f_.request.cpp_name != f_.request.name ? " (Shoal: " + f_.request.name + ")" : "") + " : " +
+                        type_to_string(f_.request.type) + "\n";
         for (const EmitParam& p : f_.params) {
             if (p.rank == 0) {
                 s += "//   " + p.name + ": a " + cpp_type(p.elem) + "\n";
@@ -184,7 +168,7 @@ public:
                  quoted(f_.request.cpp_name + ": " + c.extent + " must equal " + ir::host_expr_string(c.equals) + " (" + c.where + ")") +
                  ", " + c.extent + ", " + cpp(c.equals) + ");");
         for (const EmitResult& r : f_.results)
-            if (r.rank > 0 && !r.owned && !reads_any_back(r))
+            if (r.rank > 0 && !r.owned)
                 for (size_t d = 0; d < r.extents.size(); ++d)
                     line("if (" + r.name + ".extent[" + std::to_string(d) + "] != " + cpp(r.extents[d]) +
                          ") return shoal::detail::shape_mismatch(" +
@@ -242,7 +226,6 @@ private:
             if (p.name == n) return true;
         return false;
     }
-    bool reads_any_back(const EmitResult& r) const { return r.owned; }
 
     int checked_launches() const {
         int n = 0;
@@ -281,11 +264,10 @@ private:
         for (const auto& [plan, buffer] : used_later) {
             if (result_of(plan, buffer)) continue;  // the caller's memory
             const RecordedPlan& p = f_.plans.at(static_cast<size_t>(plan));
-            const std::string var = unique(p.shown.name + std::to_string(plan + 1) + "_" + shown_buffer(p, buffer));
+            const std::string var = unique(p.shown.name + std::to_string(plan + 1) + "_" + p.shown_buffer(buffer));
             escaping_[{plan, buffer}] = var;
             line(std::string(ir::cuda_scalar_name(p.plan->find_buffer(buffer)->elem)) + "* " + var + " = nullptr;");
         }
-        std::set<std::string> read_vars;
         for (const RecordedPlan& p : f_.plans)
             for (const auto& [scalar, var] : p.read_backs) {
                 taken_.insert(var);
@@ -298,16 +280,6 @@ private:
         return escaping_.at({plan, buffer});
     }
 
-    static std::string shown_buffer(const RecordedPlan& p, const std::string& buffer) {
-        for (size_t k = 0; k < p.plan->buffers.size(); ++k)
-            if (p.plan->buffers[k].name == buffer) return p.shown.buffers.at(k).name;
-        return buffer;
-    }
-    static std::string shown_scalar(const RecordedPlan& p, const std::string& scalar) {
-        for (size_t k = 0; k < p.plan->scalars.size(); ++k)
-            if (p.plan->scalars[k].name == scalar) return p.shown.scalars.at(k).name;
-        return scalar;
-    }
 
     std::string unique(const std::string& wanted) {
         std::string name = wanted;
@@ -343,67 +315,53 @@ private:
         // Names inside the block: the shown plan's, unless the function's
         // scope already uses them.
         std::set<std::string> saved_taken = taken_;
-        std::map<std::string, std::string> names;  // plan scalar / buffer -> C++ expression
+        values_.clear();
+        buffers_.clear();
         for (const auto& [buffer, traced] : r.inputs)
-            names[buffer] = traced->plan >= 0 ? buffer_var(traced->plan, traced->buffer) : traced->param + ".data";
-        for (const auto& [scalar, var] : r.read_backs) names[scalar] = var;
+            buffers_[buffer] = traced->plan >= 0 ? buffer_var(traced->plan, traced->buffer) : traced->param + ".data";
+        for (const auto& [scalar, var] : r.read_backs) values_[scalar] = ir::param(var, plan.find_scalar(scalar)->type);
         for (const ir::PlanScalar& s : plan.scalars) {
             if (s.source != ir::ScalarSource::Input) continue;
             const ExprPtr& f = r.scalars.at(s.name);
-            if (f->kind == ir::ExprKind::Param && f->type == s.type) {
-                names[s.name] = f->name;
+            // A wrapper variable of the scalar's type or a constant is used
+            // as it is; anything else gets a variable of its own.
+            if ((f->kind == ir::ExprKind::Param && f->type == s.type) || f->kind == ir::ExprKind::Const) {
+                values_[s.name] = f;
                 continue;
             }
-            if (f->kind == ir::ExprKind::Const) {
-                names[s.name] = "(" + cpp(f) + ")";
-                continue;
-            }
-            const std::string var = unique(shown_scalar(r, s.name));
-            names[s.name] = var;
-            line("const " + std::string(ir::cuda_scalar_name(s.type)) + " " + var + " = " + cpp(f) + ";");
+            declare(s.type, unique(r.shown_scalar(s.name)), f, s.name);
         }
-        auto expr = [&](const ExprPtr& e) {
-            std::map<std::string, std::string> params;
-            for (const auto& [n, v] : names) params[n] = v;
-            return cpp(rename_with(e, params));
-        };
         for (const ir::PlanStep& step : plan.steps) {
             switch (step.kind) {
                 case ir::StepKind::Compute: {
                     const ir::PlanScalar* s = plan.find_scalar(step.scalar);
-                    const std::string var = unique(shown_scalar(r, step.scalar));
-                    line("const " + std::string(ir::cuda_scalar_name(s->type)) + " " + var + " = " + expr(s->value) + ";");
-                    names[step.scalar] = var;
+                    declare(s->type, unique(r.shown_scalar(step.scalar)), s->value, step.scalar);
                     break;
                 }
                 case ir::StepKind::Alloc: {
                     const ir::PlanBuffer* b = plan.find_buffer(step.buffer);
-                    const std::string type = ir::cuda_scalar_name(b->elem);
                     const std::string count = expr(b->count);
                     if (const EmitResult* res = result_of(index, b->name)) {
                         if (res->owned) line("SHOAL_TRY(" + res->name + ".allocate(" + count + ", stream));");
-                        names[b->name] = result_pointer(res->name);
+                        buffers_[b->name] = result_pointer(res->name);
                         break;
                     }
                     if (auto esc = escaping_.find({index, b->name}); esc != escaping_.end()) {
-                        names[b->name] = esc->second;
+                        buffers_[b->name] = esc->second;
                     } else {
-                        const std::string var = unique(shown_buffer(r, b->name));
-                        line(type + "* " + var + " = nullptr;");
-                        names[b->name] = var;
+                        buffers_[b->name] = unique(r.shown_buffer(b->name));
+                        line(std::string(ir::cuda_scalar_name(b->elem)) + "* " + buffers_[b->name] + " = nullptr;");
                     }
-                    line("SHOAL_TRY(memory.allocate(&" + names[b->name] + ", " + count + "));");
+                    line("SHOAL_TRY(memory.allocate(&" + buffers_[b->name] + ", " + count + "));");
                     break;
                 }
-                case ir::StepKind::Launch: print_launch(r, step, names, expr); break;
+                case ir::StepKind::Launch: print_launch(r, step); break;
                 case ir::StepKind::Check: break;  // the records are read once, at the end
-                case ir::StepKind::ReadBack: {
-                    const ir::PlanBuffer* b = plan.find_buffer(step.buffer);
-                    line("SHOAL_TRY(shoal::detail::read_back(&" + names.at(step.scalar) + ", " + names.at(b->name) + " + " +
-                         expr(step.index) + ", stream));");
+                case ir::StepKind::ReadBack:
+                    line("SHOAL_TRY(shoal::detail::read_back(&" + r.read_backs.at(step.scalar) + ", " +
+                         buffers_.at(step.buffer) + " + " + expr(step.index) + ", stream));");
                     break;
-                }
-                case ir::StepKind::Free: line("SHOAL_TRY(memory.release(" + names.at(step.buffer) + "));"); break;
+                case ir::StepKind::Free: line("SHOAL_TRY(memory.release(" + buffers_.at(step.buffer) + "));"); break;
             }
         }
         --indent_;
@@ -411,18 +369,22 @@ private:
         taken_ = saved_taken;
     }
 
-    static ExprPtr rename_with(const ExprPtr& e, const std::map<std::string, std::string>& names) {
-        return rename(e, names);
+    // A host expression of the plan being printed, as C++ over the wrapper's variables.
+    std::string expr(const ExprPtr& e) const { return cpp(substitute_params(e, values_)); }
+
+    // `const T var = value;` for the plan scalar `scalar`.
+    void declare(ir::ScalarType type, const std::string& var, const ExprPtr& value, const std::string& scalar) {
+        line("const " + std::string(ir::cuda_scalar_name(type)) + " " + var + " = " + expr(value) + ";");
+        values_[scalar] = ir::param(var, type);
     }
 
-    template <class Expr>
-    void print_launch(const RecordedPlan& r, const ir::PlanStep& step, const std::map<std::string, std::string>& names,
-                      Expr&& expr) {
+    void print_launch(const RecordedPlan& r, const ir::PlanStep& step) {
         const ir::Kernel& k = r.shown.kernels.at(static_cast<size_t>(step.kernel));
         const ir::Kernel& raw = r.plan->kernels.at(static_cast<size_t>(step.kernel));
         const std::string name = kernels_.add(k);
         std::vector<std::string> args;
-        for (const ir::Param& p : raw.params) args.push_back(names.at(p.name));
+        for (const ir::Param& p : raw.params)
+            args.push_back(p.kind == ir::ParamKind::Scalar ? expr(ir::param(p.name, p.type)) : buffers_.at(p.name));
         if (!raw.checks.empty()) {
             const int launch = static_cast<int>(checked_.size());
             args.push_back("reinterpret_cast<ShoalError*>(errors + " + std::to_string(launch) + ")");
@@ -473,6 +435,10 @@ private:
     std::vector<std::pair<int, std::string>> checked_;  // (launch, kernel) per checked launch, in order
     std::set<std::string> tabled_;
     std::string check_tables_;
+    // The plan being printed: its scalars as expressions over the wrapper's
+    // variables, its buffers as C++ pointers.
+    std::map<std::string, ExprPtr> values_;
+    std::map<std::string, std::string> buffers_;
 };
 
 std::string banner(const EmitRequest& request, const std::string& file, const std::vector<TracedFunction>& functions) {

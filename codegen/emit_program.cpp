@@ -2,9 +2,11 @@
 // TracedFunction, twice with different probes, and prints the unit.
 #include "codegen/emit_program.h"
 
+#include <algorithm>
 #include <set>
 
 #include "codegen/array_graph.h"
+#include "codegen/display_names.h"
 #include "codegen/engine.h"
 #include "lang/array_ops.h"
 #include "lang/builtins_eval.h"
@@ -22,6 +24,16 @@ bool is_reserved_cpp_name(const std::string& name) {
     return !ir::is_valid_name(name) || wrapper.count(name) > 0;
 }
 
+ExprPtr substitute_params(const ExprPtr& e, const std::map<std::string, ExprPtr>& values) {
+    if (!e) return e;
+    if (e->kind == ir::ExprKind::Param)
+        if (auto it = values.find(e->name); it != values.end()) return ir::cast(e->type, it->second);
+    if (e->args.empty()) return e;
+    auto copy = std::make_shared<ir::Expr>(*e);
+    for (ExprPtr& a : copy->args) a = substitute_params(a, values);
+    return copy;
+}
+
 namespace {
 
 // Whether a formula reads a variable defined by a read-back (its value is
@@ -34,27 +46,13 @@ bool reads_back(const ExprPtr& e, const std::set<std::string>& read_vars) {
     return false;
 }
 
-// Substitutes plan scalars (Params named after them) by their formulas.
-ExprPtr substitute(const ExprPtr& e, const std::map<std::string, ExprPtr>& formulas) {
-    if (!e) return e;
-    if (e->kind == ir::ExprKind::Param)
-        if (auto it = formulas.find(e->name); it != formulas.end()) {
-            const ExprPtr& f = it->second;
-            return f->type == e->type ? f : ir::cast(e->type, f);
-        }
-    if (e->args.empty()) return e;
-    auto copy = std::make_shared<ir::Expr>(*e);
-    for (ExprPtr& a : copy->args) a = substitute(a, formulas);
-    return copy;
-}
-
 // The formulas of every scalar of a recorded plan, in wrapper terms: inputs
 // as recorded, read-backs as their variables, derived ones substituted.
 std::map<std::string, ExprPtr> plan_formulas(const RecordedPlan& r) {
     std::map<std::string, ExprPtr> f = r.scalars;
     for (const auto& [scalar, var] : r.read_backs) f[scalar] = ir::param(var, r.plan->find_scalar(scalar)->type);
     for (const ir::PlanScalar& s : r.plan->scalars)
-        if (s.source == ir::ScalarSource::Derived) f[s.name] = substitute(s.value, f);
+        if (s.source == ir::ScalarSource::Derived) f[s.name] = substitute_params(s.value, f);
     return f;
 }
 
@@ -124,24 +122,28 @@ private:
         ctx.warnings = nullptr;
         std::vector<Value> args;
         Type t = f_.type;
-        // Scalars first, then arrays, so an alias refers to an extent traced before it.
-        std::vector<std::pair<size_t, Type>> array_params;
         for (size_t k = 0; is_func(t); ++k, t = func_result(t)) {
             const Type p = prune(func_param(t));
             EmitParam param{f_.params.at(k), prim_of(p), is_array(p) ? array_rank(p) : 0, {}};
+            for (int d = 0; d < param.rank; ++d)
+                param.extents.push_back(
+                    ir::extent_name(param.name, static_cast<size_t>(param.rank), static_cast<size_t>(d)));
             out.params.push_back(param);
             args.emplace_back();
             if (!is_array(p)) args.back() = tracer->scalar_param(param.name, param.elem);
         }
+        // Arrays whose extents are aliases come last: an alias refers to an
+        // extent traced before it.
         std::vector<size_t> order;
         for (size_t k = 0; k < out.params.size(); ++k)
-            if (out.params[k].rank > 0 && !aliases_any(aliases, out.params[k])) order.push_back(k);
-        for (size_t k = 0; k < out.params.size(); ++k)
-            if (out.params[k].rank > 0 && aliases_any(aliases, out.params[k])) order.push_back(k);
+            if (out.params[k].rank > 0) order.push_back(k);
+        std::stable_partition(order.begin(), order.end(), [&](size_t k) {
+            const std::vector<std::string>& e = out.params[k].extents;
+            return std::none_of(e.begin(), e.end(), [&](const std::string& n) { return aliases.count(n) > 0; });
+        });
         for (size_t k : order) {
             EmitParam& p = out.params[k];
             const std::vector<int64_t> extents = tracer->extents_param(p.name, p.rank);
-            for (int d = 0; d < p.rank; ++d) p.extents.push_back("len_" + p.name + (p.rank > 1 ? std::to_string(d) : ""));
             int64_t count = 1;
             for (int64_t n : extents) count *= n;
             auto a = std::make_shared<TracedArray>(*tracer, ir::scalar_of(p.elem), count);
@@ -172,12 +174,6 @@ private:
             for (const ir::Kernel& k : p.plan->kernels) out.checks = out.checks || !k.checks.empty();
         results(*tracer, out, v);
         return out;
-    }
-
-    static bool aliases_any(const std::map<std::string, ExprPtr>& aliases, const EmitParam& p) {
-        for (int d = 0; d < p.rank; ++d)
-            if (aliases.count("len_" + p.name + (p.rank > 1 ? std::to_string(d) : ""))) return true;
-        return false;
     }
 
     void results(EmitTracer& tracer, TracedFunction& out, const Value& v) {
@@ -225,7 +221,7 @@ private:
                 r.plan = traced->plan;
                 r.buffer = traced->buffer;
                 const RecordedPlan& p = out.plans.at(static_cast<size_t>(r.plan));
-                const ExprPtr count = substitute(p.plan->find_buffer(r.buffer)->count, plan_formulas(p));
+                const ExprPtr count = substitute_params(p.plan->find_buffer(r.buffer)->count, plan_formulas(p));
                 r.owned = reads_back(count, read_vars);
             }
             for (const ExprPtr& e : r.extents) r.owned = r.owned || (r.copy_of.empty() && reads_back(e, read_vars));

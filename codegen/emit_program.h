@@ -8,6 +8,7 @@
 // functions, and one wrapper per function walking its plans' host programs
 // on the caller's stream) and shoal_runtime.h (share/emit/).
 #pragma once
+#include <map>
 #include <string>
 #include <vector>
 
@@ -71,6 +72,10 @@ struct EmitTexts {
     std::string source;
 };
 EmitTexts print_unit(const EmitRequest& request, const std::vector<TracedFunction>& functions);
+
+// `e` with every Param named in `values` replaced by its value (cast to the
+// Param's type): plan scalars by their formulas, wrapper variables by C++ names.
+ir::ExprPtr substitute_params(const ir::ExprPtr& e, const std::map<std::string, ir::ExprPtr>& values);
 
 // shoal_runtime.h, as shipped in share/emit/ (embedded at build time).
 const std::string& runtime_header();

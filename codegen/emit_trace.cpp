@@ -6,6 +6,7 @@
 
 #include "codegen/array_graph.h"
 #include "codegen/compile_function.h"
+#include "codegen/display_names.h"
 #include "codegen/kernel_builder.h"
 #include "lang/diagnostics.h"
 
@@ -21,35 +22,10 @@ void refuse(const Loc& loc, std::string message, std::vector<std::string> notes)
 
 namespace {
 
-ExprPtr constant(const Scalar& s) {
-    switch (s.type) {
-        case Prim::Bool: return ir::const_bool(s.b);
-        case Prim::Int: return ir::const_int(s.i, ScalarType::I32);
-        case Prim::Long: return ir::const_int(s.l, ScalarType::I64);
-        case Prim::Float: return ir::const_float(s.f, ScalarType::F32);
-        case Prim::Double: return ir::const_float(s.d, ScalarType::F64);
-    }
-    return nullptr;
-}
-
 ExprPtr constant(const HostValue& v) {
     if (v.type == ScalarType::Bool) return ir::const_bool(v.i != 0);
     if (ir::is_float(v.type)) return ir::const_float(v.f, v.type);
     return ir::const_int(v.i, v.type);
-}
-
-HostValue host_of(const Scalar& s) {
-    HostValue h;
-    h.type = ir::scalar_of(s.type);
-    if (is_floating(s.type))
-        h.f = s.as_double();
-    else
-        h.i = s.as_long();
-    return h;
-}
-
-Scalar scalar_of_host(const HostValue& h, Prim p) {
-    return is_floating(p) ? convert_scalar(Scalar::of_double(h.f), p) : convert_scalar(Scalar::of_long(h.i), p);
 }
 
 bool has_symbol(const Value& v) {
@@ -72,7 +48,7 @@ std::string show_formula(const ExprPtr& e) { return ir::host_expr_string(e); }
 ExprPtr formula_of(const Value& v) {
     if (auto* f = dynamic_cast<const Formula*>(v.symbol().get())) return f->expr;
     SHOAL_INTERNAL_ASSERT(v.is_scalar(), "formula of a value that is not a scalar");
-    return constant(v.scalar());
+    return constant(ir::host_value(v.scalar()));
 }
 
 // ---------------------------------------------------------------- atoms
@@ -107,24 +83,18 @@ Value EmitTracer::scalar_param(const std::string& name, Prim p) {
         case Prim::Bool: s = Scalar::of_bool(rng_() & 1); break;
         case Prim::Int: s = Scalar::of_int(static_cast<int32_t>(kSmallInteger * 8 + rng_() % (1 << 24))); break;
         case Prim::Long: s = Scalar::of_long(static_cast<int64_t>(kSmallInteger * 8 + rng_() % (1ull << 40))); break;
-        case Prim::Float:
-        case Prim::Double: {
-            // In [1, 2) with random mantissa bits: a product or quotient of
-            // probes never looks like a constant of the program.
-            const double d = 1.0 + static_cast<double>(rng_() >> 11) / 9007199254740992.0;
-            s = p == Prim::Float ? Scalar::of_float(static_cast<float>(d)) : Scalar::of_double(d);
-            break;
-        }
+        case Prim::Float: s = Scalar::of_float(static_cast<float>(random_unit())); break;
+        case Prim::Double: s = Scalar::of_double(random_unit()); break;
     }
     ExprPtr f = ir::param(name, ir::scalar_of(p));
-    remember(host_of(s), f);
+    remember(ir::host_value(s), f);
     return Value(s).with_symbol(std::make_shared<const Formula>(f));
 }
 
 std::vector<int64_t> EmitTracer::extents_param(const std::string& name, int rank) {
     std::vector<int64_t> out;
     for (int k = 0; k < rank; ++k) {
-        const std::string var = "len_" + name + (rank > 1 ? std::to_string(k) : "");
+        const std::string var = ir::extent_name(name, static_cast<size_t>(rank), static_cast<size_t>(k));
         if (auto alias = aliases.find(var); alias != aliases.end()) {
             const int64_t n = ir::eval_host_int(alias->second, [&](const std::string& atom) {
                 SHOAL_INTERNAL_ASSERT(atoms_.count(atom), "an alias refers to " + atom + ", not traced yet");
@@ -133,9 +103,7 @@ std::vector<int64_t> EmitTracer::extents_param(const std::string& name, int rank
             out.push_back(n);
             continue;
         }
-        // Distinct, far from any constant, small enough that products of
-        // two stay in range.
-        const int64_t n = 3 * kSmallInteger + static_cast<int64_t>(rng_() % 20000);
+        const int64_t n = random_size();
         atoms_[var] = n;
         remember_extent(n, ir::param(var, ScalarType::I64));
         out.push_back(n);
@@ -154,8 +122,7 @@ ExprPtr EmitTracer::scalar_formula(const HostValue& v, const SymbolPtr& exact) c
     if (auto* f = dynamic_cast<const Formula*>(exact.get())) return f->expr;
     if (v.type != ScalarType::Bool && !is_small(v))
         if (auto it = known_.find(key_of(v)); it != known_.end()) {
-            ExprPtr f = it->second;
-            return f->type == v.type ? f : ir::cast(v.type, f);
+            return ir::cast(v.type, it->second);
         }
     return constant(v);
 }
@@ -168,14 +135,11 @@ std::string EmitTracer::fresh_variable(const std::string& prefix) {
 HostValue EmitTracer::probe(ScalarType t, const std::string& variable) {
     HostValue v{t, 0, 0};
     if (ir::is_float(t)) {
-        v.f = 1.0 + static_cast<double>(rng_() >> 11) / 9007199254740992.0;
-        if (t == ScalarType::F32) v.f = static_cast<float>(v.f);
+        v.f = t == ScalarType::F32 ? static_cast<float>(random_unit()) : random_unit();
     } else if (t == ScalarType::Bool) {
         v.i = 1;
     } else {
-        // A count or a total: positive, distinct, and small enough to size
-        // an array the rest of the trace may make from it.
-        v.i = 3 * kSmallInteger + static_cast<int64_t>(rng_() % 20000);
+        v.i = random_size();  // a count or a total: it may size an array later in the trace
     }
     remember(v, ir::param(variable, t));
     return v;
@@ -192,22 +156,9 @@ void EmitTracer::read_element(const TracedArray& a, void* host) {
     const std::string plan_name = plans.at(static_cast<size_t>(a.plan)).shown.name;
     const std::string var = fresh_variable(plan_name + "_value");
     const HostValue v = probe(a.elem(), var);
-    std::vector<uint8_t> bytes(ir::scalar_size(a.elem()));
-    if (a.elem() == ScalarType::Bool) {
-        bytes[0] = 1;
-    } else if (ir::is_float(a.elem())) {
-        if (a.elem() == ScalarType::F32) {
-            const float f = static_cast<float>(v.f);
-            std::memcpy(bytes.data(), &f, sizeof f);
-        } else {
-            std::memcpy(bytes.data(), &v.f, sizeof v.f);
-        }
-    } else {
-        std::memcpy(bytes.data(), &v.i, bytes.size());  // little endian: the low bytes
-    }
-    std::memcpy(host, bytes.data(), bytes.size());
+    ir::store_element(a.elem(), v, host);
     host_reads.push_back(HostRead{var, a.elem(), a.plan, a.buffer});
-    pending_.emplace_back(bytes, std::make_shared<const Formula>(ir::param(var, a.elem())));
+    pending_.emplace_back(v, std::make_shared<const Formula>(ir::param(var, a.elem())));
 }
 
 // ---------------------------------------------------------------- the Tracer
@@ -221,13 +172,8 @@ Value EmitTracer::builtin_result(std::string_view name, std::span<const Value> a
             refuse(loc, "`" + std::string(name) + "` reads values of an array on the host and decides with them",
                    {"the emitted code cannot do that without waiting for the device; this builtin is not supported "
                     "by :emit yet"});
-        const Scalar& s = result.scalar();
-        std::vector<uint8_t> bytes(prim_size(s.type));
-        if (s.type == Prim::Bool)
-            bytes[0] = s.b ? 1 : 0;
-        else
-            std::memcpy(bytes.data(), &s.l, bytes.size());
-        if (bytes != pending_[0].first)
+        const HostValue got = ir::host_value(result.scalar()), read = pending_[0].first;
+        if (got.type != read.type || key_of(got) != key_of(read))
             refuse(loc, "`" + std::string(name) + "` changes a value read back from the device on the host",
                    {"this builtin is not supported by :emit yet"});
         SymbolPtr sym = pending_[0].second;
@@ -244,8 +190,8 @@ Value EmitTracer::builtin_result(std::string_view name, std::span<const Value> a
         // length xs, rows m: an extent of a traced array, found by value.
         if (any_array)
             if (ExprPtr f = extent_formula(result.scalar().as_long()); f && is_integral(result.scalar().type))
-                return result.with_symbol(std::make_shared<const Formula>(
-                    f->type == ir::scalar_of(result.scalar().type) ? f : ir::cast(ir::scalar_of(result.scalar().type), f)));
+                return result.with_symbol(
+                    std::make_shared<const Formula>(ir::cast(ir::scalar_of(result.scalar().type), f)));
         return result;
     }
     if (any_array)
@@ -271,8 +217,8 @@ Value EmitTracer::builtin_result(std::string_view name, std::span<const Value> a
     if (!kb.close().empty())
         refuse(loc, "`" + std::string(name) + "` on scalars computed from the parameters needs a loop on the host",
                {"integer ** is not supported by :emit's host code; use floating point or a product"});
-    if (f->type != ir::scalar_of(result.scalar().type)) f = ir::cast(ir::scalar_of(result.scalar().type), f);
-    remember(host_of(result.scalar()), f);
+    f = ir::cast(ir::scalar_of(result.scalar().type), f);
+    remember(ir::host_value(result.scalar()), f);
     return result.with_symbol(std::make_shared<const Formula>(f));
 }
 
@@ -299,7 +245,7 @@ void EmitTracer::slice(const Value* lo, const Value* hi, const Value* step, int6
     // bounds are clamped, the count is 0 for an empty range.
     using ir::BinaryOp;
     auto i64 = [](int64_t v) { return ir::const_int(v); };
-    auto widen = [](ExprPtr e) { return e->type == ScalarType::I64 ? e : ir::cast(ScalarType::I64, e); };
+    auto widen = [](ExprPtr e) { return ir::cast(ScalarType::I64, std::move(e)); };
     const int64_t st = step_taken;
     const ExprPtr lower = i64(st > 0 ? 0 : -1);
     const ExprPtr upper = st > 0 ? len : ir::binary(BinaryOp::Sub, len, i64(1));
@@ -327,6 +273,19 @@ void EmitTracer::slice(const Value* lo, const Value* hi, const Value* step, int6
     const ExprPtr n_taken = ir::max_expr(steps, i64(0));
     remember_extent(start, first);
     remember_extent(count, n_taken);
+}
+
+// ---------------------------------------------------------------- recorded plans
+std::string RecordedPlan::shown_scalar(const std::string& name) const {
+    for (size_t k = 0; k < plan->scalars.size(); ++k)
+        if (plan->scalars[k].name == name) return shown.scalars.at(k).name;
+    return name;
+}
+
+std::string RecordedPlan::shown_buffer(const std::string& name) const {
+    for (size_t k = 0; k < plan->buffers.size(); ++k)
+        if (plan->buffers[k].name == name) return shown.buffers.at(k).name;
+    return name;
 }
 
 // ---------------------------------------------------------------- the tracing executor
@@ -382,7 +341,7 @@ public:
                 values[step.scalar] = ir::eval_host(plan.find_scalar(step.scalar)->value, lookup);
             } else if (step.kind == ir::StepKind::ReadBack) {
                 const ScalarType t = plan.find_scalar(step.scalar)->type;
-                const std::string var = tracer_.fresh_variable(r.shown.name + "_" + shown_name(r, step.scalar));
+                const std::string var = tracer_.fresh_variable(r.shown.name + "_" + r.shown_scalar(step.scalar));
                 values[step.scalar] = tracer_.probe(t, var);
                 r.read_backs[step.scalar] = var;
             } else if (step.kind == ir::StepKind::Alloc) {
@@ -391,7 +350,6 @@ public:
                 auto a = std::make_shared<TracedArray>(tracer_, buf->elem, ir::eval_host_int(buf->count, lookup));
                 a->plan = index;
                 a->buffer = buf->name;
-                r.outputs[buf->name] = a;
                 out.outputs[buf->name] = ir::ArrayData{nullptr, a};
             }
         }
@@ -402,15 +360,8 @@ public:
 
 private:
     ExprPtr extent_or_constant(const HostValue& v) {
-        if (ExprPtr f = tracer_.extent_formula(v.i)) return f->type == ScalarType::I64 ? f : ir::cast(ScalarType::I64, f);
+        if (ExprPtr f = tracer_.extent_formula(v.i)) return ir::cast(ScalarType::I64, f);
         return tracer_.scalar_formula(v, nullptr);
-    }
-
-    static std::string shown_name(const RecordedPlan& r, const std::string& scalar) {
-        const ir::LaunchPlan& p = *r.plan;
-        for (size_t k = 0; k < p.scalars.size(); ++k)
-            if (p.scalars[k].name == scalar) return r.shown.scalars.at(k).name;
-        return scalar;
     }
 
     EmitTracer& tracer_;

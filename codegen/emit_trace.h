@@ -29,6 +29,10 @@
 
 namespace shoal::emit {
 
+// Integers below this magnitude are constants when looked up by value
+// (probes and the sizes computed from them are far larger).
+constexpr int64_t kSmallInteger = 4096;
+
 // A scalar's symbol: a host formula (launch_plan.h host expressions, plus
 // math calls) whose Params are the wrapper's variables: scalar parameters by
 // name, extents len_x (len_x0, len_x1 for a matrix), read-backs by the name
@@ -53,7 +57,6 @@ public:
     std::string param;   // a parameter's name, or
     int plan = -1;       // the recorded plan (index) and its Output buffer
     std::string buffer;
-    ir::ExprPtr count_formula;  // the element count over the wrapper's variables
 
 private:
     EmitTracer* tracer_;
@@ -65,8 +68,11 @@ struct RecordedPlan {
     ir::LaunchPlan shown;                        // as `:cuda` shows it: the user's names
     std::map<std::string, ir::ExprPtr> scalars;  // every Input scalar: its formula
     std::map<std::string, std::shared_ptr<const TracedArray>> inputs;   // every Input buffer
-    std::map<std::string, std::shared_ptr<TracedArray>> outputs;        // every Output buffer
     std::map<std::string, std::string> read_backs;  // ReadBack scalar -> the wrapper variable it defines
+
+    // A scalar's or buffer's name in `shown` (the plans match position for position).
+    std::string shown_scalar(const std::string& name) const;
+    std::string shown_buffer(const std::string& name) const;
 };
 
 // A single element read on the host (TracedArray::read): its wrapper
@@ -119,10 +125,16 @@ private:
     void remember(const ir::HostValue& v, const ir::ExprPtr& f);
     void remember_extent(int64_t n, const ir::ExprPtr& f);
     static std::pair<ir::ScalarType, uint64_t> key_of(const ir::HostValue& v);
+    // Probes: a size (distinct, far from any constant of a program, small
+    // enough that a product of two stays in range) and a float in [1, 2)
+    // with random mantissa bits (a product or quotient of probes never looks
+    // like a constant).
+    int64_t random_size() { return 3 * kSmallInteger + static_cast<int64_t>(rng_() % 20000); }
+    double random_unit() { return 1.0 + static_cast<double>(rng_() >> 11) / 9007199254740992.0; }
 
     std::mt19937_64 rng_;
     std::map<std::pair<ir::ScalarType, uint64_t>, ir::ExprPtr> known_;  // value -> first formula with it
-    std::vector<std::pair<std::vector<uint8_t>, SymbolPtr>> pending_;  // host reads not yet returned by a builtin
+    std::vector<std::pair<ir::HostValue, SymbolPtr>> pending_;  // host reads not yet returned by a builtin
     std::map<std::string, int> counters_;
     std::map<std::string, int64_t> atoms_;  // extent atoms -> probe
 };
@@ -139,9 +151,5 @@ struct Refusal {
 // Runs plans by recording them (no kernel runs): outputs are TracedArrays
 // whose counts are evaluated on the probes; ReadBack steps get probes.
 std::shared_ptr<ir::PlanExecutor> make_tracing_executor(EmitTracer& tracer);
-
-// Integers below this magnitude are constants when looked up by value
-// (probes and the sizes computed from them are far larger).
-constexpr int64_t kSmallInteger = 4096;
 
 }  // namespace shoal::emit

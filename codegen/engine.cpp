@@ -29,16 +29,6 @@ private:
     T saved_;
 };
 
-ir::HostValue host_value(const Scalar& s) {
-    ir::HostValue h;
-    h.type = ir::scalar_of(s.type);
-    if (s.type == Prim::Float || s.type == Prim::Double)
-        h.f = s.as_double();
-    else
-        h.i = s.as_long();
-    return h;
-}
-
 }  // namespace
 
 // ---------------------------------------------------------------- results
@@ -161,7 +151,7 @@ ir::PlanOutcome FusionEngine::run(const std::string& name, FuseContext& fc,
 
     ir::PlanBindings bind;
     for (const ir::PlanScalar& s : plan.scalars)
-        if (s.source == ir::ScalarSource::Input) bind.scalars[s.name] = host_value(fc.scalars().at(s.name));
+        if (s.source == ir::ScalarSource::Input) bind.scalars[s.name] = ir::host_value(fc.scalars().at(s.name));
     bind.inputs = fc.buffers();
     bind.symbols = fc.symbols();
     ir::RunOptions options = options_;

@@ -50,6 +50,28 @@ std::string source_comment(const Loc& loc) {
     return text + "   -- " + loc.source->name + ":" + std::to_string(loc.line) + ":" + std::to_string(loc.col);
 }
 
+void store_element(ScalarType t, const HostValue& v, void* p) {
+    switch (t) {
+        case ScalarType::Bool: *static_cast<bool*>(p) = v.i != 0; break;
+        case ScalarType::I32: *static_cast<int32_t*>(p) = static_cast<int32_t>(v.i); break;
+        case ScalarType::U32: *static_cast<uint32_t*>(p) = static_cast<uint32_t>(v.i); break;
+        case ScalarType::I64:
+        case ScalarType::U64: *static_cast<int64_t*>(p) = v.i; break;
+        case ScalarType::F32: *static_cast<float*>(p) = static_cast<float>(v.f); break;
+        case ScalarType::F64: *static_cast<double*>(p) = v.f; break;
+    }
+}
+
+HostValue host_value(const Scalar& s) {
+    HostValue h;
+    h.type = scalar_of(s.type);
+    if (is_floating(s.type))
+        h.f = s.as_double();
+    else
+        h.i = s.as_long();
+    return h;
+}
+
 HostValue load_element(ScalarType t, const void* p) {
     HostValue v;
     v.type = t;

@@ -153,8 +153,12 @@ std::string format_check(const std::string& message, int64_t index, int64_t exte
 // comments and messages show it ("" for no location).
 std::string source_comment(const Loc& loc);
 
-// The host value of one element of type t at `p` (a ReadBack step).
+// The host value of one element of type t at `p` (a ReadBack step), and
+// the inverse: `v` stored at `p` as an element of type t.
 HostValue load_element(ScalarType t, const void* p);
+void store_element(ScalarType t, const HostValue& v, void* p);
+// A Shoal scalar as a host value (a plan's Input scalar).
+HostValue host_value(const Scalar& s);
 
 // The Shoal element type of a buffer's elements, for a buffer handed back as
 // an array (unsigned buffers keep their bits in the signed type of their width).

@@ -110,10 +110,10 @@ ShapeMismatchScope::ShapeMismatchScope() : saved_(std::exchange(t_shape_mismatch
 ShapeMismatchScope::~ShapeMismatchScope() { t_shape_mismatch_as_exception = saved_; }
 
 void require_same_shape(const Shape& a, const Shape& b, const char* name, const Loc& loc) {
-    if (a != b && t_shape_mismatch_as_exception) throw ShapeMismatch{a, b, name, loc};
-    if (a != b)
-        runtime_error(loc, std::string("shape mismatch in ") + name + ": " + shape_to_string(a) + " vs " +
-                               shape_to_string(b));
+    if (a == b) return;
+    if (t_shape_mismatch_as_exception) throw ShapeMismatch{a, b, name, loc};
+    runtime_error(loc, std::string("shape mismatch in ") + name + ": " + shape_to_string(a) + " vs " +
+                           shape_to_string(b));
 }
 
 // One definition of the conversion rules (convert_scalar), applied per element.

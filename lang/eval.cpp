@@ -169,7 +169,6 @@ Value eval_array_literal(const Expr& e, const Env& env, EvalContext& ctx) {
 // ---------------------------------------------------------------- indexing
 Loc index_loc(const IndexArg& arg, const Expr& e) { return arg.loc.valid() ? arg.loc : e.loc; }
 
-
 // The selection of an Index / With node for an array of the given shape.
 std::vector<ops::AxisSelect> selection(const Expr& e, const Shape& shape, const Env& env, EvalContext& ctx) {
     SHOAL_INTERNAL_ASSERT(e.indices.size() <= shape.size(), "more indices than the array's rank");
@@ -181,15 +180,15 @@ std::vector<ops::AxisSelect> selection(const Expr& e, const Shape& shape, const 
             const int64_t i = decided(arg.index, env, ctx, "an index").scalar().as_long();
             sel.push_back(ops::select_index(i, shape[k], static_cast<int>(k), loc));
         } else {
+            // lo, hi, step: kept as values for the tracer of `:emit`.
             std::optional<Value> parts[3];
-            std::optional<int64_t> ints[3];
             const ExprPtr* exprs[3] = {&arg.lo, &arg.hi, &arg.step};
             for (int p = 0; p < 3; ++p)
-                if (*exprs[p]) {
-                    parts[p] = eval(*exprs[p], env, ctx);
-                    ints[p] = parts[p]->scalar().as_long();
-                }
-            sel.push_back(ops::select_slice(ints[0], ints[1], ints[2], shape[k], loc));
+                if (*exprs[p]) parts[p] = eval(*exprs[p], env, ctx);
+            auto as_int = [&](int p) {
+                return parts[p] ? std::optional<int64_t>(parts[p]->scalar().as_long()) : std::nullopt;
+            };
+            sel.push_back(ops::select_slice(as_int(0), as_int(1), as_int(2), shape[k], loc));
             if (ctx.tracer) {
                 auto part = [&](int p) { return parts[p] ? &*parts[p] : nullptr; };
                 ctx.tracer->slice(part(0), part(1), part(2), shape[k], sel.back().start, sel.back().step,

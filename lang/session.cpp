@@ -557,12 +557,8 @@ struct SessionCommands {
                             " : float -> [float] -> [float]), or apply it to arguments"});
         const Type t = check_expression(e, I.type_env());
         I.pin(e);
-        EvalContext ctx = s.eval_context();
-        ctx.backend = backend;  // whatever the current backend
-        backend->set_check(s.settings_.check);
         std::map<const void*, std::string> names;
-        for (const auto& [name, key] : I.names) name_arrays(I.globals.at(key)->value, name, names);
-        ctx.parameter_names = &names;
+        EvalContext ctx = naming_context(backend, names);
         std::string header;
         std::string text = backend->explain(
             [&] {
@@ -577,6 +573,18 @@ struct SessionCommands {
         if (text.empty()) text = "no kernels: this expression is evaluated by the reference evaluator";
         out.display(explain_display(header + text, cuda));
         return true;
+    }
+
+    // The context of a command that shows generated code (`:cuda`,
+    // `:emit`): the compiled backend whatever the current one, the session's
+    // check setting, and `names` (filled here) naming the session's arrays.
+    EvalContext naming_context(CompiledBackend* backend, std::map<const void*, std::string>& names) const {
+        EvalContext ctx = s.eval_context();
+        ctx.backend = backend;
+        backend->set_check(s.settings_.check);
+        for (const auto& [name, key] : I.names) name_arrays(I.globals.at(key)->value, name, names);
+        ctx.parameter_names = &names;
+        return ctx;
     }
 
     // The user function an explained expression is (`saxpy`) or applies
@@ -601,21 +609,13 @@ struct SessionCommands {
     // parameter.
     std::vector<Value> placeholder_arguments(const Value& f, Type t, std::map<const void*, std::string>& names,
                                              std::string& header) const {
-        std::vector<std::string> param_names;
-        const evalimpl::CallableView view = evalimpl::as_callable(f).view();
-        if (view.lambda)
-            for (size_t k = view.bound; k < view.lambda->params.size(); ++k) {
-                const PatternPtr& p = view.lambda->params[k];
-                param_names.push_back(p->kind == PatternKind::Var ? p->name : "");
-            }
+        const std::vector<std::string> param_names = parameter_names(f, t);
         std::vector<Value> args;
         header = "// " + std::string(trim(stmt.argument)) + " : " + type_to_string(t) +
                  ", traced with symbolic parameters:\n";
         for (size_t k = 0; is_func(t); ++k, t = func_result(t)) {
             const Type p = func_param(t);
-            std::string name = k < param_names.size() && !param_names[k].empty() && is_identifier(param_names[k])
-                                   ? param_names[k]
-                                   : "x" + std::to_string(k);
+            const std::string& name = param_names[k];
             if (!is_concrete(p) || (!is_prim(p) && !is_array(p)))
                 user_error(ErrorKind::Type, stmt.argument_loc,
                            ":" + std::string(stmt.command) + " of a function needs parameters of known scalar or "
@@ -731,12 +731,8 @@ struct SessionCommands {
         request.version = SHOAL_VERSION;
         std::string path;
         Loc path_loc;
-        EvalContext ctx = s.eval_context();
-        ctx.backend = backend;
-        backend->set_check(s.settings_.check);
         std::map<const void*, std::string> names;
-        for (const auto& [name, key] : I.names) name_arrays(I.globals.at(key)->value, name, names);
-        ctx.parameter_names = &names;
+        EvalContext ctx = naming_context(backend, names);
         for (;;) {
             skip_blanks();
             if (at >= whole.size()) break;
@@ -835,7 +831,6 @@ struct SessionCommands {
         const evalimpl::CallableView view = evalimpl::as_callable(f.value).view();
         if (!view.lambda) return;
         std::vector<std::string> locals;
-        for (size_t k = 0; k < view.bound; ++k) locals.push_back("");  // bound already: values, not arrays of the session
         for_each_free_variable(*view.lambda, locals, [&](Expr& var) {
             auto g = I.globals.find(var.text);
             if (g == I.globals.end() || g->second->generic) return;
