@@ -479,6 +479,7 @@ EmitTexts print_unit(const EmitRequest& request, const std::vector<TracedFunctio
                unit.kernels + "\n}  // namespace kernels\n\nusing namespace kernels;\n";
     for (const std::string& w : wrappers) t.source += "\n" + w;
     t.source += "\n}  // namespace " + request.unit + "\n";
+    t.kernels = kernels.kernels();
     return t;
 }
 

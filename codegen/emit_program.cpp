@@ -297,7 +297,7 @@ void check_names(const EmitRequest& request) {
 
 }  // namespace
 
-std::vector<EmittedFile> emit_unit(compiled::FusionEngine& session, const EmitRequest& request) {
+EmittedUnit emit_unit(compiled::FusionEngine& session, const EmitRequest& request) {
     check_names(request);
     // Two traces with independent probes must print the same program: a
     // size that varies with the arguments, taken for a constant in one
@@ -314,8 +314,9 @@ std::vector<EmittedFile> emit_unit(compiled::FusionEngine& session, const EmitRe
                        ":emit traced the functions twice and got different programs (" +
                            first_difference(texts[0].source + texts[0].header, texts[1].source + texts[1].header) +
                            "): a size that depends on the arguments was taken for a constant");
-    return {EmittedFile{request.unit + ".h", texts[0].header}, EmittedFile{request.unit + ".cu", texts[0].source},
-            EmittedFile{"shoal_runtime.h", runtime_header()}};
+    return {{EmittedFile{request.unit + ".h", texts[0].header}, EmittedFile{request.unit + ".cu", texts[0].source},
+             EmittedFile{"shoal_runtime.h", runtime_header()}},
+            std::move(texts[0].kernels)};
 }
 
 }  // namespace shoal::emit

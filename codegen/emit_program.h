@@ -61,15 +61,24 @@ struct TracedFunction {
     bool checks = false;  // some kernel checks indices: the wrapper waits at its end for the status
 };
 
-// The files of an `:emit` request (deterministic: traced twice with
+// What an `:emit` request produces: its files, and the kernels its source
+// defines in NAME::kernels (the IR they were printed from, under their
+// printed names: what the simulated CUDA runtime runs for them).
+struct EmittedUnit {
+    std::vector<EmittedFile> files;
+    std::vector<ir::Kernel> kernels;
+};
+
+// The unit of an `:emit` request (deterministic: traced twice with
 // different probes, the texts must agree). Throws Error for a function that
 // cannot be emitted, naming why.
-std::vector<EmittedFile> emit_unit(compiled::FusionEngine& session, const EmitRequest& request);
+EmittedUnit emit_unit(compiled::FusionEngine& session, const EmitRequest& request);
 
 // Printing (emit_printer.cpp): the unit's header and source.
 struct EmitTexts {
     std::string header;
     std::string source;
+    std::vector<ir::Kernel> kernels;
 };
 EmitTexts print_unit(const EmitRequest& request, const std::vector<TracedFunction>& functions);
 

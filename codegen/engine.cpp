@@ -229,7 +229,11 @@ void FusionEngine::trace(const std::function<void()>& run_it, const std::string&
     run_it();
 }
 
-std::vector<EmittedFile> FusionEngine::emit(const EmitRequest& request) { return emit::emit_unit(*this, request); }
+std::vector<EmittedFile> FusionEngine::emit(const EmitRequest& request) {
+    emit::EmittedUnit unit = emit::emit_unit(*this, request);
+    emitted_kernels_[request.unit] = std::move(unit.kernels);
+    return std::move(unit.files);
+}
 
 // ---------------------------------------------------------------- entry
 std::optional<Value> FusionEngine::apply_builtin(std::string_view name_view, const Type& type,

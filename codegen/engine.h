@@ -39,6 +39,10 @@ public:
     std::string memory_report(const std::vector<std::pair<std::string, Value>>& bindings) const override;
     std::string clear_cache() override;
     std::vector<EmittedFile> emit(const EmitRequest& request) override;
+    // The kernels of the units emitted so far, by unit name, as their
+    // source defines them (emit::EmittedUnit): the simulated CUDA runtime
+    // runs them when an emitted wrapper launches one.
+    const std::map<std::string, std::vector<ir::Kernel>>& emitted_kernels() const { return emitted_kernels_; }
 
     // `:emit`'s trace (codegen/emit_trace.h): runs `run` with every plan
     // recorded as `:cuda` would show it (kernels named after `function`)
@@ -110,6 +114,7 @@ private:
     std::vector<KernelProfile>* profiling_ = nullptr;  // during profile()
     void record_profile(const ir::LaunchPlan& plan, const ir::PlanOutcome& r);
     EvalContext last_ctx_;  // the context of the last builtin (slices have none of their own)
+    std::map<std::string, std::vector<ir::Kernel>> emitted_kernels_;
 };
 
 

@@ -184,6 +184,7 @@ struct Session::Impl {
     std::vector<Warning> warnings;    // found while the current statement runs
     int depth = 0;                    // nesting of execute() through :load
     bool interrupt_reported = false;  // one "interrupted" per Ctrl-C
+    EmitWriter emit_writer;           // null: write the files
 
     const Binding* find(const std::string& name) const {
         auto it = names.find(name);
@@ -820,7 +821,8 @@ struct SessionCommands {
         request.context = ctx;
         const std::vector<EmittedFile> files = backend->emit(request);
         const std::filesystem::path dir = target.parent_path();
-        const std::string written = write_all(dir, files, path_loc);
+        const std::string written =
+            I.emit_writer ? I.emit_writer(dir.string(), files, path_loc) : write_all(dir, files, path_loc);
         out.text(written);
         return true;
     }
@@ -1049,6 +1051,8 @@ EvalContext Session::eval_context() {
 
 Session::Session() : impl_(std::make_unique<Impl>()) {}
 Session::~Session() = default;
+
+void Session::set_emit_writer(EmitWriter writer) { impl_->emit_writer = std::move(writer); }
 
 bool Session::execute(std::string_view text, const std::string& name, SessionOutput& out, bool single_statement) {
     Impl& I = *impl_;

@@ -137,6 +137,14 @@ public:
 using CompiledBackendFactory = std::shared_ptr<CompiledBackend> (*)();
 void set_compiled_backend_factory(CompiledBackendFactory factory);
 
+// What `:emit` does with the files it made: `directory` is that of its
+// `to "..."` path (empty: the current one), `loc` that path's position for
+// errors; returns the line the session shows. The default writes them
+// (runtime/cuda/simulated_cudart.cpp instead checks them against the files
+// a program was built from).
+using EmitWriter =
+    std::function<std::string(const std::string& directory, const std::vector<EmittedFile>& files, const Loc& loc)>;
+
 class Session {
 public:
     Session();
@@ -170,6 +178,9 @@ public:
     bool quit_requested() const { return quit_; }
     const SessionSettings& settings() const { return settings_; }
     void set_columns(int columns) { settings_.columns = columns; }
+
+    // Replaces how `:emit` writes its files (null: the default).
+    void set_emit_writer(EmitWriter writer);
 
     // Names bound at top level, sorted.
     std::vector<std::string> binding_names() const;

@@ -41,6 +41,38 @@ int64_t parse_bytes(const std::string& text) {
     return static_cast<int64_t>(n * scale);
 }
 
+// The runtime's own words (a unit test compares them with cudart's).
+struct ErrorText {
+    cudaError_t error;
+    const char* name;
+    const char* text;
+};
+constexpr ErrorText kErrorTexts[] = {
+    {cudaSuccess, "cudaSuccess", "no error"},
+    {cudaErrorInvalidValue, "cudaErrorInvalidValue", "invalid argument"},
+    {cudaErrorMemoryAllocation, "cudaErrorMemoryAllocation", "out of memory"},
+    {cudaErrorInvalidConfiguration, "cudaErrorInvalidConfiguration", "invalid configuration argument"},
+    {cudaErrorInvalidDevice, "cudaErrorInvalidDevice", "invalid device ordinal"},
+    {cudaErrorInvalidDeviceFunction, "cudaErrorInvalidDeviceFunction", "invalid device function"},
+    {cudaErrorInvalidResourceHandle, "cudaErrorInvalidResourceHandle", "invalid resource handle"},
+    {cudaErrorInvalidKernelImage, "cudaErrorInvalidKernelImage", "device kernel image is invalid"},
+    {cudaErrorSymbolNotFound, "cudaErrorSymbolNotFound", "named symbol not found"},
+    {cudaErrorNotReady, "cudaErrorNotReady", "device not ready"},
+    {cudaErrorNoDevice, "cudaErrorNoDevice", "no CUDA-capable device is detected"},
+    {cudaErrorInsufficientDriver, "cudaErrorInsufficientDriver",
+     "CUDA driver version is insufficient for CUDA runtime version"},
+    {cudaErrorIllegalAddress, "cudaErrorIllegalAddress", "an illegal memory access was encountered"},
+    {cudaErrorLaunchFailure, "cudaErrorLaunchFailure", "unspecified launch failure"},
+    {cudaErrorNotSupported, "cudaErrorNotSupported", "operation not supported"},
+};
+
+const ErrorText& error_text(cudaError_t error) {
+    static const ErrorText unknown{cudaErrorUnknown, "cudaErrorUnknown", "unknown error"};
+    for (const ErrorText& t : kErrorTexts)
+        if (t.error == error) return t;
+    return unknown;
+}
+
 struct Allocation {
     size_t bytes = 0;
     std::byte* host = nullptr;  // the memory behind it (null once freed)
@@ -363,8 +395,8 @@ public:
     }
 
     cudaError_t getLastError() override { return sticky_; }
-    const char* getErrorName(cudaError_t error) override { return cudaGetErrorName(error); }
-    const char* getErrorString(cudaError_t error) override { return cudaGetErrorString(error); }
+    const char* getErrorName(cudaError_t error) override { return simulated_error_name(error); }
+    const char* getErrorString(cudaError_t error) override { return simulated_error_string(error); }
 
 private:
     struct Decoded {
@@ -526,5 +558,8 @@ SimulatedFaults simulated_faults_from_env() {
 std::shared_ptr<SimulatedDevice> simulated_device(const SimulatedFaults& faults) {
     return std::make_shared<Simulator>(faults);
 }
+
+const char* simulated_error_name(cudaError_t error) { return error_text(error).name; }
+const char* simulated_error_string(cudaError_t error) { return error_text(error).text; }
 
 }  // namespace shoal::cuda

@@ -57,4 +57,11 @@ public:
 
 std::shared_ptr<SimulatedDevice> simulated_device(const SimulatedFaults& faults = {});
 
+// What the CUDA Runtime's cudaGetErrorName / cudaGetErrorString say for the
+// errors the simulated device and the simulated CUDA runtime library
+// (simulated_cudart.cpp) return ("cudaErrorUnknown: unknown error"
+// for others): the simulation links no CUDA library.
+const char* simulated_error_name(cudaError_t error);
+const char* simulated_error_string(cudaError_t error);
+
 }  // namespace shoal::cuda

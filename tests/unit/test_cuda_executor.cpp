@@ -131,6 +131,18 @@ TEST_CASE("simulated device: an image nobody described does not load") {
     CHECK(device->libraryLoadData(&lib, "SHOALSIM\nextern \"C\" __global__ void k() {}") == cudaErrorInvalidKernelImage);
 }
 
+TEST_CASE("simulated device: error names and descriptions are cudart's") {
+    const cudaError_t errors[] = {cudaSuccess, cudaErrorInvalidValue, cudaErrorMemoryAllocation,
+                                  cudaErrorInvalidConfiguration, cudaErrorInvalidDevice, cudaErrorInvalidDeviceFunction,
+                                  cudaErrorInvalidResourceHandle, cudaErrorInvalidKernelImage, cudaErrorSymbolNotFound,
+                                  cudaErrorNotReady, cudaErrorNoDevice, cudaErrorInsufficientDriver,
+                                  cudaErrorIllegalAddress, cudaErrorLaunchFailure, cudaErrorNotSupported, cudaErrorUnknown};
+    for (cudaError_t e : errors) {
+        CHECK(std::string(cuda::simulated_error_name(e)) == cudaGetErrorName(e));
+        CHECK(std::string(cuda::simulated_error_string(e)) == cudaGetErrorString(e));
+    }
+}
+
 TEST_CASE("cuda executor: results stay in device memory across statements; the host gets what it prints") {
     SimulatedSession s;
     CHECK(s.run("let x = map (\\i -> float i * 0.5) (iota 100000)\nlet y = map (\\v -> v * 2.0) x\nlet z = x + y") == "");
