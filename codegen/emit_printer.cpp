@@ -4,6 +4,7 @@
 // traced plans' host programs on the caller's stream.
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -98,10 +99,9 @@ class WrapperPrinter {
 public:
     WrapperPrinter(const TracedFunction& f, KernelTable& kernels) : f_(f), kernels_(kernels) {}
 
-    std::string declaration() const {
-        std::vector<std::string> params;
-        for (const EmitParam& p : f_.params)
-            params.push_back(p.rank == 0 ? cpp_type(p.elem) + " " + p.name : view_type(p.elem, p.rank, true) + " " + p.name);
+    // In the header, the workspace defaults to none.
+    std::string declaration(bool in_header) const {
+        std::vector<std::string> params = input_params({});
         for (const EmitResult& r : f_.results) {
             if (r.rank == 0)
                 params.push_back(cpp_type(r.elem) + "* " + r.name);
@@ -111,9 +111,39 @@ public:
                 params.push_back(view_type(r.elem, r.rank, false) + " " + r.name);
         }
         params.push_back("cudaStream_t stream");
-        std::string s = "shoal::status " + f_.request.cpp_name + "(";
-        for (size_t k = 0; k < params.size(); ++k) s += (k ? ", " : "") + params[k];
-        return s + ")";
+        params.push_back(std::string("shoal::workspace workspace") + (in_header ? " = {}" : ""));
+        return "shoal::status " + f_.request.cpp_name + "(" + joined(params) + ")";
+    }
+
+    // The workspace query: the bytes of the temporaries whose size the
+    // arguments fix, summed in the order the wrapper carves them.
+    std::string workspace_query_declaration() const {
+        std::set<std::string> used;
+        for (const Temporary& t : temporaries())
+            if (!t.sized_by_data) params_in(t.count, used);
+        return "size_t " + f_.request.cpp_name + kWorkspaceQuery + "(" + joined(input_params(used)) + ")";
+    }
+    std::string workspace_query_documentation() const {
+        bool by_data = false;
+        for (const Temporary& t : temporaries()) by_data |= t.sized_by_data;
+        return "// " + f_.request.cpp_name + kWorkspaceQuery + ": the device memory " + f_.request.cpp_name +
+               "'s temporaries take, for a\n// workspace lent to it (0: it needs none)" +
+               (by_data ? "; those sized by the data are allocated on\n// the stream all the same" : "") + ".\n";
+    }
+    std::string workspace_query() const {
+        std::set<std::string> used;
+        for (const Temporary& t : temporaries())
+            if (!t.sized_by_data) params_in(t.count, used);
+        std::string s = workspace_query_declaration() + " {\n";
+        for (const EmitParam& p : f_.params)
+            for (size_t d = 0; d < p.extents.size(); ++d)
+                if (used.count(p.extents[d]))
+                    s += "    const long long " + p.extents[d] + " = " + p.name + ".extent[" + std::to_string(d) + "];\n";
+        s += "    size_t bytes = 0;\n";
+        for (const Temporary& t : temporaries())
+            if (!t.sized_by_data)
+                s += "    bytes += shoal::detail::workspace_share<" + t.type + ">(" + cpp(t.count) + ");  // " + t.what + "\n";
+        return s + "    return bytes;\n}\n";
     }
 
     // What the header says about each parameter and result.
@@ -151,6 +181,8 @@ public:
         s += "//   stream: every copy and kernel is queued on it";
         s += f_.checks || !f_.host_reads.empty() || has_read_backs() ? "; the call waits for it before returning\n"
                                                                      : "; the call does not wait for it\n";
+        s += "//   workspace: optional device memory for its temporaries (" + f_.request.cpp_name + kWorkspaceQuery +
+             "); without one it allocates them on `stream`\n";
         return s;
     }
 
@@ -158,7 +190,7 @@ public:
         out_.str("");
         out_ << "// " << f_.request.cpp_name << ": " << f_.plans.size() << (f_.plans.size() == 1 ? " plan" : " plans")
              << " traced from the Shoal function '" << f_.request.name << "'.\n";
-        out_ << declaration() << " {\n";
+        out_ << declaration(false) << " {\n";
         indent_ = 1;
         for (const EmitParam& p : f_.params)
             for (size_t d = 0; d < p.extents.size(); ++d)
@@ -177,6 +209,12 @@ public:
                          ", " + r.name + ".extent[" + std::to_string(d) + "], " + cpp(r.extents[d]) + ");");
         line("// What the call allocates is freed on every return path (stream-ordered).");
         line("shoal::detail::allocations memory(stream);");
+        std::vector<std::string> args;
+        for (const EmitParam& p : f_.params) args.push_back(p.name);
+        line("if (workspace.data) SHOAL_TRY(memory.lend(workspace, " + f_.request.cpp_name + kWorkspaceQuery + "(" +
+             joined(args) + "), " + quoted(f_.request.cpp_name) + "));");
+        for (const Temporary& t : temporaries())
+            if (t.sized_by_data && t.plan >= 0) sized_by_data_.insert({t.plan, t.buffer});
         if (checked_launches() > 0) {
             line("// One error record per launch of a kernel that checks indices.");
             line("shoal::detail::error_record* errors = nullptr;");
@@ -216,6 +254,60 @@ public:
     }
 
 private:
+    // A buffer the call allocates for itself (not a result), in order.
+    struct Temporary {
+        int plan;             // -1: the index checks' error records
+        std::string buffer;   // the plan's name for it
+        std::string type;     // its element's C++ type
+        ExprPtr count;        // elements, in the wrapper's terms
+        bool sized_by_data;   // the count reads a value read back from the device
+        std::string what;     // for the workspace query's comment
+    };
+    std::vector<Temporary> temporaries() const {
+        std::set<std::string> read_vars;
+        for (const RecordedPlan& p : f_.plans)
+            for (const auto& [scalar, var] : p.read_backs) read_vars.insert(var);
+        for (const HostRead& h : f_.host_reads) read_vars.insert(h.variable);
+        std::vector<Temporary> t;
+        if (const int n = checked_launches(); n > 0)
+            t.push_back({-1, "", "shoal::detail::error_record", ir::const_int(n), false, "the index checks' error records"});
+        for (size_t k = 0; k < f_.plans.size(); ++k) {
+            const RecordedPlan& r = f_.plans[k];
+            const std::map<std::string, ExprPtr> formulas = plan_formulas(r);
+            for (const ir::PlanStep& step : r.plan->steps) {
+                if (step.kind != ir::StepKind::Alloc || result_of(static_cast<int>(k), step.buffer)) continue;
+                const ir::PlanBuffer* b = r.plan->find_buffer(step.buffer);
+                const ExprPtr count = substitute_params(b->count, formulas);
+                t.push_back({static_cast<int>(k), b->name, ir::cuda_scalar_name(b->elem), count,
+                             reads_back(count, read_vars),
+                             "plan " + std::to_string(k + 1) + ": " + r.shown_buffer(b->name)});
+            }
+        }
+        return t;
+    }
+    static void params_in(const ExprPtr& e, std::set<std::string>& names) {
+        if (!e) return;
+        if (e->kind == ir::ExprKind::Param) names.insert(e->name);
+        for (const ExprPtr& a : e->args) params_in(a, names);
+    }
+    // The function's inputs as C++ parameters; with `used` given, a
+    // parameter none of whose values it holds is left unnamed.
+    std::vector<std::string> input_params(const std::optional<std::set<std::string>>& used) const {
+        std::vector<std::string> params;
+        for (const EmitParam& p : f_.params) {
+            bool named = !used || used->count(p.name);
+            for (const std::string& e : p.extents) named |= used && used->count(e);
+            const std::string name = named ? p.name : "/*" + p.name + "*/";
+            params.push_back((p.rank == 0 ? cpp_type(p.elem) : view_type(p.elem, p.rank, true)) + " " + name);
+        }
+        return params;
+    }
+    static std::string joined(const std::vector<std::string>& items) {
+        std::string s;
+        for (size_t k = 0; k < items.size(); ++k) s += (k ? ", " : "") + items[k];
+        return s;
+    }
+
     bool has_read_backs() const {
         for (const RecordedPlan& p : f_.plans)
             if (!p.read_backs.empty()) return true;
@@ -352,7 +444,12 @@ private:
                         buffers_[b->name] = unique(r.shown_buffer(b->name));
                         line(std::string(ir::cuda_scalar_name(b->elem)) + "* " + buffers_[b->name] + " = nullptr;");
                     }
-                    line("SHOAL_TRY(memory.allocate(&" + buffers_[b->name] + ", " + count + "));");
+                    if (sized_by_data_.count({index, b->name})) {
+                        line("// its size depends on the data: allocated on the stream, not in the workspace");
+                        line("SHOAL_TRY(memory.allocate_on_stream(&" + buffers_[b->name] + ", " + count + "));");
+                    } else {
+                        line("SHOAL_TRY(memory.allocate(&" + buffers_[b->name] + ", " + count + "));");
+                    }
                     break;
                 }
                 case ir::StepKind::Launch: print_launch(r, step); break;
@@ -439,6 +536,7 @@ private:
     // variables, its buffers as C++ pointers.
     std::map<std::string, ExprPtr> values_;
     std::map<std::string, std::string> buffers_;
+    std::set<std::pair<int, std::string>> sized_by_data_;  // temporaries allocated on the stream even with a workspace
 };
 
 std::string banner(const EmitRequest& request, const std::string& file, const std::vector<TracedFunction>& functions) {
@@ -459,8 +557,9 @@ EmitTexts print_unit(const EmitRequest& request, const std::vector<TracedFunctio
     std::vector<std::string> wrappers, declarations;
     for (const TracedFunction& f : functions) {
         WrapperPrinter w(f, kernels);
-        wrappers.push_back(w.definition());
-        declarations.push_back(w.documentation() + w.declaration() + ";\n");
+        wrappers.push_back(w.workspace_query() + "\n" + w.definition());
+        declarations.push_back(w.documentation() + w.declaration(true) + ";\n" + w.workspace_query_documentation() +
+                               w.workspace_query_declaration() + ";\n");
     }
     EmitTexts t;
     t.header = banner(request, request.unit + ".h", functions) + "#pragma once\n\n#include \"shoal_runtime.h\"\n\nnamespace " +

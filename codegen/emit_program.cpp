@@ -34,10 +34,6 @@ ExprPtr substitute_params(const ExprPtr& e, const std::map<std::string, ExprPtr>
     return copy;
 }
 
-namespace {
-
-// Whether a formula reads a variable defined by a read-back (its value is
-// known only once the device has computed it).
 bool reads_back(const ExprPtr& e, const std::set<std::string>& read_vars) {
     if (!e) return false;
     if (e->kind == ir::ExprKind::Param && read_vars.count(e->name)) return true;
@@ -46,8 +42,6 @@ bool reads_back(const ExprPtr& e, const std::set<std::string>& read_vars) {
     return false;
 }
 
-// The formulas of every scalar of a recorded plan, in wrapper terms: inputs
-// as recorded, read-backs as their variables, derived ones substituted.
 std::map<std::string, ExprPtr> plan_formulas(const RecordedPlan& r) {
     std::map<std::string, ExprPtr> f = r.scalars;
     for (const auto& [scalar, var] : r.read_backs) f[scalar] = ir::param(var, r.plan->find_scalar(scalar)->type);
@@ -55,6 +49,8 @@ std::map<std::string, ExprPtr> plan_formulas(const RecordedPlan& r) {
         if (s.source == ir::ScalarSource::Derived) f[s.name] = substitute_params(s.value, f);
     return f;
 }
+
+namespace {
 
 class FunctionTracer {
 public:
@@ -279,6 +275,12 @@ void check_names(const EmitRequest& request) {
         if (!fresh)
             user_error(ErrorKind::Usage, f.loc, "two emitted functions would be called '" + f.cpp_name + "'",
                        {"rename one: :emit " + f.name + " as \"" + f.cpp_name + "2\" ..."});
+        if (f.cpp_name.ends_with(kWorkspaceQuery) &&
+            std::any_of(request.functions.begin(), request.functions.end(),
+                        [&](const EmitFunction& g) { return g.cpp_name + kWorkspaceQuery == f.cpp_name; }))
+            user_error(ErrorKind::Usage, f.loc,
+                       "'" + f.cpp_name + "' is the name of another emitted function's workspace query",
+                       {"rename it: :emit " + f.name + " as \"" + f.cpp_name + "_\" ..."});
         std::set<std::string> params;
         for (const std::string& p : f.params) {
             if (bad(p) || p.rfind("len_", 0) == 0 || p.rfind("result", 0) == 0)

@@ -9,6 +9,7 @@
 // on the caller's stream) and shoal_runtime.h (share/emit/).
 #pragma once
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -85,6 +86,17 @@ EmitTexts print_unit(const EmitRequest& request, const std::vector<TracedFunctio
 // `e` with every Param named in `values` replaced by its value (cast to the
 // Param's type): plan scalars by their formulas, wrapper variables by C++ names.
 ir::ExprPtr substitute_params(const ir::ExprPtr& e, const std::map<std::string, ir::ExprPtr>& values);
+
+// Whether a formula reads a variable defined by a read-back (its value is
+// known only once the device has computed it).
+bool reads_back(const ir::ExprPtr& e, const std::set<std::string>& read_vars);
+
+// The formulas of every scalar of a recorded plan, in wrapper terms: inputs
+// as recorded, read-backs as their variables, derived ones substituted.
+std::map<std::string, ir::ExprPtr> plan_formulas(const RecordedPlan& r);
+
+// The suffix of each wrapper's workspace query: rmse_workspace_bytes.
+inline constexpr const char* kWorkspaceQuery = "_workspace_bytes";
 
 // shoal_runtime.h, as shipped in share/emit/ (embedded at build time).
 const std::string& runtime_header();

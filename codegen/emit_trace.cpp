@@ -181,7 +181,9 @@ Value EmitTracer::builtin_result(std::string_view name, std::span<const Value> a
         return result.with_symbol(std::move(sym));
     }
     if (!result.is_scalar()) {
-        if (any_symbol && !any_array && !result.is_function())
+        // A delayed array (iota n) is the engine's: its plans carry the
+        // size, found by value like any extent. A host array is not.
+        if (any_symbol && !any_array && !result.is_function() && !result.is_delayed())
             refuse(loc, "`" + std::string(name) + "` builds a value from scalars computed from the parameters",
                    {":emit supports scalar results and arrays computed on the device"});
         return result;  // arrays: the engine's plans carry their sizes

@@ -8,6 +8,7 @@
 //   shoal::status             what every wrapper returns: ok, a CUDA error, a shape
 //                             mismatch of the views, or a failed index check in a kernel
 //   shoal::upload/download    copies between host and device on a stream
+//   shoal::workspace          device memory a caller lends a call for its temporaries
 //   shoal::check              throws shoal::error for a status that is not ok
 #pragma once
 
@@ -61,6 +62,7 @@ enum class status_code : int {
     cuda_error,           // a CUDA Runtime call failed: `cuda` says which error
     shape_mismatch,       // the views' extents do not fit the function
     index_out_of_bounds,  // a kernel's index check failed (the Shoal program's error)
+    invalid_workspace,    // the workspace lent is smaller than the call needs, or not 256-byte aligned
 };
 
 // What a wrapper returns. Errors found on the host (a shape mismatch, a
@@ -176,8 +178,27 @@ status download(T* host, view<const T> src, cudaStream_t stream) {
                         "cudaMemcpyAsync (download)");
 }
 
+// Device memory a caller lends a call (the last argument of every wrapper)
+// for its temporaries: at least NAME_workspace_bytes(...) bytes, 256-byte
+// aligned (as cudaMalloc's are). With one, the call allocates nothing whose
+// size its arguments fix; without (data == nullptr, the default) it
+// allocates its temporaries on the stream and frees them in stream order.
+// The workspace may be reused by the next call on the same stream.
+struct workspace {
+    void* data = nullptr;
+    size_t bytes = 0;
+};
+
 // What the wrappers use; not part of the API.
 namespace detail {
+
+// A temporary of n T's share of a workspace: rounded up to 256 bytes, so
+// the next one starts aligned.
+template <class T>
+size_t workspace_share(long long n) {
+    const size_t bytes = static_cast<size_t>(n > 0 ? n : 1) * sizeof(T);
+    return (bytes + 255) / 256 * 256;
+}
 
 inline status shape_mismatch(const char* what, long long got, long long wanted) {
     status s;
@@ -187,7 +208,8 @@ inline status shape_mismatch(const char* what, long long got, long long wanted) 
 }
 
 // The memory a wrapper allocates, freed in stream order when it returns
-// (also on an error path) unless released earlier.
+// (also on an error path) unless released earlier; or, once a workspace is
+// lent, carved from it (nothing to free).
 class allocations {
 public:
     explicit allocations(cudaStream_t stream) : stream_(stream) {}
@@ -197,8 +219,45 @@ public:
     allocations(const allocations&) = delete;
     allocations& operator=(const allocations&) = delete;
 
+    // The caller's workspace, which must hold `needed` bytes (the function's
+    // workspace query) for `function`'s temporaries.
+    status lend(workspace w, size_t needed, const char* function) {
+        status s;
+        s.code = status_code::invalid_workspace;
+        if (w.bytes < needed) {
+            s.message = std::string(function) + ": the workspace has " + std::to_string(w.bytes) + " bytes; it needs " +
+                        std::to_string(needed) + " (" + function + "_workspace_bytes)";
+            return s;
+        }
+        if (reinterpret_cast<std::uintptr_t>(w.data) % 256 != 0) {
+            s.message = std::string(function) + ": the workspace is not 256-byte aligned";
+            return s;
+        }
+        lent_ = static_cast<char*>(w.data);
+        left_ = w.bytes;
+        return status{};
+    }
+
+    // n T's: from the workspace when one is lent, else on the stream.
     template <class T>
     status allocate(T** p, long long n) {
+        if (!lent_) return allocate_on_stream(p, n);
+        const size_t share = workspace_share<T>(n);
+        if (share > left_) {  // the workspace query and the wrapper disagree: a bug in Shoal
+            status s;
+            s.code = status_code::invalid_workspace;
+            s.message = "the workspace ran out (" + std::to_string(left_) + " bytes left for " + std::to_string(share) +
+                        "): please report this Shoal bug";
+            return s;
+        }
+        *p = reinterpret_cast<T*>(lent_);
+        lent_ += share;
+        left_ -= share;
+        return status{};
+    }
+    // n T's on the stream: a temporary whose size depends on the data.
+    template <class T>
+    status allocate_on_stream(T** p, long long n) {
         void* raw = nullptr;
         const size_t bytes = static_cast<size_t>(n > 0 ? n : 1) * sizeof(T);
         SHOAL_TRY(cuda(cudaMallocAsync(&raw, bytes, stream_), "cudaMallocAsync"));
@@ -206,6 +265,7 @@ public:
         *p = static_cast<T*>(raw);
         return status{};
     }
+    // Frees one early (a workspace's share is not reused).
     template <class T>
     status release(T* p) {
         for (size_t k = 0; k < held_.size(); ++k)
@@ -219,6 +279,8 @@ public:
 private:
     cudaStream_t stream_;
     std::vector<void*> held_;
+    char* lent_ = nullptr;
+    size_t left_ = 0;
 };
 
 // A launch's error record, laid out as the kernels' ShoalError.
