@@ -73,6 +73,13 @@ int main() {
         expect_close("rmse", r, std::sqrt(sq / n));
         std::printf("rmse = %.6f\n", r);
 
+        // The same call with scratch memory of our own: it allocates nothing.
+        shoal::device_array<unsigned char> scratch;
+        shoal::check(scratch.allocate(static_cast<long long>(finance::rmse_workspace_bytes(dx, dy)), stream));
+        float r2 = 0;
+        shoal::check(finance::rmse(dx, dy, &r2, stream, {scratch.data(), static_cast<size_t>(scratch.size())}));
+        expect_close("rmse with a workspace", r2, r);
+
         shoal::check(finance::saxpy(2.5f, dx, dy, out, stream));
         std::vector<float> z = to_host<float>(out, stream);
         for (long long i = 0; i < n; i += 997) expect_close("saxpy", z[i], 2.5f * x[i] + y[i]);
