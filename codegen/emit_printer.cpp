@@ -97,7 +97,13 @@ private:
 
 class WrapperPrinter {
 public:
-    WrapperPrinter(const TracedFunction& f, KernelTable& kernels) : f_(f), kernels_(kernels) {}
+    WrapperPrinter(const TracedFunction& f, KernelTable& kernels)
+        : f_(f), kernels_(kernels), temporaries_(find_temporaries()) {
+        for (const Temporary& t : temporaries_) {
+            if (!t.sized_by_data) params_in(t.count, workspace_inputs_);
+            if (t.sized_by_data) sized_by_data_.insert({t.plan, t.buffer});
+        }
+    }
 
     // In the header, the workspace defaults to none.
     std::string declaration(bool in_header) const {
@@ -118,29 +124,23 @@ public:
     // The workspace query: the bytes of the temporaries whose size the
     // arguments fix, summed in the order the wrapper carves them.
     std::string workspace_query_declaration() const {
-        std::set<std::string> used;
-        for (const Temporary& t : temporaries())
-            if (!t.sized_by_data) params_in(t.count, used);
-        return "size_t " + f_.request.cpp_name + kWorkspaceQuery + "(" + joined(input_params(used)) + ")";
+        return "size_t " + f_.request.cpp_name + kWorkspaceQuery + "(" + joined(input_params(workspace_inputs_)) + ")";
     }
     std::string workspace_query_documentation() const {
         bool by_data = false;
-        for (const Temporary& t : temporaries()) by_data |= t.sized_by_data;
+        for (const Temporary& t : temporaries_) by_data |= t.sized_by_data;
         return "// " + f_.request.cpp_name + kWorkspaceQuery + ": the device memory " + f_.request.cpp_name +
                "'s temporaries take, for a\n// workspace lent to it (0: it needs none)" +
                (by_data ? "; those sized by the data are allocated on\n// the stream all the same" : "") + ".\n";
     }
     std::string workspace_query() const {
-        std::set<std::string> used;
-        for (const Temporary& t : temporaries())
-            if (!t.sized_by_data) params_in(t.count, used);
         std::string s = workspace_query_declaration() + " {\n";
         for (const EmitParam& p : f_.params)
             for (size_t d = 0; d < p.extents.size(); ++d)
-                if (used.count(p.extents[d]))
+                if (workspace_inputs_.count(p.extents[d]))
                     s += "    const long long " + p.extents[d] + " = " + p.name + ".extent[" + std::to_string(d) + "];\n";
         s += "    size_t bytes = 0;\n";
-        for (const Temporary& t : temporaries())
+        for (const Temporary& t : temporaries_)
             if (!t.sized_by_data)
                 s += "    bytes += shoal::detail::workspace_share<" + t.type + ">(" + cpp(t.count) + ");  // " + t.what + "\n";
         return s + "    return bytes;\n}\n";
@@ -213,8 +213,6 @@ public:
         for (const EmitParam& p : f_.params) args.push_back(p.name);
         line("if (workspace.data) SHOAL_TRY(memory.lend(workspace, " + f_.request.cpp_name + kWorkspaceQuery + "(" +
              joined(args) + "), " + quoted(f_.request.cpp_name) + "));");
-        for (const Temporary& t : temporaries())
-            if (t.sized_by_data && t.plan >= 0) sized_by_data_.insert({t.plan, t.buffer});
         if (checked_launches() > 0) {
             line("// One error record per launch of a kernel that checks indices.");
             line("shoal::detail::error_record* errors = nullptr;");
@@ -263,7 +261,7 @@ private:
         bool sized_by_data;   // the count reads a value read back from the device
         std::string what;     // for the workspace query's comment
     };
-    std::vector<Temporary> temporaries() const {
+    std::vector<Temporary> find_temporaries() const {
         std::set<std::string> read_vars;
         for (const RecordedPlan& p : f_.plans)
             for (const auto& [scalar, var] : p.read_backs) read_vars.insert(var);
@@ -537,6 +535,8 @@ private:
     std::map<std::string, ExprPtr> values_;
     std::map<std::string, std::string> buffers_;
     std::set<std::pair<int, std::string>> sized_by_data_;  // temporaries allocated on the stream even with a workspace
+    std::vector<Temporary> temporaries_;
+    std::set<std::string> workspace_inputs_;  // the wrapper variables the workspace query reads
 };
 
 std::string banner(const EmitRequest& request, const std::string& file, const std::vector<TracedFunction>& functions) {

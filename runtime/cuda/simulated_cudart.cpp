@@ -23,7 +23,9 @@
 #include <cuda_runtime_api.h>
 #include <cxxabi.h>
 
+#include <cstddef>
 #include <cstdio>
+#include <deque>
 #include <cstdlib>
 #include <exception>
 #include <fstream>
@@ -176,14 +178,39 @@ public:
     cudaError_t destroy_stream(cudaStream_t s) {
         std::lock_guard lock(mutex_);
         blocking_.erase(s);
-        return device_->streamDestroy(s);
+        const cudaError_t e = device_->streamDestroy(s);  // runs what was queued
+        staged_.erase(s);
+        return e;
     }
     // What the legacy default stream waits for: itself and every blocking stream.
     cudaError_t synchronize_blocking() {
-        std::lock_guard lock(mutex_);
+        std::set<cudaStream_t> streams;
+        {
+            std::lock_guard lock(mutex_);
+            streams = blocking_;
+        }
         cudaError_t e = cudaSuccess;
-        for (cudaStream_t s : blocking_)
-            if (const cudaError_t r = device_->streamSynchronize(s); r != cudaSuccess) e = r;
+        for (cudaStream_t s : streams)
+            if (const cudaError_t r = synchronize(s); r != cudaSuccess) e = r;
+        return e;
+    }
+    // A copy from host memory on `s`: every host buffer here is pageable
+    // (pinned memory is not implemented), and from pageable memory the CUDA
+    // Runtime has staged the bytes when cudaMemcpyAsync returns, so the
+    // caller may free them at once. The simulated device reads host memory
+    // when the copy runs (the pinned-memory rule it holds the executor to):
+    // the bytes are staged here and kept until the stream is synchronised.
+    const void* stage(cudaStream_t s, const void* host, size_t bytes) {
+        std::lock_guard lock(mutex_);
+        const auto* from = static_cast<const std::byte*>(host);
+        auto& kept = staged_[s];
+        kept.emplace_back(from, from + bytes);
+        return kept.back().data();
+    }
+    cudaError_t synchronize(cudaStream_t s) {
+        const cudaError_t e = device_->streamSynchronize(s);
+        std::lock_guard lock(mutex_);
+        staged_.erase(s);
         return e;
     }
     cudaMemPool_t pool() {
@@ -235,7 +262,8 @@ private:
     std::set<cudaStream_t> blocking_;
     std::map<const void*, std::string> registered_;  // nvcc's host function -> mangled kernel name
     std::map<const void*, cudaKernel_t> loaded_;
-    std::optional<std::map<std::string, EmittedKernel>> emitted_;  // loaded at the first launch
+    std::optional<std::map<std::string, EmittedKernel>> emitted_;
+    std::map<cudaStream_t, std::deque<std::vector<std::byte>>> staged_;  // host bytes of copies not yet run  // loaded at the first launch
 };
 
 Runtime& runtime() {
@@ -358,7 +386,7 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
     return call([&] { return runtime().destroy_stream(stream); });
 }
 cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
-    return call([&] { return runtime().device().streamSynchronize(runtime().stream(stream)); });
+    return call([&] { return runtime().synchronize(runtime().stream(stream)); });
 }
 cudaError_t cudaDeviceSynchronize() {
     return call([&] { return runtime().synchronize_blocking(); });
@@ -378,7 +406,11 @@ cudaError_t cudaFree(void* ptr) {
 }
 
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, cudaStream_t stream) {
-    return call([&] { return runtime().device().memcpyAsync(dst, src, bytes, kind, runtime().stream(stream)); });
+    return call([&] {
+        const cudaStream_t s = runtime().stream(stream);
+        const void* from = kind == cudaMemcpyHostToDevice ? runtime().stage(s, src, bytes) : src;
+        return runtime().device().memcpyAsync(dst, from, bytes, kind, s);
+    });
 }
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
     if (const cudaError_t e = cudaMemcpyAsync(dst, src, bytes, kind, nullptr); e != cudaSuccess) return e;
