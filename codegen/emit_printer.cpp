@@ -496,9 +496,7 @@ private:
         const std::string grid = expr(step.grid);
         if (!step.comment.empty()) line("// " + step.comment);
         std::string call = "kernels::" + name + "<<<static_cast<unsigned>(" + grid + "), " + std::to_string(k.block_size) +
-                           ", 0, stream>>>(";
-        for (size_t a = 0; a < args.size(); ++a) call += (a ? ", " : "") + args[a];
-        call += ");";
+                           ", 0, stream>>>(" + joined(args) + ");";
         const bool constant_grid = step.grid->kind == ir::ExprKind::Const && step.grid->i > 0;
         if (!constant_grid) {
             line("if (" + grid + " > 0) {");

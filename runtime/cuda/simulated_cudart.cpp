@@ -111,12 +111,7 @@ std::string demangle(const char* mangled) {
 }
 
 // The emitted kernels of SHOAL_EMIT_SCRIPT, by demangled signature.
-struct EmittedKernel {
-    std::string unit;
-    ir::Kernel kernel;
-};
-
-std::map<std::string, EmittedKernel> kernels_of_script() {
+std::map<std::string, ir::Kernel> kernels_of_script() {
     const char* script = std::getenv("SHOAL_EMIT_SCRIPT");
     if (!script || !*script)
         fail("a kernel was launched, but SHOAL_EMIT_SCRIPT is not set: set it to the Shoal script whose :emit "
@@ -141,10 +136,9 @@ std::map<std::string, EmittedKernel> kernels_of_script() {
     if (!session.execute_file(script, out)) fail(std::string("SHOAL_EMIT_SCRIPT=") + script + ": " + out.first_error);
     auto* engine = dynamic_cast<compiled::FusionEngine*>(session.compiled_backend());
     if (!engine) fail("the compiled backend is not Shoal's fusion engine");
-    std::map<std::string, EmittedKernel> kernels;
+    std::map<std::string, ir::Kernel> kernels;
     for (const auto& [unit, list] : engine->emitted_kernels())
-        for (const ir::Kernel& k : list)
-            kernels.emplace(demangled_signature(unit + "::kernels::" + k.name, k, unit), EmittedKernel{unit, k});
+        for (const ir::Kernel& k : list) kernels.emplace(demangled_signature(unit + "::kernels::" + k.name, k, unit), k);
     if (kernels.empty()) fail(std::string("SHOAL_EMIT_SCRIPT=") + script + " emits no kernels");
     return kernels;
 }
@@ -207,11 +201,15 @@ public:
         kept.emplace_back(from, from + bytes);
         return kept.back().data();
     }
+    // Runs what `s` queued; the bytes staged for it are kept until then
+    // (not those another thread stages meanwhile).
     cudaError_t synchronize(cudaStream_t s) {
-        const cudaError_t e = device_->streamSynchronize(s);
-        std::lock_guard lock(mutex_);
-        staged_.erase(s);
-        return e;
+        std::deque<std::vector<std::byte>> copied;
+        {
+            std::lock_guard lock(mutex_);
+            copied.swap(staged_[s]);
+        }
+        return device_->streamSynchronize(s);
     }
     cudaMemPool_t pool() {
         cudaMemPool_t p = nullptr;
@@ -245,10 +243,10 @@ public:
         }
         // An image the simulated device is told the IR of, as for NVRTC's.
         const std::string image = "SHOAL_EMIT\n" + signature;
-        device_->describe_image(image, found->second.kernel);
+        device_->describe_image(image, found->second);
         cudaLibrary_t library = nullptr;
         if (const cudaError_t e = device_->libraryLoadData(&library, image.c_str()); e != cudaSuccess) return e;
-        if (const cudaError_t e = device_->libraryGetKernel(handle, library, found->second.kernel.name.c_str());
+        if (const cudaError_t e = device_->libraryGetKernel(handle, library, found->second.name.c_str());
             e != cudaSuccess)
             return e;
         loaded_[host_function] = *handle;
@@ -262,7 +260,7 @@ private:
     std::set<cudaStream_t> blocking_;
     std::map<const void*, std::string> registered_;  // nvcc's host function -> mangled kernel name
     std::map<const void*, cudaKernel_t> loaded_;
-    std::optional<std::map<std::string, EmittedKernel>> emitted_;
+    std::optional<std::map<std::string, ir::Kernel>> emitted_;
     std::map<cudaStream_t, std::deque<std::vector<std::byte>>> staged_;  // host bytes of copies not yet run  // loaded at the first launch
 };
 
