@@ -8,6 +8,7 @@
 
 #include "codegen/array_graph.h"
 #include "codegen/display_names.h"
+#include "codegen/engine.h"
 #include "codegen/lower_common.h"
 #include "lang/diagnostics.h"
 
@@ -81,6 +82,28 @@ const FuseContext::Input& FuseContext::input(const ir::ArrayData& a, Prim elem, 
 void FuseContext::size_inputs(ir::PlanBuilder& pb) const {
     for (const auto& [identity, in] : inputs_)
         if (pb.plan().find_buffer(in.buffer)) pb.input_buffer(in.buffer, in.elem, ir::product(in.extents));
+}
+
+bool FuseContext::hoisting() const {
+    const auto* engine = dynamic_cast<const FusionEngine*>(ctx_.backend);
+    return !engine || engine->optimisations.hoist;
+}
+
+ir::LoweringFacts FuseContext::facts(const ir::PlanBuilder& pb) const {
+    if (ctx_.tracer) return {};
+    ir::LoweringFacts f;
+    f.value = [this](const std::string& name) -> std::optional<int64_t> {
+        auto it = scalars_.find(name);
+        if (it == scalars_.end() || !is_integral(it->second.type)) return std::nullopt;
+        return it->second.as_long();
+    };
+    f.buffer_count = [this, &pb](const std::string& name) -> IExpr {
+        for (const auto& [identity, in] : inputs_)
+            if (in.buffer == name) return ir::product(in.extents);
+        const ir::PlanBuffer* b = pb.plan().find_buffer(name);
+        return b ? b->count : nullptr;
+    };
+    return f;
 }
 
 IExpr zero_of(ScalarType t) {
@@ -730,10 +753,16 @@ private:
     // reference evaluator's order.
     CVal fold(const std::string& name, const ir::PullArray& a, IExpr init,
               const std::function<IExpr(IExpr, IExpr)>& step) {
-        fc_.warnings.push_back({loc_, name + " over a nested array runs sequentially inside each thread",
-                          {"the nested array depends on the element, so it cannot be computed once before the "
-                           "kernel; fine for short inner arrays, slow for long ones (flatten the computation, "
-                           "e.g. with segscan)"}});
+        // Why it is not hoisted: it depends on the element (or a loop
+        // variable), or hoisting is switched off.
+        fc_.warnings.push_back(
+            {loc_, name + " over a nested array runs sequentially inside each thread",
+             {fc_.hoisting() ? "the nested array depends on the element, so it cannot be computed once before the "
+                               "kernel; fine for short inner arrays, slow for long ones (flatten the computation, "
+                               "e.g. with segscan)"
+                             : "hoisting is switched off (:set hoist off), so every thread computes the nested "
+                               "array again; `:set hoist on` computes it once before the kernel when it does not "
+                               "depend on the element"}});
         const std::string acc = kb_.fresh("acc");
         kb_.emit(let(acc, init));
         const IExpr n = kb_.bind("n", ir::use_params(kb_, a.shape[0]));
@@ -858,7 +887,7 @@ private:
     }
 
     CVal expr(const Expr& e, Scope& s) {
-        if (hoistable(e, s)) return hoist(e, s);
+        if (fc_.hoisting() && hoistable(e, s)) return hoist(e, s);
         switch (e.kind) {
             case ExprKind::IntLit:
             case ExprKind::FloatLit: return literal(e, false);

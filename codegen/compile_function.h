@@ -20,6 +20,7 @@
 
 #include "codegen/kernel_builder.h"
 #include "codegen/launch_plan.h"
+#include "codegen/lower_primitives.h"
 #include "codegen/plan_executor.h"
 #include "lang/builtins_eval.h"
 
@@ -58,8 +59,15 @@ public:
     // Gives each input buffer the plan reads its size (the product of its
     // extents), so that the plan's entry signature states it.
     void size_inputs(ir::PlanBuilder& pb) const;
+    // What a lowering may ask of this plan (lower_primitives.h): the values
+    // of its integer scalars and the sizes of the buffers it reads. None
+    // during :emit's trace, whose values stand for any argument.
+    ir::LoweringFacts facts(const ir::PlanBuilder& pb) const;
 
     EvalContext& eval_context() { return ctx_; }
+    // Whether loop-invariant nested array expressions are hoisted out of
+    // kernels (`:set hoist`; the backend's setting).
+    bool hoisting() const;
     // Loop-invariant expressions hoisted out of the kernel, computed once per
     // plan: key (expression, closure) -> value.
     const Value* hoisted(const void* expr, const void* closure) const {

@@ -9,16 +9,19 @@ namespace shoal::ir {
 
 namespace {
 
-// Renames parameters and global buffers (the names the plan binds).
+// Renames parameters and global buffers (the names the plan binds), the
+// shared tiles named after them (shared_tiles.h) and both in comments.
 class RenameParams : public IRMutator {
 public:
-    explicit RenameParams(const std::map<std::string, std::string>& to) : to_(to) {}
+    RenameParams(const std::map<std::string, std::string>& to, const std::map<std::string, std::string>& shared)
+        : to_(to), shared_(shared) {}
 
     ExprPtr mutate(const ExprPtr& e) override {
         ExprPtr m = IRMutator::mutate(e);
-        const bool bound = m->kind == ExprKind::Param || (m->kind == ExprKind::Load && m->space == MemSpace::Global);
-        auto it = bound ? to_.find(m->name) : to_.end();
-        if (it == to_.end()) return m;
+        const bool bound = m->kind == ExprKind::Param || m->kind == ExprKind::Load;
+        const auto& names = m->kind == ExprKind::Load && m->space == MemSpace::Shared ? shared_ : to_;
+        auto it = bound ? names.find(m->name) : names.end();
+        if (it == names.end()) return m;
         auto r = std::make_shared<Expr>(*m);
         r->name = it->second;
         return r;
@@ -26,16 +29,44 @@ public:
 
     StmtPtr mutate(const StmtPtr& s) override {
         StmtPtr m = IRMutator::mutate(s);
-        const bool memory = m && (m->kind == StmtKind::Store || m->kind == StmtKind::Atomic) && m->space == MemSpace::Global;
-        auto it = memory ? to_.find(m->name) : to_.end();
-        if (it == to_.end()) return m;
+        if (m && m->kind == StmtKind::Comment) {
+            auto r = std::make_shared<Stmt>(*m);
+            r->name = renamed_words(m->name);
+            return r;
+        }
+        const bool memory = m && (m->kind == StmtKind::Store || m->kind == StmtKind::Atomic);
+        const auto& names = memory && m->space == MemSpace::Shared ? shared_ : to_;
+        auto it = memory ? names.find(m->name) : names.end();
+        if (it == names.end()) return m;
         auto r = std::make_shared<Stmt>(*m);
         r->name = it->second;
         return r;
     }
 
+    // A comment with every identifier the plan renames renamed.
+    std::string renamed_words(const std::string& text) const {
+        std::string out, word;
+        auto flush = [&] {
+            if (auto a = to_.find(word); a != to_.end()) out += a->second;
+            else if (auto b = shared_.find(word); b != shared_.end()) out += b->second;
+            else out += word;
+            word.clear();
+        };
+        for (char c : text) {
+            if (std::isalnum(static_cast<unsigned char>(c)) || c == '_') {
+                word += c;
+                continue;
+            }
+            flush();
+            out += c;
+        }
+        flush();
+        return out;
+    }
+
 private:
     const std::map<std::string, std::string>& to_;
+    const std::map<std::string, std::string>& shared_;
 };
 
 ExprPtr renamed(const ExprPtr& e, RenameParams& r) { return e ? r.mutate(e) : e; }
@@ -91,12 +122,23 @@ LaunchPlan for_display(const LaunchPlan& plan, const DisplayNames& names) {
         }
     }
 
+    // Shared tiles are named after the buffer they hold (tile_in0: tile_x).
+    std::map<std::string, std::string> shared_to;
+    for (const Kernel& k : plan.kernels)
+        for (const SharedArray& a : k.shared)
+            if (a.name.rfind("tile_", 0) == 0)
+                if (auto it = to.find(a.name.substr(5)); it != to.end() && !shared_to.count(a.name)) {
+                    used.erase(a.name);
+                    shared_to[a.name] = unused("tile_" + it->second, used);
+                }
+
     LaunchPlan out = plan;
-    RenameParams rename(to);
+    RenameParams rename(to, shared_to);
     out.name = f.empty() ? plan.name : f;
     for (Kernel& k : out.kernels) {
         k = rename.mutate_kernel(k);
         for (Param& p : k.params) p.name = renamed(p.name, to);
+        for (SharedArray& a : k.shared) a.name = renamed(a.name, shared_to);
         k.name = renamed(k.name, kernel_names);
         if (!names.source.empty()) k.comment = names.source;
     }

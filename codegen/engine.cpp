@@ -86,7 +86,13 @@ std::vector<ir::ArrayData> FusionEngine::materialise(const NodeGroup& g) {
     try {
         FuseContext fc(g.ctx);
         const std::vector<std::string> outs = leaf_buffers("out", g.elems.size(), true);
-        ir::PlanOutcome r = run("map", fc, [&](ir::PlanBuilder& pb) { ir::lower_map(pb, "map", g.pull(fc), outs); });
+        ir::PlanOutcome r = run("map", fc, [&](ir::PlanBuilder& pb) {
+            const ir::LoweringFacts facts = fc.facts(pb);
+            ir::LoweringOptions opt;
+            opt.shared_memory = optimisations.shared_memory;
+            opt.facts = &facts;
+            ir::lower_map(pb, "map", g.pull(fc), outs, opt);
+        });
         std::vector<ir::ArrayData> arrays;
         for (size_t k = 0; k < outs.size(); ++k) {
             ir::ArrayData& d = r.outputs.at(outs[k]);
@@ -106,7 +112,9 @@ Value FusionEngine::node(Prim elem, Shape shape, Node::MakePull pull, Replay rep
     auto g = std::make_shared<NodeGroup>(
         NodeGroup{[pull](FuseContext& fc) { return ir::tuple_of(pull(fc)); }, {elem}, std::move(shape),
                   std::move(replay), ctx, bounded_weight(operands), origin_, {}});
-    return Value(std::make_shared<const Node>(shared_from_this(), std::move(g), 0, std::move(pull)));
+    Value v(std::make_shared<const Node>(shared_from_this(), std::move(g), 0, std::move(pull)));
+    if (!optimisations.fusion) v.delayed()->compute();  // the unfused baseline: a kernel per primitive
+    return v;
 }
 
 std::vector<Value> FusionEngine::tuple_nodes(std::vector<Prim> elems, Shape shape,
@@ -127,6 +135,7 @@ std::vector<Value> FusionEngine::tuple_nodes(std::vector<Prim> elems, Shape shap
         };
         members.emplace_back(std::make_shared<const Node>(shared_from_this(), g, k, std::move(component)));
     }
+    if (!optimisations.fusion) members[0].delayed()->compute();  // computes every member
     return members;
 }
 

@@ -23,8 +23,9 @@ public:
 
     std::optional<Value> apply_builtin(std::string_view name, const Type& type, std::span<const Value> args,
                                        EvalContext& ctx, const Loc& loc) override;
-    std::optional<Value> slice(const Value& a, int64_t start, int64_t step, int64_t count) override;
+    std::optional<Value> slice(const Value& a, std::span<const ops::AxisSelect> sel) override;
     void set_check(bool on) override { options_.check = on; }
+    void set_optimisations(const Optimisations& on) override { optimisations = on; }
     std::string explain(const std::function<void()>& run, const ExplainOptions& options) override;
     std::vector<KernelProfile> profile(const std::function<void()>& run) override;
     std::string description() const override;
@@ -66,6 +67,7 @@ public:
 
     BackendStats stats;
     ir::PassOptions passes;
+    Optimisations optimisations;  // `:set fusion|sharedmem|hoist` (lang/session.h)
 
 private:
     // A node computed from `operands` (array-likes it reads; they are fused

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "codegen/lower_common.h"
+#include "codegen/shared_tiles.h"
 #include "lang/diagnostics.h"
 
 namespace shoal::ir {
@@ -139,6 +140,7 @@ ExprPtr global_thread() {
 ExprPtr grid_threads() { return binary(BinaryOp::Mul, grid_dim(), cast(ScalarType::I64, block_dim())); }
 
 ExprPtr capped_grid(ExprPtr n, int64_t per_block, int64_t max_blocks) {
+    if (per_block == 1) return min_expr(std::move(n), i64(max_blocks));
     return min_expr(ceil_div(std::move(n), i64(per_block)), i64(max_blocks));
 }
 
@@ -266,10 +268,21 @@ void lower_map(PlanBuilder& pb, const std::string& name, const PullTuple& src, c
 
     KernelBuilder kb(name, opt.block_size);
     for (size_t k = 0; k < outs.size(); ++k) kb.buffer_param(outs[k], src.elems[k], Access::Write);
-    grid_stride_loop(kb, n, [&](ExprPtr i) {
-        std::vector<ExprPtr> v = flat_at(kb, src, i);
-        for (size_t k = 0; k < outs.size(); ++k) kb.emit(store(outs[k], i, v[k]));
-    });
+    use_params(kb, n);
+    // The element code is built once, then placed: in shared tiles when it
+    // reads an array at overlapping offsets, else in a grid-stride loop.
+    MapBody map{kb.fresh("gid"), {}, src.shape, n, {}};
+    const ExprPtr gid = var(map.gid, ScalarType::I64);
+    kb.open();
+    map.index = unflatten(kb, gid, src.shape);
+    std::vector<StmtPtr> index_lets = kb.close();
+    kb.open();
+    std::vector<ExprPtr> v = src.at(kb, map.index);
+    for (size_t k = 0; k < outs.size(); ++k) kb.emit(store(outs[k], gid, v[k]));
+    map.body = kb.close();
+    if (lower_map_shared_tiles(pb, kb, map, opt)) return;
+    index_lets.insert(index_lets.end(), map.body.begin(), map.body.end());
+    kb.emit(for_loop(map.gid, global_thread(), use_params(kb, n), grid_threads(), std::move(index_lets)));
     add_launch(pb, kb, capped_grid(n, int64_t{opt.block_size} * opt.items_per_thread, opt.max_blocks),
                "map: grid-stride, ~" + std::to_string(opt.items_per_thread) + " elements per thread");
 }

@@ -36,6 +36,16 @@
 
 namespace shoal::ir {
 
+// What a lowering may ask of the plan being built beyond its arguments:
+// the value a plan scalar has now (nullopt when it is not fixed, e.g. a
+// symbolic argument during :emit's trace) and the element count of a
+// buffer the kernel reads (null when unknown). Decisions taken from values
+// must show in the kernel text (constants), which keys the plan cache.
+struct LoweringFacts {
+    std::function<std::optional<int64_t>(const std::string& scalar)> value;
+    std::function<ExprPtr(const std::string& buffer)> buffer_count;
+};
+
 struct LoweringOptions {
     int block_size = 256;              // threads per block (a power of two, >= 32)
     int items_per_thread = 4;          // map: the grid gives each thread about this many elements
@@ -46,6 +56,11 @@ struct LoweringOptions {
     int transpose_rows = 8;            // transpose: block = tile x rows threads, each thread tile/rows elements
     int radix_bits = 4;                // sort: bits per LSD radix pass (2^radix_bits digits, < block_size)
     int sort_items_per_thread = 8;     // sort: each thread ranks this many adjacent keys per tile
+    // map: overlapping reads of one array served from shared tiles (shared_tiles.h);
+    // needs `facts` (the offsets' values).
+    bool shared_memory = true;
+    int tile_rows = 16, tile_cols = 64;  // map, rank 2: the shared tile (tile_cols a power of two)
+    const LoweringFacts* facts = nullptr;
 };
 
 // ---------------------------------------------------------------- operators

@@ -53,25 +53,45 @@ Type result_of(Type t, int arity) {
 }  // namespace
 
 // ---------------------------------------------------------------- producers
-std::optional<Value> FusionEngine::slice(const Value& a, int64_t start, int64_t step, int64_t count) {
+std::optional<Value> FusionEngine::slice(const Value& a, std::span<const ops::AxisSelect> selection) {
     if (!is_like(a)) return std::nullopt;
-    const Replay whole = [a, start, step, count] {
-        return per_leaf(force(a), [&](const Value& l, size_t) {
-            return Value(ops::index_array(*l.array(), {ops::AxisSelect{false, start, step, count}}));
-        });
+    const std::vector<ops::AxisSelect> sel(selection.begin(), selection.end());
+    const Shape in = like_shape(a);
+    Shape out_shape;
+    for (size_t k = 0; k < in.size(); ++k)
+        if (k >= sel.size() || !sel[k].drops) out_shape.push_back(k < sel.size() ? sel[k].count : in[k]);
+    if (out_shape.empty()) return std::nullopt;  // an element: scalar code reads it
+    const Replay whole = [a, sel] {
+        return per_leaf(force(a), [&](const Value& l, size_t) { return Value(ops::index_array(*l.array(), sel)); });
     };
     return per_leaf(a, [&](const Value& leaf, size_t k) {
-        auto pull = [leaf, start, step, count](FuseContext& fc) {
+        // Source index along axis k: start_k (a plain index) or start_k + i * step_k.
+        auto pull = [leaf, sel](FuseContext& fc) {
             const PullArray src = pull_of(leaf, fc);
-            PullArray out{{fc.extent(count)}, src.elem, nullptr};
-            const ir::ExprPtr lo = fc.extent(start), st = fc.extent(step);
-            out.at = [src, lo, st](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
-                return src.at(kb, {ir::binary(ir::BinaryOp::Add, use(kb, lo),
-                                              ir::binary(ir::BinaryOp::Mul, i[0], use(kb, st)))});
+            PullArray out{{}, src.elem, nullptr};
+            std::vector<ir::ExprPtr> starts, steps;
+            for (size_t axis = 0; axis < sel.size(); ++axis) {
+                starts.push_back(fc.extent(sel[axis].start));
+                // A unit step is a constant: unit-stride reads are what coalesce
+                // and what shared tiles serve (shared_tiles.h).
+                const int64_t step = sel[axis].step;
+                steps.push_back(sel[axis].drops ? nullptr : step == 1 ? ir::i64(1) : fc.extent(step));
+                if (!sel[axis].drops) out.shape.push_back(fc.extent(sel[axis].count));
+            }
+            for (size_t axis = sel.size(); axis < src.shape.size(); ++axis) out.shape.push_back(src.shape[axis]);
+            out.at = [src, starts, steps](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
+                std::vector<ir::ExprPtr> at;
+                size_t next = 0;
+                for (size_t axis = 0; axis < starts.size(); ++axis)
+                    at.push_back(!steps[axis] ? use(kb, starts[axis])
+                                              : ir::binary(ir::BinaryOp::Add, use(kb, starts[axis]),
+                                                           ir::binary(ir::BinaryOp::Mul, i[next++], use(kb, steps[axis]))));
+                while (next < i.size()) at.push_back(i[next++]);
+                return src.at(kb, at);
             };
             return out;
         };
-        return node(elem_of(leaf), {count}, pull, leaf_replay(whole, k), last_ctx_, {leaf});
+        return node(elem_of(leaf), out_shape, pull, leaf_replay(whole, k), last_ctx_, {leaf});
     });
 }
 

@@ -214,13 +214,17 @@ Value update_value(const Value& a, const std::vector<ops::AxisSelect>& sel, cons
     return Value(std::move(out));
 }
 
-// A rank-1 slice a[lo:hi:step] the backend may keep delayed.
+// A selection with at least one slice (a[1:], g[1:-1, :-2], a[i, :]) the
+// backend may keep delayed; a plain element or row read is left to the host.
 std::optional<Value> backend_slice(const Expr& e, const Value& a, const Env& env, EvalContext& ctx) {
-    if (!ctx.backend || e.indices.size() != 1 || !e.indices[0].is_slice) return std::nullopt;
-    if (!(a.is_delayed() && a.delayed()->shape().size() == 1) && !(a.is_array() && a.array()->rank() == 1))
+    if (!ctx.backend) return std::nullopt;
+    if (!a.is_delayed() && !a.is_array()) return std::nullopt;
+    const Shape& shape = a.is_array() ? a.array()->shape : a.delayed()->shape();
+    if (e.indices.empty() || e.indices.size() > shape.size()) return std::nullopt;
+    if (std::none_of(e.indices.begin(), e.indices.end(), [](const IndexArg& i) { return i.is_slice; }))
         return std::nullopt;
-    const auto sel = selection(e, a.is_array() ? a.array()->shape : a.delayed()->shape(), env, ctx);
-    return ctx.backend->slice(a, sel[0].start, sel[0].step, sel[0].count);
+    const auto sel = selection(e, shape, env, ctx);
+    return ctx.backend->slice(a, sel);
 }
 
 Value eval_index(const Expr& e, const Env& env, EvalContext& ctx) {

@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "array_ops.h"
 #include "ast.h"
 #include "typecheck.h"
 #include "value.h"
@@ -44,9 +45,10 @@ public:
     // `type` is the builtin's instantiated type; null for operator nodes.
     virtual std::optional<Value> apply_builtin(std::string_view name, const Type& type, std::span<const Value> args,
                                                EvalContext& ctx, const Loc& loc) = 0;
-    // a[lo:hi:step] on a rank-1 array (the slice already resolved to start,
-    // step, count as in ops::select_slice); nullopt declines.
-    virtual std::optional<Value> slice(const Value& a, int64_t start, int64_t step, int64_t count) = 0;
+    // a[s0, s1, ...] with at least one slice (each axis resolved as in
+    // ops::select_slice / select_index: a plain index drops its axis; axes
+    // past the selection are kept whole); nullopt declines.
+    virtual std::optional<Value> slice(const Value& a, std::span<const ops::AxisSelect> sel) = 0;
 };
 
 // The value with every Delayed array (also inside tuples) forced to host

@@ -966,13 +966,17 @@ struct SessionCommands {
         return true;
     }
 
+    static std::string on_off(bool on) { return on ? "on" : "off"; }
+
     bool set(const CommandInfo& c, std::string_view arg) {
         if (arg.empty()) {
-            out.text("print " + std::to_string(s.settings_.print_threshold) + "\ncheck " +
-                     (s.settings_.check ? "on" : "off") + "\nseed " + std::to_string(s.settings_.seed) +
+            out.text("print " + std::to_string(s.settings_.print_threshold) + "\ncheck " + on_off(s.settings_.check) + "\nseed " + std::to_string(s.settings_.seed) +
                      "\nbackend " + (s.settings_.compiled && s.compiled_backend() ? "compiled" : "reference") +
                      (s.compiled_backend() ? "\nexecutor " + s.compiled_backend()->executor_name() : "") +
-                     "\narch " + (s.settings_.arch.empty() ? "the GPU's (sm_90 without one)" : s.settings_.arch));
+                     "\narch " + (s.settings_.arch.empty() ? "the GPU's (sm_90 without one)" : s.settings_.arch) +
+                     "\nfusion " + on_off(s.settings_.optimisations.fusion) + "\nsharedmem " +
+                     on_off(s.settings_.optimisations.shared_memory) + "\nhoist " +
+                     on_off(s.settings_.optimisations.hoist));
             return true;
         }
         size_t sp = arg.find_first_of(" \t");
@@ -987,12 +991,15 @@ struct SessionCommands {
             s.settings_.print_threshold = static_cast<int>(n);
             return true;
         }
-        if (key == "check") {
+        Optimisations& o = s.settings_.optimisations;
+        for (auto [name, flag] : {std::pair<const char*, bool*>{"check", &s.settings_.check}, {"fusion", &o.fusion},
+                                  {"sharedmem", &o.shared_memory}, {"hoist", &o.hoist}}) {
+            if (key != name) continue;
             if (value == "on" || value == "off") {
-                s.settings_.check = value == "on";
+                *flag = value == "on";
                 return true;
             }
-            user_error(ErrorKind::Usage, stmt.loc, "usage: :set check on|off");
+            user_error(ErrorKind::Usage, stmt.loc, "usage: :set " + std::string(name) + " on|off");
         }
         if (key == "backend") {
             if (value != "reference" && value != "compiled")
@@ -1044,6 +1051,7 @@ EvalContext Session::eval_context() {
     EvalContext ctx{&impl_->globals, &cancel_, settings_.seed, impl_->random_stream, nullptr, &impl_->warnings};
     if (settings_.compiled && compiled_backend()) {
         impl_->compiled->set_check(settings_.check);
+        impl_->compiled->set_optimisations(settings_.optimisations);
         ctx.backend = impl_->compiled.get();
     }
     return ctx;

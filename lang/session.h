@@ -46,6 +46,15 @@ public:
     virtual void warning(const std::string& formatted) = 0;
 };
 
+// The array compiler's optimisations, each switchable per session
+// (`:set fusion|sharedmem|hoist on|off`) to see what it does: results are
+// the same, the plans differ (docs/optimisations.md).
+struct Optimisations {
+    bool fusion = true;         // producers fused into their consumers' kernels
+    bool shared_memory = true;  // overlapping reads of one array served from shared tiles
+    bool hoist = true;          // invariant nested array expressions computed once, before the kernel
+};
+
 struct SessionSettings {
     int print_threshold = 20;   // :set print N
     uint64_t seed = kDefaultSeed;  // :seed k
@@ -55,6 +64,7 @@ struct SessionSettings {
     bool compiled = true;
     // :set arch sm_XY: the architecture :compile targets (empty: the GPU's, else sm_90).
     std::string arch;
+    Optimisations optimisations;
     // Width of the output device in columns; the terminal REPL sets it from
     // the terminal (terminal plots are sized to it).
     int columns = 80;
@@ -101,6 +111,7 @@ public:
     // a function cannot be emitted. Writes nothing.
     virtual std::vector<EmittedFile> emit(const EmitRequest& request) = 0;
     virtual void set_check(bool on) = 0;
+    virtual void set_optimisations(const Optimisations& on) = 0;
     // Runs `run`, recording every launch plan forced meanwhile; returns them
     // printed as the plan view plus the kernel IR or the CUDA source, with
     // the user's names (EvalContext::parameter_names) and source expressions.

@@ -27,11 +27,13 @@ struct Capture : SessionOutput {
     void warning(const std::string&) override {}
 };
 
-inline std::string run(const std::string& program, bool compiled) {
+// `settings`: statements run first in both sessions (`:set sharedmem off`).
+inline std::string run(const std::string& program, bool compiled, const std::string& settings = "") {
     runtime::install_compiled_backend();
     Session s;
     Capture out;
     s.execute(":set check on", "<t>", out);
+    if (!settings.empty()) s.execute(settings, "<t>", out);
     s.execute(compiled ? ":set backend compiled" : ":set backend reference", "<t>", out);
     s.execute(program, "<t>", out);
     return out.all;
@@ -73,10 +75,10 @@ inline bool same_output(const std::string& a, const std::string& b) {
 
 // Runs `program` through both backends; on a mismatch the failure prints the
 // program and both outputs. Returns whether they agreed.
-inline bool differential(const std::string& program) {
-    const std::string ref = run(program, false), comp = run(program, true);
+inline bool differential(const std::string& program, const std::string& settings = "") {
+    const std::string ref = run(program, false, settings), comp = run(program, true, settings);
     const bool same = same_output(ref, comp);
-    INFO("program:\n" << program << "\nreference:\n" << ref << "compiled:\n" << comp);
+    INFO("program:\n" << program << "\nsettings: " << settings << "\nreference:\n" << ref << "compiled:\n" << comp);
     CHECK(same);
     return same;
 }

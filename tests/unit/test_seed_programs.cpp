@@ -136,13 +136,16 @@ TEST_CASE("seed programs: the forward difference and Spencer's average are one m
     const compiled::BackendStats& d = s.run("let ds = fwd signal");
     CHECK(d.plans_run == 1);
     CHECK(d.last.launches == 1);
-    CHECK(d.last.global_bytes_loaded == 8 * (kN - 1));  // two overlapping slices, no temporary
+    // Two overlapping slices served from shared tiles (each element loaded
+    // once, plus one halo element per tile of 1024), no temporary.
+    CHECK(d.last.global_bytes_loaded >= 4 * kN);
+    CHECK(d.last.global_bytes_loaded <= 4 * kN + 4 * (kN / 1024 + 1));
     CHECK(d.last.global_bytes_stored == 4 * (kN - 1));
     const int64_t m = kN - 14;
     const compiled::BackendStats& sp = s.run("let smooth = spencer signal");
     CHECK(sp.plans_run == 1);  // the loop's 15 steps fuse into one kernel
     CHECK(sp.last.launches == 1);
-    CHECK(sp.last.global_bytes_loaded == 15 * 4 * m);
+    CHECK(sp.last.global_bytes_loaded <= 4 * kN + 4 * 14 * (kN / 1024 + 1));  // 15 slices, one shared tile
     CHECK(sp.last.global_bytes_stored == 4 * m);
 }
 
