@@ -5,6 +5,7 @@
 // Exits 77 without a device to run on.
 #include <cstdio>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "seeds.h"
@@ -47,6 +48,23 @@ std::string text(const std::vector<T>& v, size_t from = 0, size_t n = std::strin
 }
 
 void print(const std::string& s) { std::printf("%s\n", s.c_str()); }
+
+// A row-major matrix as the evaluator prints it: [[...], [...]].
+std::string matrix_text(const std::vector<float>& h, size_t rows, size_t cols) {
+    std::string s = "[";
+    for (size_t row = 0; row < rows; ++row) s += (row ? ", " : "") + text(h, row * cols, cols);
+    return s + "]";
+}
+
+// A rows x cols view of a device array.
+template <class T>
+shoal::view<T, 2> matrix(const Device<std::remove_const_t<T>>& d, long long rows, long long cols) {
+    shoal::view<T, 2> v;
+    v.data = d.array.data();
+    v.extent[0] = rows;
+    v.extent[1] = cols;
+    return v;
+}
 
 // A workspace of the bytes a query asks for.
 struct Workspace {
@@ -96,17 +114,8 @@ int main() {
         }
         {
             Device<float> du(u), r(16 * 16);
-            shoal::view<const float, 2> in;
-            in.data = du.array.data();
-            in.extent[0] = in.extent[1] = 16;
-            shoal::view<float, 2> out;
-            out.data = r.array.data();
-            out.extent[0] = out.extent[1] = 16;
-            shoal::check(seeds::affine(0.5f, in, out, stream));
-            const std::vector<float> h = r.host();
-            std::string s = "[";
-            for (size_t row = 0; row < 16; ++row) s += (row ? ", " : "") + text(h, row * 16, 16);
-            print(s + "]");
+            shoal::check(seeds::affine(0.5f, matrix<const float>(du, 16, 16), matrix<float>(r, 16, 16), stream));
+            print(matrix_text(r.host(), 16, 16));
         }
         {
             Device<int> r(n);
@@ -155,6 +164,16 @@ int main() {
         {
             Device<float> r(1000);
             shoal::check(seeds::ramp(1000, 0.5f, r, stream));
+            print(text(r.host()));
+        }
+        {  // 2-D slices: the 4-point stencil of a 16 x 16 grid is 14 x 14
+            Device<float> du(u), r(14 * 14);
+            shoal::check(seeds::jacobi(matrix<const float>(du, 16, 16), matrix<float>(r, 14, 14), stream));
+            print(matrix_text(r.host(), 14, 14));
+        }
+        {
+            Device<float> r(n - 1);
+            shoal::check(seeds::fwd(dxs, r, stream));
             print(text(r.host()));
         }
         {  // a workspace smaller than the query asks for is refused before anything runs
