@@ -497,45 +497,78 @@ private:
 
     // a[i, j]: a captured or nested array indexed to a scalar, with the
     // reference evaluator's bounds check and message (negative indices count
-    // from the end); a[lo:hi] on a vector is a nested array.
+    // from the end). With slices or fewer indices than axes (a[lo:hi],
+    // a[i, :], b[:, j], m[i]) the result is a nested array.
     CVal index(const Expr& e, Scope& s) {
         CVal a = expr(*e.kids[0], s);
         if (!is_array_val(a)) decline("indexing something other than an array");
         const ir::PullArray arr = as_pull(a);
-        if (e.indices.size() != static_cast<size_t>(arr.rank())) decline("a partial index");
-        if (e.indices.size() == 1 && e.indices[0].is_slice) return slice(arr, e.indices[0], s);
+        if (e.indices.size() > static_cast<size_t>(arr.rank())) decline("more indices than axes");
+        const bool whole = e.indices.size() == static_cast<size_t>(arr.rank()) &&
+                           std::none_of(e.indices.begin(), e.indices.end(), [](const IndexArg& i) { return i.is_slice; });
+        std::vector<size_t> axes;
         std::vector<IExpr> written, idx, ok, extents;  // written: as given (for the message); idx: from the start
         for (size_t k = 0; k < e.indices.size(); ++k) {
-            if (e.indices[k].is_slice) decline("a slice of a matrix inside a function");
+            if (e.indices[k].is_slice) continue;
             IExpr n = kb_.bind("n", ir::use_params(kb_, arr.shape[k]));
             IExpr i = kb_.bind("i", cast(ScalarType::I64, scalar(*e.indices[k].index, s)));
+            axes.push_back(k);
             extents.push_back(n);
             written.push_back(i);
             idx.push_back(kb_.bind("j", select(binary(BinaryOp::Lt, i, const_int(0)), binary(BinaryOp::Add, i, n), i)));
             ok.push_back(kb_.bind("ok", binary(BinaryOp::And, binary(BinaryOp::Ge, i, unary(UnaryOp::Neg, n)),
                                                binary(BinaryOp::Lt, i, n))));
         }
-        const std::string r = kb_.fresh("x");
-        kb_.emit(let(r, zero_of(arr.elem)));
-        kb_.open();
-        kb_.emit(assign(r, arr.at(kb_, idx)));
-        std::vector<StmtPtr> then_body = kb_.close();
-        kb_.emit(if_then(all_of(ok), std::move(then_body), first_failure(e, written, ok, extents)));
-        return scalar_val(ir::var(r, arr.elem));
+        if (whole) {
+            const std::string r = kb_.fresh("x");
+            kb_.emit(let(r, zero_of(arr.elem)));
+            kb_.open();
+            kb_.emit(assign(r, arr.at(kb_, idx)));
+            std::vector<StmtPtr> then_body = kb_.close();
+            kb_.emit(if_then(all_of(ok), std::move(then_body), first_failure(e, axes, written, ok, extents)));
+            return scalar_val(ir::var(r, arr.elem));
+        }
+        // A failed index is reported here, where the reference raises it; the
+        // nested array is then empty, so nothing reads outside the array.
+        IExpr fine = const_bool(true);
+        if (!ok.empty()) {
+            fine = kb_.bind("ok", all_of(ok));
+            kb_.emit(if_then(unary(UnaryOp::Not, fine), first_failure(e, axes, written, ok, extents)));
+        }
+        std::vector<IExpr> at(arr.rank()), starts(arr.rank());
+        ir::PullArray out{{}, arr.elem, nullptr};
+        for (size_t k = 0, m = 0; k < static_cast<size_t>(arr.rank()); ++k) {
+            if (m < axes.size() && axes[m] == k) {
+                at[k] = kb_.bind("j", select(fine, idx[m++], const_int(0)));
+                continue;
+            }
+            IExpr lo = const_int(0), count = kb_.bind("n", ir::use_params(kb_, arr.shape[k]));
+            if (k < e.indices.size()) slice_bounds(count, e.indices[k], s, lo, count);
+            starts[k] = lo;
+            out.shape.push_back(kb_.bind("count", select(fine, count, const_int(0))));
+        }
+        out.at = [arr, at, starts](KernelBuilder& kb, const std::vector<IExpr>& i) {
+            std::vector<IExpr> full = at;
+            for (size_t k = 0, m = 0; k < full.size(); ++k)
+                if (!full[k]) full[k] = binary(BinaryOp::Add, starts[k], i[m++]);
+            return arr.at(kb, full);
+        };
+        return pull_val(out);
     }
 
-    // a[lo:hi] (step 1) on a vector: Python's clamping, as ops::select_slice.
-    CVal slice(const ir::PullArray& a, const IndexArg& sel, Scope& s) {
+    // lo:hi (step 1) along an axis of extent n: Python's clamping, as
+    // ops::select_slice; sets the first element and the count.
+    void slice_bounds(const IExpr& n, const IndexArg& sel, Scope& s, IExpr& first, IExpr& count) {
         if (sel.step) decline("a slice with a step inside a function");
-        const IExpr n = kb_.bind("n", ir::use_params(kb_, a.shape[0]));
         auto bound = [&](const shoal::ExprPtr& x, IExpr fallback) {
             if (!x) return fallback;
             IExpr v = kb_.bind("b", cast(ScalarType::I64, scalar(*x, s)));
             v = select(binary(BinaryOp::Lt, v, const_int(0)), binary(BinaryOp::Max, binary(BinaryOp::Add, v, n), const_int(0)), v);
             return kb_.bind("b", binary(BinaryOp::Min, v, n));
         };
-        const IExpr lo = bound(sel.lo, const_int(0)), hi = bound(sel.hi, n);
-        return pull_val(ir::slice_rows(a, lo, kb_.bind("count", binary(BinaryOp::Max, binary(BinaryOp::Sub, hi, lo), const_int(0)))));
+        first = bound(sel.lo, const_int(0));
+        const IExpr hi = bound(sel.hi, n);
+        count = kb_.bind("count", binary(BinaryOp::Max, binary(BinaryOp::Sub, hi, first), const_int(0)));
     }
 
     // The state of a loop in the thread: mutable variables for its scalars.
@@ -822,12 +855,14 @@ private:
     }
 
     // The error of the first axis out of range (the reference checks axes in order).
-    std::vector<StmtPtr> first_failure(const Expr& e, const std::vector<IExpr>& idx, const std::vector<IExpr>& ok,
+    std::vector<StmtPtr> first_failure(const Expr& e, const std::vector<size_t>& axes, const std::vector<IExpr>& idx,
+                                       const std::vector<IExpr>& ok,
                                        const std::vector<IExpr>& extents) {
         std::vector<StmtPtr> chain;
         for (size_t k = idx.size(); k-- > 0;) {
-            const Loc loc = e.indices[k].loc.valid() ? e.indices[k].loc : e.loc;
-            const int code = kb_.add_check("index {index} is out of bounds for axis " + std::to_string(k) +
+            const IndexArg& written = e.indices[axes[k]];
+            const Loc loc = written.loc.valid() ? written.loc : e.loc;
+            const int code = kb_.add_check("index {index} is out of bounds for axis " + std::to_string(axes[k]) +
                                                " with extent {extent}",
                                            loc);
             std::vector<StmtPtr> fail{ir::error(code, idx[k], extents[k])};

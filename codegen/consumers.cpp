@@ -1,6 +1,6 @@
 // Consumers: the builtins that force their operands and run a plan of their
 // own with every producer fused in: reductions, count, argmax/argmin, scans,
-// ++/interleave/transpose, filter, sort, permute, scatter.
+// ++/interleave/transpose, matmul, filter, sort, permute, scatter.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -50,6 +50,7 @@ std::optional<Value> FusionEngine::lower_consumer(const std::string& name, std::
     if (name == "scan" || name == "scanExclusive" || name == "segscan") return scan(name, args, ctx);
     if (name == "++" || name == "interleave" || name == "transpose") return push(name, args, ctx);
     if (name == "filter") return filter(args, ctx);
+    if (name == "matmul" || name == "@") return matmul(args, ctx);
     if (name == "permute") return permute(args, ctx);
     if (name == "scatter") return scatter(args, ctx);
     if (name == "count") return count(args[0], args[1], ctx);
@@ -291,6 +292,20 @@ std::optional<Value> FusionEngine::push(const std::string& name, std::span<const
         }
     });
     return rebuild(args[0], results(r, outs, prims_of(args[0]), s));
+}
+
+// matmul a b / a @ b: one plan, the tiled kernel of lower_matmul with both
+// operands' producers fused into its tile loads. Mismatched extents
+// decline: the reference evaluator raises the error.
+std::optional<Value> FusionEngine::matmul(std::span<const Value> args, EvalContext& ctx) {
+    if (!is_operand(args[0]) || !is_operand(args[1])) return std::nullopt;
+    const Shape a = shape_of(args[0]), b = shape_of(args[1]);
+    if (a.size() != 2 || b.size() != 2 || a[1] != b[0]) return std::nullopt;
+    FuseContext fc(ctx);
+    const ir::PlanOutcome r = run("matmul", fc, [&](ir::PlanBuilder& pb) {
+        ir::lower_matmul(pb, "matmul", pull_of(args[0], fc), pull_of(args[1], fc), "out");
+    });
+    return result(r.outputs.at("out"), elem_of(args[0]), {a[0], b[1]});
 }
 
 // filter p xs (rank 1, arrays of tuples too): the predicate compiled into the

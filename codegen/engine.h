@@ -98,6 +98,7 @@ private:
     std::optional<Value> scan(const std::string& name, std::span<const Value> args, EvalContext& ctx);
     std::optional<Value> push(const std::string& name, std::span<const Value> args, EvalContext& ctx);
     std::optional<Value> filter(std::span<const Value> args, EvalContext& ctx);
+    std::optional<Value> matmul(std::span<const Value> args, EvalContext& ctx);
     std::optional<Value> permute(std::span<const Value> args, EvalContext& ctx);
     std::optional<Value> scatter(std::span<const Value> args, EvalContext& ctx);
 

@@ -22,6 +22,7 @@
 //                per target, then a second pass where only the winner writes
 //   ++/interleave push arrays: each thread writes both parts (Obsidian concP/unpairP)
 //   transpose    32x32 shared tiles padded to 33 columns (no bank conflicts)
+//   matmul       32x32 output tiles, k in steps of 32 through shared tiles, 4 sums per thread in registers
 //   filter       flags -> exclusive scan -> scatter, the count read back to the host
 //   sort         stable LSD radix sort, per pass: block digit histograms, one-block
 //                scan of them, stable scatter through a block-local sort (no atomics)
@@ -60,6 +61,7 @@ struct LoweringOptions {
     // needs `facts` (the offsets' values).
     bool shared_memory = true;
     int tile_rows = 16, tile_cols = 64;  // map, rank 2: the shared tile (tile_cols a power of two)
+    int matmul_tile = 32;              // matmul: square tiles of the product (block_size a multiple of it)
     const LoweringFacts* facts = nullptr;
 };
 
@@ -172,6 +174,12 @@ void lower_concat(PlanBuilder& pb, const std::string& name, const PullArray& a, 
                   const std::string& out, const LoweringOptions& opt = {});
 void lower_interleave(PlanBuilder& pb, const std::string& name, const PullArray& a, const PullArray& b,
                       const std::string& out, const LoweringOptions& opt = {});
+
+// matmul: out (n x m) = a (n x k) times b (k x m), float or double, through
+// shared-memory tiles with several outputs per thread in registers; each
+// sum runs over k in order (lower_matmul.cpp).
+void lower_matmul(PlanBuilder& pb, const std::string& name, const PullArray& a, const PullArray& b,
+                  const std::string& out, const LoweringOptions& opt = {});
 
 // transpose of a rank-2 array through shared-memory tiles.
 void lower_transpose(PlanBuilder& pb, const std::string& name, const PullArray& a, const std::string& out,

@@ -218,6 +218,27 @@ ArrayPtr transpose_array(const Array& a) {
     return out;
 }
 
+ArrayPtr matmul_array(const Array& a, const Array& b, const Loc& loc) {
+    if (a.rank() != 2 || b.rank() != 2 || a.shape[1] != b.shape[0])
+        runtime_error(loc, "matmul: inner extents differ: " + shape_to_string(a.shape) + " @ " + shape_to_string(b.shape));
+    const int64_t n = a.shape[0], k = a.shape[1], m = b.shape[1];
+    auto out = std::make_shared<Array>(a.elem, Shape{n, m});
+    with_prim(a.elem, [&]<class T>(T) {
+        if constexpr (Floating<T>) {
+            const T* x = a.data<T>();
+            const T* y = b.data<T>();
+            T* z = out->data<T>();
+            for (int64_t i = 0; i < n; ++i)
+                for (int64_t j = 0; j < m; ++j) {
+                    T acc = 0;
+                    for (int64_t l = 0; l < k; ++l) acc = scalar::add(acc, scalar::mul(x[i * k + l], y[l * m + j]));
+                    z[i * m + j] = acc;
+                }
+        }
+    });
+    return out;
+}
+
 // ---------------------------------------------------------------- indexing
 AxisSelect select_index(int64_t index, int64_t extent, int axis, const Loc& loc) {
     if (index < -extent || index >= extent)

@@ -169,7 +169,11 @@ private:
 int64_t outer_extent(const Value& array_like);
 // A copy of a with shape `to` (same number of elements, else the reshape error).
 ArrayPtr reshape_array(const Array& a, const Shape& to, const Loc& loc);
-ArrayPtr transpose_array(const Array& a);  // rank 2: swap axes; rank 3: reverse them; rank 1: copy
+ArrayPtr transpose_array(const Array& a);
+// The matrix product of a (n x k) and b (k x m), float or double: element
+// (i, j) sums a[i, l] * b[l, j] for l = 0, 1, ... in order, from 0. Mismatched
+// inner extents: "matmul: inner extents differ: (2, 3) @ (4, 5)".
+ArrayPtr matmul_array(const Array& a, const Array& b, const Loc& loc);  // rank 2: swap axes; rank 3: reverse them; rank 1: copy
 
 // ---------------------------------------------------------------- indexing
 // One axis of an index expression: a single position (the axis is dropped) or

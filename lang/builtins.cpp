@@ -32,6 +32,8 @@ std::vector<BuiltinDoc> make_builtin_docs() {
         {"reshape", "shape -> arr a -> arr a", "the same elements in row-major order with a new shape (sizes must agree)"},
         {"flatten", "arr a -> [a]", "all elements in row-major order as a vector"},
         {"transpose", "[[a]] -> [[a]]", "swap rows and columns"},
+        {"matmul", "[[a]] -> [[a]] -> [[a]]   (a float or double)",
+         "matrix product: (n, k) by (k, m) gives (n, m); also the operator @"},
 
         // ---------------------------------------------------------- elementwise
         {"map", "(a -> b) -> [a] -> [b]", "apply a function to every element; a tuple result gives a tuple of arrays"},
@@ -147,6 +149,7 @@ std::vector<BuiltinDoc> make_builtin_docs() {
          "division; integers truncate toward zero and x / 0 is 0"},
         {"%", "a -> a -> a   (a numeric; elementwise on arrays)",
          "remainder with the sign of the dividend (C); x % 0 is 0; fmod on floats"},
+        {"@", "[[a]] -> [[a]] -> [[a]]   (a float or double)", "matrix product (matmul), with the precedence of *"},
         {"**", "a -> a -> a   (a numeric; elementwise on arrays)",
          "power: pow on floats, exact repeated multiplication on integers"},
         {"negate", "a -> a   (a numeric; elementwise on arrays)", "negation, the prefix - as a function"},

@@ -145,6 +145,8 @@ Value b_flatten(const BuiltinCall& c, Args a) {
 
 Value b_transpose(const BuiltinCall&, Args a) { return ops::map_leaves(a[0], ops::transpose_array); }
 
+Value b_matmul(const BuiltinCall& c, Args a) { return Value(ops::matmul_array(*a[0].array(), *a[1].array(), c.loc)); }
+
 // ---------------------------------------------------------------- elementwise functions
 // result[i] = f arrays[0][i] arrays[1][i] ... over every element of any rank.
 Value zip_apply(const BuiltinCall& c, const Value& fn, Args arrays) {
@@ -451,6 +453,8 @@ const BuiltinDef kBuiltins[] = {
     {"reshape", 2, b_reshape},
     {"flatten", 1, b_flatten},
     {"transpose", 1, b_transpose},
+    {"matmul", 2, b_matmul},
+    {"@", 2, b_matmul},
     // elementwise functions
     {"map", 2, b_map},
     {"zipWith", 3, b_map},

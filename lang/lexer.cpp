@@ -16,7 +16,7 @@ constexpr std::array<std::string_view, 12> kKeywords = {
 // Longest first, so that `|>` wins over `|` and `**` over `*`.
 constexpr std::array<std::string_view, 12> kTwoCharSymbols = {
     "|>", "||", "&&", "==", "!=", "<=", ">=", "++", "<<", ">>", "**", "->"};
-constexpr std::string_view kOneCharSymbols = "<>|^&+-*/%!~()[],:=\\.";
+constexpr std::string_view kOneCharSymbols = "<>|^&+-*/%@!~()[],:=\\.";
 
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\f' || c == '\v'; }
 

@@ -45,7 +45,7 @@ struct BinaryOp {
     bool right_assoc;
 };
 
-constexpr std::array<BinaryOp, 20> kBinaryOps = {{
+constexpr std::array<BinaryOp, 21> kBinaryOps = {{
     {"|>", LevelPipe, false},          {"||", LevelOr, false},
     {"&&", LevelAnd, false},           {"==", LevelCompare, false},
     {"!=", LevelCompare, false},       {"<", LevelCompare, false},
@@ -56,6 +56,7 @@ constexpr std::array<BinaryOp, 20> kBinaryOps = {{
     {">>", LevelShift, false},         {"+", LevelAdditive, false},
     {"-", LevelAdditive, false},       {"*", LevelMultiplicative, false},
     {"/", LevelMultiplicative, false}, {"%", LevelMultiplicative, false},
+    {"@", LevelMultiplicative, false},
 }};
 constexpr BinaryOp kPowerOp = {"**", LevelPower, true};
 

@@ -1247,6 +1247,11 @@ std::map<std::string, SchemePtr> make_builtin_schemes() {
         Type e = b.var();
         m["transpose"] = b.done(t_func(t_array(2, e), t_array(2, e)));
     }
+    for (const char* f : {"matmul", "@"}) {
+        SchemeBuilder b;
+        Type e = b.var(ClassFloating | ClassNum, true);
+        m[f] = b.done(t_func({t_array(2, e), t_array(2, e)}, t_array(2, e)));
+    }
     {
         SchemeBuilder b;
         Type r = b.rank(), a = b.var(), c = b.var();

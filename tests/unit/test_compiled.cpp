@@ -362,6 +362,8 @@ TEST_CASE("compiled backend: every array builtin runs compiled") {
         {"abs", "abs (map (\\i -> i - 2) (iota 4))"}, {"min", "min (iota 4) (fill 4 2)"}, {"max", "max (iota 4) 2"},
         {"pow", "pow (map float (iota 3)) 2.0"}, {"atan2", "atan2 (map float (iota 3)) 2.0"},
         {"**", "iota 4 ** 2"},
+        {"matmul", "matmul (generate (3, 2) (\\i j -> float (i + j))) (generate (2, 4) (\\i j -> float (i - j)))"},
+        {"@", "generate (3, 2) (\\i j -> double (i * j)) @ generate (2, 2) (\\i j -> double (i + 1))"},
     };
     const std::set<std::string> host_io = {"load", "save", "loadCsv", "saveCsv"};
     for (const auto& d : builtin_docs()) {
