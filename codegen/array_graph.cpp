@@ -36,6 +36,17 @@ void Node::compute() const {
     if (!computed()) backend_->force_group(*group_);
 }
 
+void Node::compute_because(const std::string& why) const {
+    if (!computed()) backend_->force_group(*group_, why);
+}
+
+std::string Node::description() const {
+    if (group_->what.empty()) return "";
+    const Loc& at = group_->origin;
+    return "`" + group_->what + "`" +
+           (at.valid() ? " at " + at.source->name + ":" + std::to_string(at.line) + ":" + std::to_string(at.col) : "");
+}
+
 ArrayPtr Node::force() const {
     compute();
     ir::ArrayData& d = group_->forced[component_];
@@ -127,10 +138,15 @@ PullArray pull_of(const Value& v, FuseContext& fc) {
     const FuseContext::Input* in = nullptr;
     if (v.is_array()) {
         in = &fc.input(ir::ArrayData{v.array(), nullptr}, v.array()->elem, v.array()->shape, v.array().get());
+        fc.note_materialised(in->buffer, "", "");
     } else {
         const Node& n = static_cast<const Node&>(*v.delayed());
-        if (!n.computed()) return n.pull(fc);
+        if (!n.computed()) {
+            fc.note_fused(n.description());
+            return n.pull(fc);
+        }
         in = &fc.input(n.data(), n.elem(), n.shape(), &n);
+        fc.note_materialised(in->buffer, n.description(), n.group().why_forced);
     }
     std::vector<std::string> extents;
     for (const auto& e : in->extents) extents.push_back(e->name);
@@ -195,7 +211,9 @@ int64_t bounded_weight(const std::vector<Value>& operands) {
     if (w <= kMaxFusedNodes) return w;
     for (const Value& v : operands)
         for (const Value& l : leaves(v))
-            if (l.is_delayed()) l.delayed()->force();
+            if (const auto* n = l.is_delayed() ? dynamic_cast<const Node*>(l.delayed().get()) : nullptr)
+                n->compute_because("the fusion size bound: fusing it would make a kernel of more than " +
+                                   std::to_string(kMaxFusedNodes) + " primitives");
     return 1;
 }
 

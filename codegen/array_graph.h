@@ -39,9 +39,11 @@ struct NodeGroup {
     EvalContext ctx;  // a copy: a node may be forced after its statement's context is gone
     int64_t weight = 1;  // nodes fused into this one (bounded, see fusion_weight)
     Loc origin;          // the builtin call that made it (the kernel comment `:cuda` shows)
+    std::string what;    // that builtin's name ("map", "-", "slice"), for `:profile`'s fusion decisions
     // Empty until computed; then one array per member, in host or device
     // memory (the executor's), rank 1: the node's shape is `shape`.
     mutable std::vector<ir::ArrayData> forced;
+    mutable std::string why_forced;  // why it was materialised rather than fused (`:profile`)
 };
 
 // A node of the delayed graph: shape and element type known eagerly, the
@@ -58,6 +60,11 @@ public:
     ArrayPtr force() const override;
     void compute() const override;
     ArrayPtr host() const override { return computed() ? group_->forced[component_].host : nullptr; }
+    // compute(), saying why it is materialised rather than fused into its consumer.
+    void compute_because(const std::string& why) const;
+    // "map at <stdin>:1:9" ("" for a computed result with no origin).
+    std::string description() const;
+    const NodeGroup& group() const { return *group_; }
     // Whether this node (or a sibling) was computed; then data() is its memory.
     bool computed() const { return !group_->forced.empty(); }
     const ir::ArrayData& data() const { return group_->forced.at(component_); }

@@ -2,6 +2,7 @@
 // that emits thread code through a KernelBuilder (see compile_function.h).
 #include "codegen/compile_function.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -82,6 +83,22 @@ const FuseContext::Input& FuseContext::input(const ir::ArrayData& a, Prim elem, 
 void FuseContext::size_inputs(ir::PlanBuilder& pb) const {
     for (const auto& [identity, in] : inputs_)
         if (pb.plan().find_buffer(in.buffer)) pb.input_buffer(in.buffer, in.elem, ir::product(in.extents));
+}
+
+void FuseContext::note_fused(const std::string& what) {
+    if (!what.empty() && std::find(fused_.begin(), fused_.end(), what) == fused_.end()) fused_.push_back(what);
+}
+
+void FuseContext::note_materialised(const std::string& buffer, const std::string& what, const std::string& why) {
+    // A binding is named as `:cuda` names it; a binding is kept whole.
+    std::string text;
+    if (auto shown = shown_names_.find(buffer); shown != shown_names_.end())
+        text = shown->second + ": a top-level let binds it";
+    else if (!what.empty())
+        text = "the result of " + what + ": " + (why.empty() ? std::string(kNeededWhole) : why);
+    else
+        text = "an array in memory: a literal, or computed by an earlier statement or the reference evaluator";
+    if (std::find(materialised_.begin(), materialised_.end(), text) == materialised_.end()) materialised_.push_back(text);
 }
 
 bool FuseContext::hoisting() const {

@@ -83,6 +83,14 @@ public:
     // extents len_<name>, lifted scalars after their variables.
     const std::map<std::string, std::string>& shown_names() const { return shown_names_; }
 
+    // `:profile`'s fusion decisions: the delayed arrays fused into this plan
+    // ("`map` at <stdin>:1:9") and the arrays it reads from memory, each
+    // with why it is there rather than fused ("" for a host array).
+    void note_fused(const std::string& what);
+    void note_materialised(const std::string& buffer, const std::string& what, const std::string& why);
+    const std::vector<std::string>& fused() const { return fused_; }
+    const std::vector<std::string>& materialised() const { return materialised_; }
+
     // Advice found while compiling (sequential nesting); the backend passes
     // it on to the statement only once the plan is built, so a function that
     // declines (the reference evaluator computes it) warns of nothing.
@@ -93,6 +101,7 @@ private:
     std::map<std::string, Scalar> scalars_;
     std::map<std::string, SymbolPtr> symbols_;
     std::map<std::string, ir::ArrayData> buffers_;
+    std::vector<std::string> fused_, materialised_;
     std::map<std::string, std::string> shown_names_;
     std::map<std::tuple<const void*, Prim, int64_t>, std::string> lifted_;
     std::map<const void*, Input> inputs_;

@@ -4,6 +4,7 @@
 #include "codegen/engine.h"
 
 #include <algorithm>
+#include <chrono>
 #include <atomic>
 #include <set>
 #include <utility>
@@ -14,22 +15,6 @@
 
 namespace shoal::compiled {
 
-namespace {
-
-// Sets a member for the length of a scope (also when it throws).
-template <class T> class Restore {
-public:
-    Restore(T& slot, T value) : slot_(slot), saved_(std::exchange(slot, std::move(value))) {}
-    ~Restore() { slot_ = std::move(saved_); }
-    Restore(const Restore&) = delete;
-    Restore& operator=(const Restore&) = delete;
-
-private:
-    T& slot_;
-    T saved_;
-};
-
-}  // namespace
 
 // ---------------------------------------------------------------- results
 std::vector<std::string> leaf_buffers(const std::string& prefix, size_t n, bool bare_single) {
@@ -71,7 +56,8 @@ std::vector<Value> FusionEngine::results(const ir::PlanOutcome& r, const std::ve
 
 
 // ---------------------------------------------------------------- forcing
-void FusionEngine::force_group(const NodeGroup& g) {
+void FusionEngine::force_group(const NodeGroup& g, const std::string& why) {
+    if (g.forced.empty()) g.why_forced = !why.empty() ? why : !forcing_why_.empty() ? forcing_why_ : kNeededWhole;
     {
         const Restore<Loc> during(origin_, g.origin);
         g.forced = materialise(g);
@@ -111,9 +97,9 @@ Value FusionEngine::node(Prim elem, Shape shape, Node::MakePull pull, Replay rep
     check_array_size(elem, shape);  // "array of shape ... is too large", as the reference raises it
     auto g = std::make_shared<NodeGroup>(
         NodeGroup{[pull](FuseContext& fc) { return ir::tuple_of(pull(fc)); }, {elem}, std::move(shape),
-                  std::move(replay), ctx, bounded_weight(operands), origin_, {}});
+                  std::move(replay), ctx, bounded_weight(operands), origin_, origin_name_, {}, {}});
     Value v(std::make_shared<const Node>(shared_from_this(), std::move(g), 0, std::move(pull)));
-    if (!optimisations.fusion) v.delayed()->compute();  // the unfused baseline: a kernel per primitive
+    if (!optimisations.fusion) static_cast<const Node&>(*v.delayed()).compute_because(kFusionOff);  // a kernel per primitive
     return v;
 }
 
@@ -122,7 +108,8 @@ std::vector<Value> FusionEngine::tuple_nodes(std::vector<Prim> elems, Shape shap
                                                    const EvalContext& ctx, const std::vector<Value>& operands) {
     for (Prim p : elems) check_array_size(p, shape);
     auto g = std::make_shared<const NodeGroup>(NodeGroup{std::move(pull), std::move(elems), std::move(shape),
-                                                         std::move(replay), ctx, bounded_weight(operands), origin_, {}});
+                                                         std::move(replay), ctx, bounded_weight(operands), origin_,
+                                                         origin_name_, {}, {}});
     std::vector<Value> members;
     for (size_t k = 0; k < g->elems.size(); ++k) {
         // Fused into a consumer, a member computes the whole tuple and keeps
@@ -135,7 +122,8 @@ std::vector<Value> FusionEngine::tuple_nodes(std::vector<Prim> elems, Shape shap
         };
         members.emplace_back(std::make_shared<const Node>(shared_from_this(), g, k, std::move(component)));
     }
-    if (!optimisations.fusion) members[0].delayed()->compute();  // computes every member
+    if (!optimisations.fusion)  // computes every member
+        static_cast<const Node&>(*members[0].delayed()).compute_because(kFusionOff);
     return members;
 }
 
@@ -171,34 +159,118 @@ ir::PlanOutcome FusionEngine::run(const std::string& name, FuseContext& fc,
     if (std::vector<Warning>* w = fc.eval_context().warnings) w->insert(w->end(), fc.warnings.begin(), fc.warnings.end());
     ir::PlanOutcome r = executor_->run(found.plan, bind, options);
     ++stats.plans_run;
-    if (profiling_) record_profile(plan, r);
+    if (profiling_) record_profile(plan, r, fc);
     stats.last = r.total;
     stats.last_plan = name;
     stats.total += r.total;
     return r;
 }
 
-void FusionEngine::record_profile(const ir::LaunchPlan& plan, const ir::PlanOutcome& r) {
+namespace {
+
+// A plan scalar's value in this run: the run's, else the lifted value
+// (an input's extent the kernels never read is not bound).
+ir::HostValue scalar_value(const std::string& name, const ir::PlanOutcome& r, const FuseContext& fc) {
+    if (auto it = r.scalars.find(name); it != r.scalars.end()) return it->second;
+    if (auto it = fc.scalars().find(name); it != fc.scalars().end()) return ir::host_value(it->second);
+    internal_error(__FILE__, __LINE__, "profile: no value for the plan scalar " + name);
+}
+
+// Bytes of a plan buffer in this run.
+int64_t buffer_bytes(const ir::LaunchPlan& plan, const std::string& name, const ir::PlanOutcome& r, const FuseContext& fc) {
+    const ir::PlanBuffer* b = plan.find_buffer(name);
+    if (!b || !b->count) return 0;
+    const int64_t n = ir::eval_host_int(b->count, [&](const std::string& s) { return scalar_value(s, r, fc); });
+    return n * static_cast<int64_t>(ir::scalar_size(b->elem));
+}
+
+const void* identity(const ir::ArrayData& d) {
+    return d.host ? static_cast<const void*>(d.host.get()) : static_cast<const void*>(d.device.get());
+}
+
+bool computes_in_double(const ir::Kernel& k) {
+    for (const ir::Param& p : k.params)
+        if (p.type == ir::ScalarType::F64) return true;
+    for (const ir::SharedArray& a : k.shared)
+        if (a.type == ir::ScalarType::F64) return true;
+    return false;
+}
+
+}  // namespace
+
+void FusionEngine::record_profile(const ir::LaunchPlan& plan, const ir::PlanOutcome& r, const FuseContext& fc) {
+    ProfileReport& report = profiling_->report;
+    auto lookup = [&](const std::string& s) { return scalar_value(s, r, fc); };
     for (size_t k = 0; k < plan.kernels.size(); ++k) {
         const ir::KernelCounters& c = r.kernel_counters[k];
         if (c.launches == 0) continue;
-        auto same = [&](const KernelProfile& p) { return p.plan == plan.name && p.kernel == plan.kernels[k].name; };
-        auto it = std::find_if(profiling_->begin(), profiling_->end(), same);
-        if (it == profiling_->end()) {
+        const ir::Kernel& kernel = plan.kernels[k];
+        const std::string source = ir::source_comment(origin_);
+        auto same = [&](const KernelProfile& p) {
+            return p.plan == plan.name && p.kernel == kernel.name && p.source == source;
+        };
+        auto it = std::find_if(report.kernels.begin(), report.kernels.end(), same);
+        if (it == report.kernels.end()) {
             KernelProfile row;
             row.plan = plan.name;
-            row.kernel = plan.kernels[k].name;
-            it = profiling_->insert(it, row);
+            row.kernel = kernel.name;
+            row.source = source;
+            row.block = kernel.block_size;
+            row.static_shared = ir::shared_bytes(kernel);
+            row.double_precision = computes_in_double(kernel);
+            it = report.kernels.insert(it, row);
+            profiling_->kernels.insert(profiling_->kernels.begin() + (it - report.kernels.begin()), kernel);
         }
         *it += c;
+        for (const ir::PlanStep& step : plan.steps)
+            if (step.kind == ir::StepKind::Launch && step.kernel == static_cast<int>(k))
+                it->grid = ir::eval_host_int(step.grid, lookup);
+        for (const ir::Param& p : kernel.params)
+            if (p.kind == ir::ParamKind::Buffer)
+                it->minimum_bytes += buffer_bytes(plan, p.name, r, fc) * (p.access == ir::Access::ReadWrite ? 2 : 1) * c.launches;
     }
+    // The statement's least traffic: arrays it reads that no earlier plan of
+    // it computed, and the results no later plan of it reads.
+    for (const auto& [name, data] : fc.buffers()) {
+        const void* id = identity(data);
+        if (profiling_->results.erase(id) || profiling_->computed.count(id)) continue;
+        profiling_->read[id] = buffer_bytes(plan, name, r, fc);
+    }
+    for (const auto& [name, data] : r.outputs) {
+        profiling_->computed.insert(identity(data));
+        profiling_->results[identity(data)] = buffer_bytes(plan, name, r, fc);
+    }
+    report.plans.push_back({plan.name, ir::source_comment(origin_), fc.fused(), fc.materialised()});
 }
 
-std::vector<KernelProfile> FusionEngine::profile(const std::function<void()>& run_it) {
-    std::vector<KernelProfile> rows;
-    const Restore<std::vector<KernelProfile>*> during(profiling_, &rows);
-    run_it();
-    return rows;
+ProfileReport FusionEngine::profile(const std::function<void()>& run_it, const std::string& arch) {
+    ProfileState state;
+    {
+        const Restore<ProfileState*> during(profiling_, &state);
+        const auto start = std::chrono::steady_clock::now();
+        run_it();
+        state.report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    }
+    ProfileReport& report = state.report;
+    for (const auto& [id, bytes] : state.read) report.minimum_bytes += bytes;
+    for (const auto& [id, bytes] : state.results) report.minimum_bytes += bytes;
+    if (arch.empty() || report.kernels.empty()) return report;
+    report.arch = arch != "default" ? arch : !executor_->gpu_arch().empty() ? executor_->gpu_arch() : "sm_90";
+    std::vector<ir::KernelResources> resources(report.kernels.size());
+    try {
+        if (!toolchain_) throw Error(ErrorKind::Runtime, {}, "no GPU compiler in this build");
+        resources = toolchain_->resources(state.kernels, report.arch);
+    } catch (const Error& e) {
+        if (e.kind == ErrorKind::Interrupted) throw;
+        for (ir::KernelResources& r : resources) r.note = e.message;
+    }
+    for (size_t k = 0; k < report.kernels.size(); ++k) {
+        report.kernels[k].registers = resources[k].registers;
+        report.kernels[k].spill_bytes = resources[k].spill_bytes;
+        report.kernels[k].occupancy_percent = resources[k].occupancy_percent;
+        report.kernels[k].resources_note = resources[k].note;
+    }
+    return report;
 }
 
 std::string FusionEngine::explain(const std::function<void()>& run_it, const ExplainOptions& options) {
@@ -250,6 +322,7 @@ std::optional<Value> FusionEngine::apply_builtin(std::string_view name_view, con
     std::optional<Value> r;
     {
         const Restore<Loc> during(origin_, loc);
+        const Restore<std::string> named(origin_name_, std::string(name_view));
         r = compile_builtin(std::string(name_view), type, args, ctx, loc);
     }
     if (!r && (std::any_of(args.begin(), args.end(), holds_array) || (type && holds_array_type(type, args.size()))))

@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <vector>
@@ -15,6 +16,20 @@
 
 namespace shoal::compiled {
 
+// Sets a member for the length of a scope (also when it throws).
+template <class T> class Restore {
+public:
+    Restore(T& slot, T value) : slot_(slot), saved_(std::exchange(slot, std::move(value))) {}
+    ~Restore() { slot_ = std::move(saved_); }
+    Restore(const Restore&) = delete;
+    Restore& operator=(const Restore&) = delete;
+
+private:
+    T& slot_;
+    T saved_;
+};
+
+
 class FusionEngine final : public CompiledBackend, public std::enable_shared_from_this<FusionEngine> {
 public:
     FusionEngine(std::shared_ptr<ir::PlanExecutor> executor, ir::ExecutorFactory factory,
@@ -23,11 +38,12 @@ public:
 
     std::optional<Value> apply_builtin(std::string_view name, const Type& type, std::span<const Value> args,
                                        EvalContext& ctx, const Loc& loc) override;
-    std::optional<Value> slice(const Value& a, std::span<const ops::AxisSelect> sel) override;
+    std::optional<Value> slice(const Value& a, std::span<const ops::AxisSelect> sel, const Loc& loc) override;
     void set_check(bool on) override { options_.check = on; }
     void set_optimisations(const Optimisations& on) override { optimisations = on; }
+    void forcing_because(const std::string& why) override { forcing_why_ = why; }
     std::string explain(const std::function<void()>& run, const ExplainOptions& options) override;
-    std::vector<KernelProfile> profile(const std::function<void()>& run) override;
+    ProfileReport profile(const std::function<void()>& run, const std::string& arch) override;
     std::string description() const override;
     std::string executor_name() const override { return executor_->name(); }
     void use_executor(const std::string& name) override;
@@ -53,7 +69,9 @@ public:
 
     // Forces a group: one map kernel writing every member, or (when a
     // function does not compile) the reference evaluator's replay.
-    void force_group(const NodeGroup& g);
+    // `why`: why it is materialised rather than fused (`:profile` shows it);
+    // empty: the reason the caller set (forcing_because), else kNeededWhole.
+    void force_group(const NodeGroup& g, const std::string& why = "");
     // Lowers (build), looks the plan up in the plan cache and runs it on the
     // executor. `into`: arrays the named Output buffers are written to in place.
     ir::PlanOutcome run(const std::string& name, FuseContext& fc, const std::function<void(ir::PlanBuilder&)>& build);
@@ -114,12 +132,27 @@ private:
     std::vector<ir::LaunchPlan>* compiling_ = nullptr;  // during compile_report(): each plan as run
     std::string explaining_;  // ExplainOptions::function during explain()
     Loc origin_;              // the builtin call being compiled or forced
-    std::vector<KernelProfile>* profiling_ = nullptr;  // during profile()
-    void record_profile(const ir::LaunchPlan& plan, const ir::PlanOutcome& r);
+    std::string origin_name_;  // its name
+    std::string forcing_why_;  // why arrays forced now are materialised (set by the session; `:profile`)
+    // During profile(): the report being made, the kernels of its rows and
+    // the arrays the statement's plans read and computed (by identity).
+    struct ProfileState {
+        ProfileReport report;
+        std::vector<ir::Kernel> kernels;
+        std::map<const void*, int64_t> read, results;  // bytes
+        std::set<const void*> computed;
+    };
+    ProfileState* profiling_ = nullptr;
+    void record_profile(const ir::LaunchPlan& plan, const ir::PlanOutcome& r, const FuseContext& fc);
     EvalContext last_ctx_;  // the context of the last builtin (slices have none of their own)
     std::map<std::string, std::vector<ir::Kernel>> emitted_kernels_;
 };
 
+
+// Why arrays are materialised, as `:profile` says it.
+inline const char* kNeededWhole =
+    "needed whole (an index, an update, a builtin the array compiler does not cover, or a value on the host)";
+inline const char* kFusionOff = "fusion is switched off (:set fusion off): every primitive is its own kernel";
 
 // ---------------------------------------------------------------- results
 // Output buffer names for n leaves: prefix0, prefix1, ...; a single leaf

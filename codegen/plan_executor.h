@@ -119,11 +119,22 @@ public:
     virtual std::string memory_report(const std::map<const DeviceArray*, std::string>& names) const = 0;
 };
 
+// What ptxas reports for a kernel compiled for an architecture, and the
+// occupancy that allows; -1: unknown (`note` says why).
+struct KernelResources {
+    int registers = -1;
+    int spill_bytes = -1;  // spill stores + spill loads
+    int occupancy_percent = -1;
+    std::string note;
+};
+
 // The GPU compiler as the session sees it, whatever the executor (it works
 // without a GPU): `:compile` and `:cache` (runtime/cuda/kernel_toolchain.h).
 class KernelToolchain {
 public:
     virtual ~KernelToolchain() = default;
+    // Each kernel compiled for `arch` through the kernel cache (`:profile`).
+    virtual std::vector<KernelResources> resources(const std::vector<Kernel>& kernels, const std::string& arch) = 0;
     // Compiles the kernels for `arch` ("sm_90") through the kernel cache;
     // per kernel: compile time or cache hit, registers, spills, shared
     // memory and the occupancy they allow on that architecture.

@@ -53,8 +53,10 @@ Type result_of(Type t, int arity) {
 }  // namespace
 
 // ---------------------------------------------------------------- producers
-std::optional<Value> FusionEngine::slice(const Value& a, std::span<const ops::AxisSelect> selection) {
+std::optional<Value> FusionEngine::slice(const Value& a, std::span<const ops::AxisSelect> selection, const Loc& loc) {
     if (!is_like(a)) return std::nullopt;
+    const Restore<Loc> during(origin_, origin_.valid() ? origin_ : loc);  // inside a builtin: its call
+    const Restore<std::string> named(origin_name_, "slice");
     const std::vector<ops::AxisSelect> sel(selection.begin(), selection.end());
     const Shape in = like_shape(a);
     Shape out_shape;

@@ -174,7 +174,7 @@ std::vector<CommandDoc> make_command_docs() {
         {"ir", ":ir e", "evaluate e with the array compiler and show its launch plans and kernel IR"},
         {"emit", ":emit f g ... to \"name\"", "write the functions as CUDA kernels with C++ wrappers: name.h, name.cu and shoal_runtime.h, for nvcc (docs/emit.md); (f : type) fixes a polymorphic function's type, f as \"cname\" renames it"},
         {"cuda", ":cuda [--full] e", "evaluate e with the array compiler and show its launch plans and CUDA source (--full: with the helper functions)"},
-        {"profile", ":profile e", "evaluate e with the array compiler and show, per kernel, launches, time and memory traffic"},
+        {"profile", ":profile e", "evaluate e with the array compiler and explain each kernel: launches, time, memory traffic against the least it needs, a roofline estimate for :set gpu, launch geometry, shared memory, registers and spills (for :set arch), and what was fused into which kernel and why arrays were materialised"},
         {"time", ":time e", "evaluate e, show its value and how long it took (kernel time and launches)"},
         {"plot", ":plot e", "plot a vector as a line, a matrix as a heat map, a pair of vectors (x, y) as y over x (SVG in a notebook)"},
         {"hist", ":hist e", "a histogram of the elements of an array (bins chosen from the data)"},

@@ -442,8 +442,37 @@ std::string transfers_text(const TransferCounters& moved) {
 }
 }  // namespace
 
-DisplayData profile_display(const std::vector<KernelProfile>& kernels, double wall_seconds, const std::string& engine,
-                            const TransferCounters& moved) {
+namespace {
+
+// "the longer of bytes / 3.35 TB/s and float ops / 67 TFLOP/s (FP64: 34) on an NVIDIA H100 SXM"
+std::string roofline_text(const GpuModel& gpu) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "the longer of bytes / %.2f TB/s and float ops / %.0f TFLOP/s (FP64: %.0f) on an %s",
+                  gpu.bytes_per_second / 1e12, gpu.fp32_per_second / 1e12, gpu.fp64_per_second / 1e12, gpu.full_name);
+    return buf;
+}
+
+std::string percent_text(double fraction) { return std::to_string(static_cast<int>(fraction * 100 + 0.5)) + "%"; }
+
+std::string ratio_text(double r) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, r < 10 ? "%.2fx" : "%.1fx", r);
+    return buf;
+}
+
+// Appends a titled section (plain lines and HTML) to d.
+void append(DisplayData& d, const DisplayData& part, const std::string& title = "") {
+    d.plain += "\n" + (title.empty() ? "" : title + "\n") + part.plain;
+    std::string& html = d.rich["text/html"];
+    if (!title.empty()) html += "<div style=\"font-family:monospace;font-size:12px;margin-top:6px\"><b>" + html_escape(title) + "</b></div>";
+    html += part.rich.at("text/html");
+}
+
+}  // namespace
+
+DisplayData profile_display(const ProfileReport& report, double wall_seconds, const std::string& engine,
+                            const TransferCounters& moved, const GpuModel& gpu) {
+    const std::vector<KernelProfile>& kernels = report.kernels;
     if (kernels.empty()) {
         DisplayData d;
         d.plain = "no kernels ran (" + duration_text(wall_seconds) +
@@ -451,27 +480,82 @@ DisplayData profile_display(const std::vector<KernelProfile>& kernels, double wa
         return d;
     }
     KernelProfile total;
-    for (const KernelProfile& k : kernels) total += k;
+    for (const KernelProfile& k : kernels) {
+        total += k;
+        total.minimum_bytes += k.minimum_bytes;
+        total.double_precision = total.double_precision || k.double_precision;
+    }
     // Every kernel loads or stores something: all zero means the executor
     // (a GPU's) does not model memory traffic, and the columns are left out.
     const bool traffic = total.global_bytes_loaded || total.global_bytes_stored || total.atomics;
+    const std::string estimate = std::string(gpu.name) + " estimate";
     std::vector<std::vector<std::string>> rows = {{"kernel", "launches", "time"}};
-    if (traffic) rows[0].insert(rows[0].end(), {"loaded", "stored", "sectors", "bank conflicts", "atomics"});
-    auto row = [traffic](const std::string& label, const KernelProfile& k) {
+    if (traffic)
+        rows[0].insert(rows[0].end(), {"loaded", "stored", "sectors", "coalesced", "bank conflicts", "atomics", "least",
+                                       "x least", estimate});
+    else
+        rows[0].insert(rows[0].end(), {"least", estimate + " from the least"});
+    auto row = [&](const std::string& label, const KernelProfile& k, int64_t least) {
         std::vector<std::string> r{label, std::to_string(k.launches), duration_text(static_cast<double>(k.nanoseconds) * 1e-9)};
-        if (traffic)
-            r.insert(r.end(), {bytes_text(k.global_bytes_loaded), bytes_text(k.global_bytes_stored),
-                               std::to_string(k.global_sectors), std::to_string(k.shared_bank_conflicts),
-                               std::to_string(k.atomics)});
+        if (!traffic) {
+            // A GPU's executor counts no traffic: the estimate beside the
+            // measured time assumes the least traffic (a lower bound).
+            KernelProfile bound = k;
+            bound.global_bytes_loaded = least;
+            bound.global_bytes_stored = 0;
+            r.insert(r.end(), {bytes_text(least), duration_text(roofline_seconds(bound, gpu))});
+            return r;
+        }
+        const int64_t moved_bytes = k.global_bytes_loaded + k.global_bytes_stored;
+        r.insert(r.end(), {bytes_text(k.global_bytes_loaded), bytes_text(k.global_bytes_stored),
+                           std::to_string(k.global_sectors),
+                           k.global_sectors ? percent_text(static_cast<double>(moved_bytes) / (32.0 * static_cast<double>(k.global_sectors)))
+                                            : "-",
+                           std::to_string(k.shared_bank_conflicts), std::to_string(k.atomics), bytes_text(least),
+                           least ? ratio_text(static_cast<double>(moved_bytes) / static_cast<double>(least)) : "-",
+                           duration_text(roofline_seconds(k, gpu))});
         return r;
     };
-    for (const KernelProfile& k : kernels) rows.push_back(row(k.plan == k.kernel ? k.kernel : k.plan + " / " + k.kernel, k));
-    rows.push_back(row("total", total));
-    return table_display(rows, true,
-                         engine + "; the statement took " + duration_text(wall_seconds) + " in all" +
-                             (traffic ? " (bytes and sectors are what a GPU would move)"
-                                      : " (kernel times from CUDA events; the CPU executor also counts memory traffic)") +
-                             transfers_text(moved));
+    for (const KernelProfile& k : kernels)
+        rows.push_back(row(k.plan == k.kernel ? k.kernel : k.plan + " / " + k.kernel, k, k.minimum_bytes));
+    // The statement's least traffic counts each array it reads once, however
+    // many kernels read it: what fusion can reach.
+    rows.push_back(row("total", total, report.minimum_bytes));
+    DisplayData d = table_display(
+        rows, true,
+        engine + "; the statement took " + duration_text(wall_seconds) + " in all" +
+            (traffic ? " (bytes and sectors are what a GPU would move; coalesced: bytes used / bytes of the sectors "
+                       "touched; least: each input byte read once, each result byte written once)\n" + estimate + ": " +
+                       roofline_text(gpu) + ", from the counters above: an estimate, not a measurement (`:set gpu`)"
+                     : " (kernel times from CUDA events; the CPU executor also counts memory traffic)\n" + estimate +
+                           " from the least: " + roofline_text(gpu) + ", with the least traffic the kernel needs: a lower "
+                           "bound to set beside the measured time") +
+            transfers_text(moved));
+
+    std::vector<std::vector<std::string>> detail = {
+        {"kernel", "computes", "grid x block", "shared", "registers" + (report.arch.empty() ? "" : " (" + report.arch + ")"),
+         "spills", "occupancy", "float ops"}};
+    for (const KernelProfile& k : kernels) {
+        const bool known = k.registers >= 0;
+        detail.push_back({k.plan == k.kernel ? k.kernel : k.plan + " / " + k.kernel, k.source.empty() ? "-" : k.source,
+                          std::to_string(k.grid) + " x " + std::to_string(k.block), bytes_text(k.static_shared),
+                          known ? std::to_string(k.registers) : (k.resources_note.empty() ? "-" : k.resources_note),
+                          known ? bytes_text(k.spill_bytes) : "-",
+                          known && k.occupancy_percent >= 0 ? std::to_string(k.occupancy_percent) + "%" : "-",
+                          traffic ? std::to_string(k.flops) : "-"});
+    }
+    append(d, table_display(detail, false, ""), "kernels");
+
+    std::vector<std::vector<std::string>> fusion = {{"plan", "computes", "fused into it", "read from memory (why it is not fused)"}};
+    auto joined = [](const std::vector<std::string>& xs) {
+        std::string t;
+        for (const std::string& x : xs) t += (t.empty() ? "" : "; ") + x;
+        return t.empty() ? std::string("-") : t;
+    };
+    for (const PlanDecisions& p : report.plans)
+        fusion.push_back({p.plan, p.source.empty() ? "-" : p.source, joined(p.fused), joined(p.materialised)});
+    append(d, table_display(fusion, false, ""), "fusion decisions");
+    return d;
 }
 
 DisplayData time_display(const std::vector<KernelProfile>& kernels, double wall_seconds, bool compiled,

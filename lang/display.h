@@ -31,12 +31,15 @@ std::string highlight_cuda_html(std::string_view cuda_source);
 // fence) and text/html (highlighted).
 DisplayData explain_display(const std::string& explain_text, bool cuda);
 
-// :profile: one row per kernel (plan, kernel, launches, time, global bytes
-// loaded and stored, 32-byte sectors, bank conflicts, atomics) and a total,
-// as an aligned text table and an HTML table. wall_seconds: the whole statement.
+// :profile: one row per kernel (launches, time, global bytes loaded and
+// stored, 32-byte sectors, coalescing, bank conflicts, atomics, the least
+// traffic it needs and the ratio to it, a roofline estimate on `gpu`) and a
+// total; then per kernel the source expression, launch geometry, shared
+// memory, registers and spills; then the fusion decisions of each plan.
+// Aligned text tables and HTML tables. wall_seconds: the whole statement.
 // `engine`: what ran the kernels (Session::engine_description).
-DisplayData profile_display(const std::vector<KernelProfile>& kernels, double wall_seconds, const std::string& engine,
-                            const TransferCounters& moved = {});
+DisplayData profile_display(const ProfileReport& report, double wall_seconds, const std::string& engine,
+                            const TransferCounters& moved, const GpuModel& gpu);
 
 // :time: "time: 12.3 ms (kernels 10.1 ms in 5 launches, 3 kernels)"; without
 // kernels (the reference evaluator, or no array work) the wall time alone.

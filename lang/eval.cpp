@@ -224,7 +224,7 @@ std::optional<Value> backend_slice(const Expr& e, const Value& a, const Env& env
     if (std::none_of(e.indices.begin(), e.indices.end(), [](const IndexArg& i) { return i.is_slice; }))
         return std::nullopt;
     const auto sel = selection(e, shape, env, ctx);
-    return ctx.backend->slice(a, sel);
+    return ctx.backend->slice(a, sel, e.loc);
 }
 
 Value eval_index(const Expr& e, const Env& env, EvalContext& ctx) {

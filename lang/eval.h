@@ -48,7 +48,7 @@ public:
     // a[s0, s1, ...] with at least one slice (each axis resolved as in
     // ops::select_slice / select_index: a plain index drops its axis; axes
     // past the selection are kept whole); nullopt declines.
-    virtual std::optional<Value> slice(const Value& a, std::span<const ops::AxisSelect> sel) = 0;
+    virtual std::optional<Value> slice(const Value& a, std::span<const ops::AxisSelect> sel, const Loc& loc) = 0;
 };
 
 // The value with every Delayed array (also inside tuples) forced to host

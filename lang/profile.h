@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace shoal {
 
@@ -19,6 +20,7 @@ struct KernelCounters {
                                         // (32 banks of 4 bytes; 8-byte accesses per half-warp)
     int64_t atomics = 0;                // atomic operations (one per active lane), global and shared
     int64_t barriers = 0;               // barriers executed, summed over blocks
+    int64_t flops = 0;                  // floating-point operations (one per active lane of a float op)
     int64_t nanoseconds = 0;            // wall time of the launches
 
     KernelCounters& operator+=(const KernelCounters& b) {
@@ -29,6 +31,7 @@ struct KernelCounters {
         shared_bank_conflicts += b.shared_bank_conflicts;
         atomics += b.atomics;
         barriers += b.barriers;
+        flops += b.flops;
         nanoseconds += b.nanoseconds;
         return *this;
     }
@@ -60,10 +63,60 @@ struct CompileCounters {
     }
 };
 
-// One kernel's counters during a :profile or :time run, summed over its launches.
+// One kernel's counters during a :profile or :time run, summed over its
+// launches, and what `:profile` explains about it.
 struct KernelProfile : KernelCounters {
     std::string plan;    // the launch plan (the primitive that made it)
     std::string kernel;
+    std::string source;          // the source expression it came from ("x[1:] - x[:-1]   -- <stdin>:1:5")
+    int64_t grid = 0;            // blocks of its last launch
+    int block = 0;               // threads per block
+    int64_t static_shared = 0;   // bytes of shared memory (all static; Shoal uses no dynamic shared memory)
+    bool double_precision = false;  // computes in double (the roofline takes the FP64 peak)
+    // The least global traffic it needs: each byte of the buffers it reads
+    // loaded once, each byte of those it writes stored once (summed over launches).
+    int64_t minimum_bytes = 0;
+    // From ptxas for the architecture `:profile` compiled for (through the kernel cache).
+    int registers = -1;          // per thread; -1: unknown (resources_note says why)
+    int spill_bytes = -1;        // spill stores + loads
+    int occupancy_percent = -1;
+    std::string resources_note;
 };
+
+// What the fusion engine decided for one launch plan a :profile ran: the
+// primitives fused into its kernels and, for each array it read from
+// memory, why that array was materialised.
+struct PlanDecisions {
+    std::string plan;                       // "map", "sum", ...
+    std::string source;                     // the source expression it computes
+    std::vector<std::string> fused;         // "- at <stdin>:1:7", "slice at <stdin>:1:2", ...
+    std::vector<std::string> materialised;  // "x: a host array (a binding)", "the map at 1:9: a top-level let binds it"
+};
+
+// Everything `:profile e` shows.
+struct ProfileReport {
+    std::vector<KernelProfile> kernels;   // in order of first launch
+    std::vector<PlanDecisions> plans;     // in order of running
+    // The least global traffic the statement needs: every array it reads
+    // that it did not compute loaded once, every result it keeps stored once.
+    int64_t minimum_bytes = 0;
+    std::string arch;                     // what registers were compiled for ("sm_90")
+    double seconds = 0;                   // the statement's run (not the compiling after it)
+};
+
+// A GPU for the roofline estimate of `:profile` (`:set gpu NAME`): its
+// memory bandwidth and peak arithmetic (without tensor cores).
+struct GpuModel {
+    const char* name;         // "h100"
+    const char* full_name;    // "NVIDIA H100 SXM"
+    double bytes_per_second;
+    double fp32_per_second;
+    double fp64_per_second;
+};
+const std::vector<GpuModel>& gpu_models();
+const GpuModel* find_gpu_model(const std::string& name);
+// The estimate: the kernel is bound by memory or by arithmetic, whichever
+// takes longer (no overlap of launches, no caches).
+double roofline_seconds(const KernelProfile& k, const GpuModel& gpu);
 
 }  // namespace shoal

@@ -186,6 +186,19 @@ struct Session::Impl {
     bool interrupt_reported = false;  // one "interrupted" per Ctrl-C
     EmitWriter emit_writer;           // null: write the files
 
+    // v forced (or settled) where the statement needs it whole; `why` is
+    // what :profile says about materialising it.
+    Value materialise(const Value& v, const std::string& why, bool keep_on_device) {
+        if (compiled) compiled->forcing_because(why);
+        struct Reset {
+            CompiledBackend* b;
+            ~Reset() {
+                if (b) b->forcing_because("");
+            }
+        } reset{compiled.get()};
+        return keep_on_device ? settle(v) : force(v);
+    }
+
     const Binding* find(const std::string& name) const {
         auto it = names.find(name);
         return it == names.end() ? nullptr : globals.at(it->second).get();
@@ -646,8 +659,8 @@ struct SessionCommands {
         ExprPtr e = argument_expression();
         Type t = check_expression(e, I.type_env());
         I.pin(e);
-        EvalContext ctx = s.eval_context();
-        if (per_kernel) ctx.backend = require_compiled();
+        std::map<const void*, std::string> names;  // :profile names the bindings its plans read
+        EvalContext ctx = per_kernel ? naming_context(require_compiled(), names) : s.eval_context();
         CompiledBackend* backend = dynamic_cast<CompiledBackend*>(ctx.backend);
         Value v;
         const TransferCounters moved_before = backend ? backend->transfers() : TransferCounters{};
@@ -655,22 +668,27 @@ struct SessionCommands {
         const auto start = std::chrono::steady_clock::now();
         TimeBreakdown breakdown;
         breakdown.front_end_seconds = std::chrono::duration<double>(start - parsing).count();
-        auto run = [&] { v = force(evaluate(e, ctx)); };
-        std::vector<KernelProfile> kernels;
-        if (backend) kernels = backend->profile(run);
+        auto run = [&] { v = I.materialise(evaluate(e, ctx), per_kernel ? "the profiled value" : "printed", false); };
+        ProfileReport report;
+        // :profile also compiles the kernels for `:set arch` (registers and
+        // spills, through the kernel cache) once they have run.
+        const std::string arch = !per_kernel ? "" : s.settings_.arch.empty() ? "default" : s.settings_.arch;
+        if (backend) report = backend->profile(run, arch);
         else run();
-        const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        const double wall = backend ? report.seconds
+                                    : std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         I.random_stream = ctx.random_stream;
         if (backend) {
             breakdown.moved = backend->transfers() - moved_before;
             breakdown.compiled = backend->compilation() - compiled_before;
         }
         if (per_kernel) {
-            out.display(profile_display(kernels, wall, backend->description(), breakdown.moved));
+            out.display(profile_display(report, wall, backend->description(), breakdown.moved,
+                                        *find_gpu_model(s.settings_.gpu)));
             return true;
         }
         if (!v.is_unit()) out.value(v, t, format_value(v, s.settings_.print_threshold));
-        out.display(time_display(kernels, wall, backend != nullptr, breakdown));
+        out.display(time_display(report.kernels, wall, backend != nullptr, breakdown));
         return true;
     }
 
@@ -976,7 +994,7 @@ struct SessionCommands {
                      "\narch " + (s.settings_.arch.empty() ? "the GPU's (sm_90 without one)" : s.settings_.arch) +
                      "\nfusion " + on_off(s.settings_.optimisations.fusion) + "\nsharedmem " +
                      on_off(s.settings_.optimisations.shared_memory) + "\nhoist " +
-                     on_off(s.settings_.optimisations.hoist));
+                     on_off(s.settings_.optimisations.hoist) + "\ngpu " + s.settings_.gpu);
             return true;
         }
         size_t sp = arg.find_first_of(" \t");
@@ -1013,6 +1031,15 @@ struct SessionCommands {
                             std::all_of(value.begin() + 3, value.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
             if (!ok) user_error(ErrorKind::Usage, stmt.loc, "usage: :set arch sm_XY  (e.g. sm_80, sm_90)");
             s.settings_.arch = std::string(value);
+            return true;
+        }
+        if (key == "gpu") {
+            if (!find_gpu_model(std::string(value))) {
+                std::string names;
+                for (const GpuModel& g : gpu_models()) names += (names.empty() ? "" : "|") + std::string(g.name);
+                user_error(ErrorKind::Usage, stmt.loc, "usage: :set gpu " + names + "  (the GPU :profile estimates times for)");
+            }
+            s.settings_.gpu = std::string(value);
             return true;
         }
         if (key == "executor") {
@@ -1146,7 +1173,7 @@ bool SessionCommands::run_statement_reporting_errors(Session& s, const SourcePtr
                     EvalContext ctx = s.eval_context();
                     // Bindings are computed here (their errors are this
                     // statement's); an array a GPU computed stays there.
-                    Value v = settle(evaluate(stmt->expr, ctx));
+                    Value v = I.materialise(evaluate(stmt->expr, ctx), "a top-level let binds it", true);
                     stream = ctx.random_stream;
                     auto values = bind_pattern(stmt->pattern, v);
                     for (auto& [name, scheme] : names) {
@@ -1168,7 +1195,7 @@ bool SessionCommands::run_statement_reporting_errors(Session& s, const SourcePtr
                 Type t = check_expression(stmt->expr, I.type_env());
                 I.pin(stmt->expr);
                 EvalContext ctx = s.eval_context();
-                Value v = force(evaluate(stmt->expr, ctx));
+                Value v = I.materialise(evaluate(stmt->expr, ctx), "printed", false);
                 I.random_stream = ctx.random_stream;
                 if (!v.is_unit()) out.value(v, t, format_value(v, settings.print_threshold));
                 return true;

@@ -64,6 +64,8 @@ struct SessionSettings {
     bool compiled = true;
     // :set arch sm_XY: the architecture :compile targets (empty: the GPU's, else sm_90).
     std::string arch;
+    // :set gpu NAME: the GPU :profile estimates kernel times for (lang/profile.h gpu_models).
+    std::string gpu = "h100";
     Optimisations optimisations;
     // Width of the output device in columns; the terminal REPL sets it from
     // the terminal (terminal plots are sized to it).
@@ -116,8 +118,14 @@ public:
     // printed as the plan view plus the kernel IR or the CUDA source, with
     // the user's names (EvalContext::parameter_names) and source expressions.
     virtual std::string explain(const std::function<void()>& run, const ExplainOptions& options) = 0;
-    // Runs `run`; returns every kernel launched meanwhile, in order of first launch.
-    virtual std::vector<KernelProfile> profile(const std::function<void()>& run) = 0;
+    // Runs `run`; reports every kernel launched meanwhile, in order of first
+    // launch, and the fusion decisions of its plans. `arch` ("sm_90";
+    // "default": the GPU's, else sm_90; "": none) compiles the kernels for
+    // their registers and spills.
+    virtual ProfileReport profile(const std::function<void()>& run, const std::string& arch) = 0;
+    // Why arrays forced from now on are materialised rather than fused
+    // ("a top-level let binds it"), for `:profile`; "" for the default.
+    virtual void forcing_because(const std::string& why) = 0;
     // What runs the arrays, for banners and `:help`: "compiled kernels on the CPU executor (...)".
     virtual std::string description() const = 0;
     // The executor's short name ("cpu", "cuda").

@@ -205,7 +205,7 @@ Row time_program(Session& s, const GpuProgram& g, double elements, int rounds) {
     row.program = p.name;
     for (int r = 0; r < rounds; ++r) {
         const auto t0 = std::chrono::steady_clock::now();
-        const std::vector<KernelProfile> kernels = b.profile([&] { run(s, p.statement); });
+        const std::vector<KernelProfile> kernels = b.profile([&] { run(s, p.statement); }, "").kernels;
         const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         int64_t ns = 0;
         row.launches = 0;

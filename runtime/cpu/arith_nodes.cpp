@@ -4,6 +4,7 @@
 // SHOAL_LANE_LOOP functions (lanes.h), also compiled for AVX2.
 #include <bit>
 #include <cstring>
+#include <type_traits>
 
 #include "runtime/cpu/nodes.h"
 #include "runtime/cpu/scalar_ops.h"
@@ -44,13 +45,26 @@ SHOAL_LANE_LOOP void fill_lanes(const Mask& m, T* o, T v) {
 }
 
 // ---------------------------------------------------------------- nodes
+// Floating-point operations, for the roofline estimate of `:profile`: one
+// per active lane of every node computing on float or double lanes
+// (arithmetic, comparisons, math functions), one for a uniform value.
+template <class T> inline void count_flops(Frame& f, int lanes) {
+    if constexpr (std::is_floating_point_v<T>) f.counters.flops += lanes;
+}
+
 // compute_lane0: the scalar path of a block-uniform value (one lane).
 template <class T, class R, R (*F)(T)>
 struct Unary final : ExprNode {
     int a;
     explicit Unary(int a_) : a(a_) {}
-    void compute(Frame& f, const Mask& m) override { unary_lanes<T, R, F>(m, f.out<R>(out), f.in<T>(a)); }
-    void compute_lane0(Frame& f) override { f.out<R>(out)[0] = F(f.in<T>(a)[0]); }
+    void compute(Frame& f, const Mask& m) override {
+        count_flops<T>(f, m.count);
+        unary_lanes<T, R, F>(m, f.out<R>(out), f.in<T>(a));
+    }
+    void compute_lane0(Frame& f) override {
+        count_flops<T>(f, 1);
+        f.out<R>(out)[0] = F(f.in<T>(a)[0]);
+    }
 };
 
 template <class T, class R, R (*F)(T, T)>
@@ -58,9 +72,13 @@ struct Binary final : ExprNode {
     int a, b;
     Binary(int a_, int b_) : a(a_), b(b_) {}
     void compute(Frame& f, const Mask& m) override {
+        count_flops<T>(f, m.count);
         binary_lanes<T, R, F>(m, f.out<R>(out), f.in<T>(a), f.in<T>(b));
     }
-    void compute_lane0(Frame& f) override { f.out<R>(out)[0] = F(f.in<T>(a)[0], f.in<T>(b)[0]); }
+    void compute_lane0(Frame& f) override {
+        count_flops<T>(f, 1);
+        f.out<R>(out)[0] = F(f.in<T>(a)[0], f.in<T>(b)[0]);
+    }
 };
 
 // A binary operation with a block-uniform operand, read once from lane 0 (a
@@ -73,6 +91,7 @@ struct BinaryScalar final : ExprNode {
     BinaryScalar(int l, ValueRef s) : lanes(l), scalar(s) {}
     void compute(Frame& f, const Mask& m) override {
         if (scalar.node) scalar.node->eval_lane0(f);
+        count_flops<T>(f, m.count);
         binary_scalar_lanes<T, R, F, ScalarLeft>(m, f.out<R>(out), f.in<T>(scalar.reg)[0], f.in<T>(lanes));
     }
 };

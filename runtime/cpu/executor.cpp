@@ -118,6 +118,7 @@ void merge(LaunchState& s, LocalCounters& c) {
     s.bank_conflicts.fetch_add(c.bank_conflicts, relaxed);
     s.atomics.fetch_add(c.atomics, relaxed);
     s.barriers.fetch_add(c.barriers, relaxed);
+    s.flops.fetch_add(c.flops, relaxed);
     c = LocalCounters{};
 }
 
@@ -358,6 +359,7 @@ KernelError run_kernel(const ir::Kernel& k, const LaunchArgs& args, const ExecOp
     counters.shared_bank_conflicts += state.bank_conflicts.load();
     counters.atomics += state.atomics.load();
     counters.barriers += state.barriers.load();
+    counters.flops += state.flops.load();
     return state.error;
 }
 

@@ -78,14 +78,14 @@ struct LaunchState {
     KernelError error;
 
     std::atomic<int64_t> bytes_loaded{0}, bytes_stored{0}, sectors{0}, bank_conflicts{0}, atomics{0},
-        barriers{0};
+        barriers{0}, flops{0};
 
     void record_error(uint64_t key, int code, int64_t index, int64_t extent);
 };
 
 // Counters of one worker, merged into the LaunchState after each block.
 struct LocalCounters {
-    int64_t bytes_loaded = 0, bytes_stored = 0, sectors = 0, bank_conflicts = 0, atomics = 0, barriers = 0;
+    int64_t bytes_loaded = 0, bytes_stored = 0, sectors = 0, bank_conflicts = 0, atomics = 0, barriers = 0, flops = 0;
 };
 
 // The per-worker state of the block being run: registers, mask lists,

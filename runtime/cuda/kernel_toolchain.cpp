@@ -71,6 +71,28 @@ public:
         return out;
     }
 
+    std::vector<ir::KernelResources> resources(const std::vector<ir::Kernel>& kernels, const std::string& arch) override {
+        const int sm = parse_sm_arch(arch);
+        std::vector<KernelSource> sources;
+        for (const ir::Kernel& k : kernels) sources.push_back({k.name, ir::print_cuda({k}), k.comment});
+        const std::vector<CompiledKernel> compiled = compiler_->compile(sources, arch);
+        std::vector<ir::KernelResources> out;
+        for (size_t i = 0; i < kernels.size(); ++i) {
+            const PtxasInfo& p = compiled[i].ptxas;
+            ir::KernelResources r;
+            if (!p.known()) {
+                r.note = "no ptxas report (" + std::string(compiled[i].kind == ImageKind::Cubin ? "CUBIN" : "PTX") + ")";
+            } else {
+                r.registers = p.registers;
+                r.spill_bytes = std::max(p.spill_store_bytes, 0) + std::max(p.spill_load_bytes, 0);
+                const int shared = p.static_shared_bytes >= 0 ? p.static_shared_bytes : static_cast<int>(ir::shared_bytes(kernels[i]));
+                r.occupancy_percent = occupancy(sm, kernels[i].block_size, p.registers, shared).percent;
+            }
+            out.push_back(std::move(r));
+        }
+        return out;
+    }
+
     std::string cache_report() const override {
         const KernelCompiler::Stats s = compiler_->stats();
         std::string out = compiler_->compiler_id() + " kernel cache\n  this process: " + std::to_string(s.misses) +

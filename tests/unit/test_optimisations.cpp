@@ -192,3 +192,22 @@ TEST_CASE("matmul: the tiled kernel loads at least 8x fewer bytes than the naive
     m.run("all (flatten (c == c2))");
     CHECK(m.printed == "true\n");
 }
+
+TEST_CASE(":profile explains: traffic against the least, the estimate, the kernels and the fusion decisions") {
+    Measured m("let x = generate 100000 (\\i -> float (i % 100))\nlet y = generate 100000 (\\i -> float (i % 7))\n"
+               "let t = x * 2.0\nlet rmse a b = sqrt (sum (map (\\d -> d * d) (a - b)) / float (length a))");
+    m.run(":profile x[1:] - x[:-1]");
+    const std::string& p = m.printed;
+    for (const char* part : {"coalesced", "x least", "h100 estimate", "1.00x", "kernels", "grid x block",
+                             "x[1:] - x[:-1]   -- <t>:1:16", "fusion decisions", "`slice` at <t>:1:10",
+                             "x: a top-level let binds it"})
+        CHECK_MESSAGE(p.find(part) != std::string::npos, part << " in\n" << p);
+    m.run(":profile sum t");
+    CHECK(m.printed.find("t: a top-level let binds it") != std::string::npos);
+    m.run(":set fusion off\n:set gpu a100\n:profile rmse x y");
+    CHECK(m.printed.find("fusion is switched off") != std::string::npos);
+    CHECK(m.printed.find("a100 estimate") != std::string::npos);
+    CHECK(m.printed.find("3.00x") != std::string::npos);  // the statement moves 3x the least it needs
+    m.run(":set fusion on\n:profile loop v = x for i < 300 do v + 1.0");
+    CHECK(m.printed.find("the fusion size bound") != std::string::npos);
+}
