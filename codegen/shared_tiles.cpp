@@ -267,16 +267,49 @@ private:
 ExprPtr widen(ExprPtr e) { return cast(ScalarType::I64, std::move(e)); }
 ExprPtr i32(int64_t v) { return const_int(v, ScalarType::I32); }
 
-// for (k = threadIdx; k < tile size; k += blockDim): tile[k] = buffer[first(k)]
+// Positions [0, count) of a tile shared out among the block's threads:
+// thread t takes t, t + block, t + 2 * block, ... The trip count is a
+// constant, so the loop is unrolled (each trip in its own scope; only the
+// last, partial one is guarded): straight-line code for the CPU executor,
+// what NVRTC would unroll anyway.
+// body(k, at): k is the position (I32), at(base) the I64 base + k, written
+// base + first + (long long)threadIdx so that executors see it rise by one
+// per thread (the CPU executor then compares and addresses whole ranges).
+void block_strided(KernelBuilder& kb, const std::string& prefix, int64_t count, int64_t block,
+                   const std::function<void(ExprPtr k, const std::function<ExprPtr(ExprPtr)>& at)>& body) {
+    for (int64_t first = 0; first < count; first += block) {
+        kb.open();
+        const std::string k = kb.fresh(prefix);
+        kb.emit(let(k, first ? binary(BinaryOp::Add, thread_idx(), i32(first)) : thread_idx()));
+        const ExprPtr kv = var(k, ScalarType::I32);
+        auto at = [first](ExprPtr base) {
+            return binary(BinaryOp::Add, first ? binary(BinaryOp::Add, std::move(base), i64(first)) : std::move(base),
+                          cast(ScalarType::I64, thread_idx()));
+        };
+        if (first + block <= count) body(kv, at);
+        else emit_if(kb, binary(BinaryOp::Lt, kv, i32(count)), [&] { body(kv, at); });
+        kb.emit(seq(kb.close()));
+    }
+}
+
+// For each position k of the tile: tile[k] = buffer[first(k)]
 // when that index is inside the buffer (a halo may reach past either end;
 // elements outside are never read).
 void load_tile(KernelBuilder& kb, const Group& g, const LoweringFacts& facts,
-               const std::function<ExprPtr(KernelBuilder&, ExprPtr k)>& first) {
+               const std::function<ExprPtr(KernelBuilder&, ExprPtr k, const std::function<ExprPtr(ExprPtr)>& at)>& first) {
     const ExprPtr count = use_params(kb, facts.buffer_count(g.buffer));
-    thread_loop(kb, "k", thread_idx(), i32(g.tile_rows * g.tile_cols), block_dim(), [&](ExprPtr k) {
-        const ExprPtr at = kb.bind("src", first(kb, k));
-        emit_if(kb, binary(BinaryOp::And, binary(BinaryOp::Ge, at, i64(0)), binary(BinaryOp::Lt, at, count)),
-                [&] { kb.emit(store(g.shared, k, load(g.buffer, at, g.elem), MemSpace::Shared)); });
+    block_strided(kb, "k", g.tile_rows * g.tile_cols, kb.kernel().block_size,
+                  [&](ExprPtr k, const std::function<ExprPtr(ExprPtr)>& position) {
+        const ExprPtr at = kb.bind("src", first(kb, k, position));
+        // One comparison per `if` (executors test a rising index against a
+        // bound for a whole range of threads); no lower bound when no offset
+        // reaches below the tile.
+        auto copy = [&] {
+            emit_if(kb, binary(BinaryOp::Lt, at, count),
+                    [&] { kb.emit(store(g.shared, k, load(g.buffer, at, g.elem), MemSpace::Shared)); });
+        };
+        if (g.lo.row >= 0 && g.lo.col >= 0) copy();
+        else emit_if(kb, binary(BinaryOp::Ge, at, i64(0)), copy);
     });
 }
 
@@ -323,12 +356,13 @@ bool lower_map_shared_tiles(PlanBuilder& pb, KernelBuilder& kb, const MapBody& m
                           const ExprPtr t0 = var(tile, ScalarType::I64);
                           kb.emit(comment(why));
                           for (const Group& g : groups)
-                              load_tile(kb, g, *opt.facts, [&](KernelBuilder&, ExprPtr k) {
-                                  return binary(BinaryOp::Add, binary(BinaryOp::Add, t0, i64(g.lo.col)), widen(k));
-                              });
+                              load_tile(kb, g, *opt.facts,
+                                        [&](KernelBuilder&, ExprPtr, const std::function<ExprPtr(ExprPtr)>& at) {
+                                            return at(binary(BinaryOp::Add, t0, i64(g.lo.col)));
+                                        });
                           kb.end_phase();
-                          thread_loop(kb, "e", thread_idx(), i32(cols), block_dim(), [&](ExprPtr e) {
-                              kb.emit(let(map.gid, binary(BinaryOp::Add, t0, widen(e))));
+                          block_strided(kb, "e", cols, block, [&](ExprPtr e, const std::function<ExprPtr(ExprPtr)>& at) {
+                              kb.emit(let(map.gid, at(t0)));
                               emit_if(kb, binary(BinaryOp::Lt, var(map.gid, ScalarType::I64), n), [&] {
                                   ServeFromTiles serve(groups, {e});
                                   for (const StmtPtr& s : map.body) kb.emit(serve.mutate(s));
@@ -351,7 +385,7 @@ bool lower_map_shared_tiles(PlanBuilder& pb, KernelBuilder& kb, const MapBody& m
             const ExprPtr col0 = kb.bind("col0", binary(BinaryOp::Mul, binary(BinaryOp::Mod, t, use_params(kb, across)),
                                                         i64(cols)));
             for (const Group& g : groups)
-                load_tile(kb, g, *opt.facts, [&](KernelBuilder& b, ExprPtr k) {
+                load_tile(kb, g, *opt.facts, [&](KernelBuilder& b, ExprPtr k, const std::function<ExprPtr(ExprPtr)>&) {
                     const ExprPtr r = b.bind("tr", binary(BinaryOp::Div, k, i32(g.tile_cols)));
                     const ExprPtr c = b.bind("tc", binary(BinaryOp::Mod, k, i32(g.tile_cols)));
                     const ExprPtr grow = binary(BinaryOp::Add, row0, i64(g.lo.row));
@@ -361,7 +395,7 @@ bool lower_map_shared_tiles(PlanBuilder& pb, KernelBuilder& kb, const MapBody& m
                                   binary(BinaryOp::Add, gcol, widen(c)));
                 });
             kb.end_phase();
-            thread_loop(kb, "e", thread_idx(), i32(rows * cols), block_dim(), [&](ExprPtr e) {
+            block_strided(kb, "e", rows * cols, block, [&](ExprPtr e, const std::function<ExprPtr(ExprPtr)>&) {
                 const ExprPtr r = kb.bind("r", binary(BinaryOp::Div, e, i32(cols)));
                 const ExprPtr c = kb.bind("c", binary(BinaryOp::Mod, e, i32(cols)));
                 kb.emit(let(map.index[0]->name, binary(BinaryOp::Add, row0, widen(r))));
