@@ -449,6 +449,12 @@ private:
         std::vector<CVal> args;
         for (const Expr* a : apps) args.push_back(expr(*a->kids[1], s));
         loc_ = e.loc;  // the call site, for errors raised by array builtins
+        // What the call depends on, for the sequential-nesting warning.
+        depends_on_.clear();
+        for (const auto& [local, v] : s.locals)
+            if (std::find(depends_on_.begin(), depends_on_.end(), local) == depends_on_.end() &&
+                mentions(e, [&](const std::string& n) { return n == local; }))
+                depends_on_.push_back(local);
         return apply(f, std::move(args));
     }
 
@@ -807,9 +813,9 @@ private:
         // variable), or hoisting is switched off.
         fc_.warnings.push_back(
             {loc_, name + " over a nested array runs sequentially inside each thread",
-             {fc_.hoisting() ? "the nested array depends on the element, so it cannot be computed once before the "
-                               "kernel; fine for short inner arrays, slow for long ones (flatten the computation, "
-                               "e.g. with segscan)"
+             {fc_.hoisting() ? "the nested array depends on " + depends_text() +
+                                   ", so it cannot be computed once before the kernel; fine for short inner arrays, "
+                                   "slow for long ones (flatten the computation, e.g. with segscan)"
                              : "hoisting is switched off (:set hoist off), so every thread computes the nested "
                                "array again; `:set hoist on` computes it once before the kernel when it does not "
                                "depend on the element"}});
@@ -983,9 +989,20 @@ private:
         }
     }
 
+    // "`i` and `j`", or "the element" when the call names none of the
+    // function's variables (a loop variable, say).
+    std::string depends_text() const {
+        if (depends_on_.empty()) return "the element";
+        std::string t;
+        for (size_t k = 0; k < depends_on_.size(); ++k)
+            t += (k == 0 ? "" : k + 1 == depends_on_.size() ? " and " : ", ") + ("`" + depends_on_[k] + "`");
+        return t;
+    }
+
     FuseContext& fc_;
     KernelBuilder& kb_;
     Loc loc_;  // the builtin call being compiled
+    std::vector<std::string> depends_on_;  // the function's variables that call mentions
 };
 
 }  // namespace
