@@ -95,7 +95,7 @@ void FuseContext::note_materialised(const std::string& buffer, const std::string
     if (auto shown = shown_names_.find(buffer); shown != shown_names_.end())
         text = shown->second + ": a top-level let binds it";
     else if (!what.empty())
-        text = "the result of " + what + ": " + (why.empty() ? std::string(kNeededWhole) : why);
+        text = (what.rfind("the ", 0) == 0 ? what : "the result of " + what) + ": " + (why.empty() ? std::string(kNeededWhole) : why);
     else
         text = "an array in memory: a literal, or computed by an earlier statement or the reference evaluator";
     if (std::find(materialised_.begin(), materialised_.end(), text) == materialised_.end()) materialised_.push_back(text);
@@ -389,8 +389,8 @@ private:
         }
         // A computed node is read where the executor keeps it (device
         // memory on a GPU): forcing it would download it for every plan.
-        if (v.is_delayed() && dynamic_cast<const Node*>(v.delayed().get())) {
-            v.delayed()->compute();
+        if (const auto* n = v.is_delayed() ? dynamic_cast<const Node*>(v.delayed().get()) : nullptr) {
+            n->compute_because("a function captures it (it reads it by index, which needs the array in memory)");
             return host_val(v);
         }
         if (v.is_delayed()) return host_val(force(v));
@@ -941,6 +941,10 @@ private:
             return from_leaves(e.type, zeros, at);
         }
         fc_.remember_hoisted(&e, s.closure, v);
+        if (holds_array(v) && e.loc.valid())
+            fc_.note_materialised("", "the nested array at " + e.loc.source->name + ":" + std::to_string(e.loc.line) + ":" +
+                                          std::to_string(e.loc.col),
+                                  "hoisted: it does not depend on the element, so it is computed once, before the kernel");
         return host_value(v, &e);
     }
 

@@ -533,12 +533,12 @@ DisplayData profile_display(const ProfileReport& report, double wall_seconds, co
             transfers_text(moved));
 
     std::vector<std::vector<std::string>> detail = {
-        {"kernel", "computes", "grid x block", "shared", "registers" + (report.arch.empty() ? "" : " (" + report.arch + ")"),
+        {"kernel", "computes", "grid x block", "shared static / dynamic", "registers" + (report.arch.empty() ? "" : " (" + report.arch + ")"),
          "spills", "occupancy", "float ops"}};
     for (const KernelProfile& k : kernels) {
         const bool known = k.registers >= 0;
         detail.push_back({k.plan == k.kernel ? k.kernel : k.plan + " / " + k.kernel, k.source.empty() ? "-" : k.source,
-                          std::to_string(k.grid) + " x " + std::to_string(k.block), bytes_text(k.static_shared),
+                          std::to_string(k.grid) + " x " + std::to_string(k.block), bytes_text(k.static_shared) + " / 0 B",
                           known ? std::to_string(k.registers) : (k.resources_note.empty() ? "-" : k.resources_note),
                           known ? bytes_text(k.spill_bytes) : "-",
                           known && k.occupancy_percent >= 0 ? std::to_string(k.occupancy_percent) + "%" : "-",
