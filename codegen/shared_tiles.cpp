@@ -313,6 +313,12 @@ void load_tile(KernelBuilder& kb, const Group& g, const LoweringFacts& facts,
     });
 }
 
+bool has_checks(const std::vector<StmtPtr>& body) {
+    for (const StmtPtr& s : body)
+        if (s->kind == StmtKind::Error || has_checks(s->body) || has_checks(s->else_body)) return true;
+    return false;
+}
+
 // The kernel without the scalar parameters only the served reads used (the
 // slices' starts: their offsets are constants in the tile reads now).
 Kernel without_unused_scalars(Kernel k) {
@@ -335,6 +341,11 @@ bool lower_map_shared_tiles(PlanBuilder& pb, KernelBuilder& kb, const MapBody& m
     const int rank = static_cast<int>(map.index.size());
     if (!opt.shared_memory || !opt.facts || !opt.facts->value || !opt.facts->buffer_count) return false;
     if (rank != 1 && rank != 2) return false;
+    // Element code with run-time checks (an index out of bounds) keeps the
+    // grid-stride kernel: executors report the lowest failing *thread*, and
+    // tiles give threads other elements, so the error reported could differ
+    // from the one without tiles (and from the reference evaluator's).
+    if (has_checks(map.body)) return false;
     const int64_t block = opt.block_size;
     const int64_t rows = rank == 2 ? opt.tile_rows : 1;
     const int64_t cols = rank == 2 ? opt.tile_cols : block * opt.items_per_thread;

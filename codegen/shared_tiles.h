@@ -22,7 +22,9 @@
 //   - the offsets of a group must span at most half the tile in every
 //     dimension, so neighbouring reads overlap by at least half a block;
 //   - offsets or strides not fixed at plan time (a symbolic argument during
-//     :emit's trace), non-unit inner strides, and gathers stay global reads.
+//     :emit's trace), non-unit inner strides, and gathers stay global reads;
+//   - element code with run-time checks (an index that may be out of bounds)
+//     keeps its grid-stride kernel, whose error is the reference's.
 // The constants make the kernel text -- and so the plan cache key -- say
 // exactly which reads the tile serves: a plan found in the cache under that
 // key was analysed to the same result.
