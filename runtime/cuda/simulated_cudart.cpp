@@ -189,7 +189,7 @@ public:
         return e;
     }
     // A copy from host memory on `s`: every host buffer here is pageable
-    // (pinned memory is not implemented), and from pageable memory the CUDA
+    // (the simulated runtime models no pinned memory), and from pageable memory the CUDA
     // Runtime has staged the bytes when cudaMemcpyAsync returns, so the
     // caller may free them at once. The simulated device reads host memory
     // when the copy runs (the pinned-memory rule it holds the executor to):
