@@ -315,6 +315,14 @@ struct SessionCommands {
     static bool run_statement(Session& s, const SourcePtr& src, StatementSpan span, SessionOutput& out);
     static bool run_statement_reporting_errors(Session& s, const SourcePtr& src, StatementSpan span,
                                                SessionOutput& out);
+    // Runs a top-level `let p = e`: the session changes only if it succeeds.
+    // `measured` runs the evaluation of e it is given (:time and :profile
+    // wrap it); null: run it.
+    using Measured = std::function<void(const std::function<void()>& evaluate_it)>;
+    // `context`: the evaluation context to use (:profile names the bindings
+    // in it); null: the session's.
+    static void run_let(Session& s, const Stmt& stmt, const std::string& text, const Measured& measured = nullptr,
+                        const EvalContext* context = nullptr);
 
     // Returns false when the command ran but something inside failed (:load).
     bool run() {
@@ -650,34 +658,60 @@ struct SessionCommands {
         return args;
     }
 
+    // The argument as a statement when it is a top-level `let` (`:time let
+    // x = random 1000`); null for an expression (`let ... in ...` included).
+    StmtPtr argument_let() const {
+        const std::string_view a = trim(stmt.argument);
+        if (a.size() < 4 || !a.starts_with("let") || (a[3] != ' ' && a[3] != '\t')) return nullptr;
+        const size_t start = offset_of(stmt.argument_loc);
+        StmtPtr st = parse_statement(src, StatementSpan{start, std::min(start + stmt.argument.size(), src->text.size())});
+        return st->kind == StmtKind::Let ? st : nullptr;
+    }
+
     // :time e evaluates e on the current backend, shows its value and how long
-    // it took; :profile e evaluates it with the compiled backend and shows
-    // what each kernel did (the CPU executor's counters).
+    // it took; :profile e evaluates it with the compiled backend and explains
+    // what each kernel did. Both take a top-level `let` too: it binds as
+    // usual, and the evaluation of its value is what they measure.
     bool measure(const CommandInfo& c, std::string_view arg, bool per_kernel) {
         if (arg.empty() || !stmt.argument_loc.valid()) usage(c);
         const auto parsing = std::chrono::steady_clock::now();
-        ExprPtr e = argument_expression();
-        Type t = check_expression(e, I.type_env());
-        I.pin(e);
+        const StmtPtr let = argument_let();
+        ExprPtr e;
+        Type t;
+        if (!let) {
+            e = argument_expression();
+            t = check_expression(e, I.type_env());
+            I.pin(e);
+        }
         std::map<const void*, std::string> names;  // :profile names the bindings its plans read
         EvalContext ctx = per_kernel ? naming_context(require_compiled(), names) : s.eval_context();
         CompiledBackend* backend = dynamic_cast<CompiledBackend*>(ctx.backend);
         Value v;
         const TransferCounters moved_before = backend ? backend->transfers() : TransferCounters{};
         const CompileCounters compiled_before = backend ? backend->compilation() : CompileCounters{};
-        const auto start = std::chrono::steady_clock::now();
         TimeBreakdown breakdown;
-        breakdown.front_end_seconds = std::chrono::duration<double>(start - parsing).count();
-        auto run = [&] { v = I.materialise(evaluate(e, ctx), per_kernel ? "the profiled value" : "printed", false); };
         ProfileReport report;
+        double wall = 0;
         // :profile also compiles the kernels for `:set arch` (registers and
         // spills, through the kernel cache) once they have run.
         const std::string arch = !per_kernel ? "" : s.settings_.arch.empty() ? "default" : s.settings_.arch;
-        if (backend) report = backend->profile(run, arch);
-        else run();
-        const double wall = backend ? report.seconds
-                                    : std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        I.random_stream = ctx.random_stream;
+        auto measured = [&](const std::function<void()>& evaluate_it) {
+            const auto start = std::chrono::steady_clock::now();
+            breakdown.front_end_seconds = std::chrono::duration<double>(start - parsing).count();
+            if (backend) report = backend->profile(evaluate_it, arch);
+            else evaluate_it();
+            wall = backend ? report.seconds : std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        };
+        if (let) {
+            const auto start = std::chrono::steady_clock::now();
+            wall = -1;
+            run_let(s, *let, std::string(trim(stmt.argument)), measured, &ctx);
+            // A function definition computes nothing: its checking is the time.
+            if (wall < 0) wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        } else {
+            measured([&] { v = I.materialise(evaluate(e, ctx), per_kernel ? "the profiled value" : "printed", false); });
+            I.random_stream = ctx.random_stream;
+        }
         if (backend) {
             breakdown.moved = backend->transfers() - moved_before;
             breakdown.compiled = backend->compilation() - compiled_before;
@@ -687,7 +721,7 @@ struct SessionCommands {
                                         *find_gpu_model(s.settings_.gpu)));
             return true;
         }
-        if (!v.is_unit()) out.value(v, t, format_value(v, s.settings_.print_threshold));
+        if (!let && !v.is_unit()) out.value(v, t, format_value(v, s.settings_.print_threshold));
         out.display(time_display(report.kernels, wall, backend != nullptr, breakdown));
         return true;
     }
@@ -1145,6 +1179,47 @@ bool SessionCommands::run_statement(Session& s, const SourcePtr& src, StatementS
     return ok;
 }
 
+void SessionCommands::run_let(Session& s, const Stmt& stmt, const std::string& text, const Measured& measured,
+                              const EvalContext* context) {
+    Session::Impl& I = *s.impl_;
+    auto names = check_let(stmt, I.type_env());
+    const std::set<std::string> used = I.pin(stmt.expr);
+    std::map<std::string, BindingPtr> fresh;
+    uint64_t stream = I.random_stream;
+    bool generic = std::any_of(names.begin(), names.end(), [](const auto& p) { return p.second->polymorphic(); });
+    if (generic) {
+        // A generalised function is specialised per use by the evaluator;
+        // its definition is all there is to store.
+        SHOAL_INTERNAL_ASSERT(names.size() == 1 && stmt.pattern->kind == PatternKind::Var,
+                              "a generalised binding must be a single function");
+        auto b = std::make_shared<Binding>();
+        b->scheme = names[0].second;
+        b->generic = stmt.expr;
+        fresh[names[0].first] = b;
+    } else {
+        EvalContext ctx = context ? *context : s.eval_context();
+        // Bindings are computed here (their errors are this statement's);
+        // an array a GPU computed stays there.
+        Value v;
+        auto evaluate_it = [&] { v = I.materialise(evaluate(stmt.expr, ctx), "a top-level let binds it", true); };
+        if (measured) measured(evaluate_it);
+        else evaluate_it();
+        stream = ctx.random_stream;
+        auto values = bind_pattern(stmt.pattern, v);
+        for (auto& [name, scheme] : names) {
+            auto it = std::find_if(values.begin(), values.end(), [&](const auto& p) { return p.first == name; });
+            SHOAL_INTERNAL_ASSERT(it != values.end(), "pattern did not bind '" + name + "'");
+            auto b = std::make_shared<Binding>();
+            b->scheme = scheme;
+            b->value = it->second;
+            fresh[name] = b;
+        }
+    }
+    // Commit: nothing above touched the session.
+    I.commit(fresh, used, text);
+    I.random_stream = stream;
+}
+
 bool SessionCommands::run_statement_reporting_errors(Session& s, const SourcePtr& src, StatementSpan span,
                                                      SessionOutput& out) {
     Session::Impl& I = *s.impl_;
@@ -1153,44 +1228,9 @@ bool SessionCommands::run_statement_reporting_errors(Session& s, const SourcePtr
     try {
         StmtPtr stmt = parse_statement(src, span);
         switch (stmt->kind) {
-            case StmtKind::Let: {
-                auto names = check_let(*stmt, I.type_env());
-                const std::set<std::string> used = I.pin(stmt->expr);
-                std::map<std::string, BindingPtr> fresh;
-                uint64_t stream = I.random_stream;
-                bool generic = std::any_of(names.begin(), names.end(),
-                                           [](const auto& p) { return p.second->polymorphic(); });
-                if (generic) {
-                    // A generalised function is specialised per use by the
-                    // evaluator; its definition is all there is to store.
-                    SHOAL_INTERNAL_ASSERT(names.size() == 1 && stmt->pattern->kind == PatternKind::Var,
-                                          "a generalised binding must be a single function");
-                    auto b = std::make_shared<Binding>();
-                    b->scheme = names[0].second;
-                    b->generic = stmt->expr;
-                    fresh[names[0].first] = b;
-                } else {
-                    EvalContext ctx = s.eval_context();
-                    // Bindings are computed here (their errors are this
-                    // statement's); an array a GPU computed stays there.
-                    Value v = I.materialise(evaluate(stmt->expr, ctx), "a top-level let binds it", true);
-                    stream = ctx.random_stream;
-                    auto values = bind_pattern(stmt->pattern, v);
-                    for (auto& [name, scheme] : names) {
-                        auto it = std::find_if(values.begin(), values.end(),
-                                               [&](const auto& p) { return p.first == name; });
-                        SHOAL_INTERNAL_ASSERT(it != values.end(), "pattern did not bind '" + name + "'");
-                        auto b = std::make_shared<Binding>();
-                        b->scheme = scheme;
-                        b->value = it->second;
-                        fresh[name] = b;
-                    }
-                }
-                // Commit: nothing above touched the session.
-                I.commit(fresh, used, src->text.substr(span.begin, span.end - span.begin));
-                I.random_stream = stream;
+            case StmtKind::Let:
+                run_let(s, *stmt, src->text.substr(span.begin, span.end - span.begin));
                 return true;
-            }
             case StmtKind::Expr: {
                 Type t = check_expression(stmt->expr, I.type_env());
                 I.pin(stmt->expr);
