@@ -292,7 +292,10 @@ public:
             case ExprKind::Lambda: return infer_lambda(e);
             case ExprKind::App: return infer_app(e);
             case ExprKind::Let: {
+                const size_t defining = defining_.size();
+                define(e->pattern, e->kids[0]);
                 Type vt = infer(e->kids[0]);
+                defining_.resize(defining);
                 size_t mark = locals_.size();
                 bind_pattern(e->pattern, vt);
                 Type bt = infer(e->kids[1]);
@@ -358,10 +361,32 @@ public:
         }
         auto b = builtin_schemes().find(e->text);
         if (b != builtin_schemes().end()) return instantiate(*b->second, e->loc, e->text, nullptr);
+        for (const auto& [name, function] : defining_) {
+            if (name != e->text) continue;
+            if (function)
+                user_error(ErrorKind::Type, e->loc, "`" + name + "` cannot call itself: Shoal has no recursion",
+                           {"a definition does not see its own name; repeat a step with `loop x = x0 for i < n do "
+                            "step`, `loop x = x0 while cond do step` or `iterate n step x0`, and combine elements "
+                            "with `reduce`, `scan` or `sum`"});
+            user_error(ErrorKind::Type, e->loc, "`" + name + "` is used in its own definition",
+                       {"a definition does not see its own name; to update a value step by step use `loop x = x0 for "
+                        "i < n do step`"});
+        }
         std::vector<std::string> notes;
         if (std::string near = nearest_name(e->text); !near.empty()) notes.push_back("did you mean `" + near + "`?");
         user_error(ErrorKind::Type, e->loc, "unknown name `" + e->text + "`", notes);
     }
+
+    // Notes the names `p = value` defines while value is checked.
+    void define(const PatternPtr& p, const ExprPtr& value) {
+        if (p->kind == PatternKind::Var) defining_.emplace_back(p->name, value->kind == ExprKind::Lambda);
+        for (const auto& q : p->elems) define(q, value);
+    }
+
+    // The names the lets being checked define (innermost last; whether each
+    // is a function): using one in its own definition is recursion, which
+    // Shoal does not have.
+    std::vector<std::pair<std::string, bool>> defining_;
 
     std::string nearest_name(const std::string& name) const {
         auto distance = [](const std::string& a, const std::string& b) {
@@ -1479,7 +1504,9 @@ std::vector<std::pair<std::string, SchemePtr>> check_let(const Stmt& s, const Ty
     Checker c(env);
     std::vector<std::pair<std::string, SchemePtr>> out;
     const bool is_function = s.pattern->kind == PatternKind::Var && s.expr->kind == ExprKind::Lambda;
+    c.define(s.pattern, s.expr);
     Type t = c.infer(s.expr);
+    c.defining_.clear();
     if (is_function) {
         if (s.pattern->annotation) c.expect(t, c.resolve_annotation(s.pattern->annotation), s.pattern->loc,
                                             "type annotation");
