@@ -571,12 +571,14 @@ struct SessionCommands {
         CompiledBackend* backend = require_compiled();
         ExprPtr e = argument_expression(skip);
         options.function = explained_function(*e);
-        if (const Binding* b = e->kind == ExprKind::Var ? I.find(e->text) : nullptr; b && b->generic)
+        if (const Binding* b = e->kind == ExprKind::Var ? I.find(e->text) : nullptr; b && b->generic) {
+            const std::string example = working_annotation(e->text, *b->scheme);
             user_error(ErrorKind::Type, stmt.argument_loc,
                        "'" + e->text + "' is polymorphic (" + scheme_to_string(*b->scheme) + "): :" + stmt.command +
                            " of a function needs its parameter types",
-                       {"annotate it, e.g. :" + stmt.command + " (" + e->text +
-                            " : float -> [float] -> [float]), or apply it to arguments"});
+                       {example.empty() ? "apply it to arguments, e.g. :" + stmt.command + " " + e->text + " x"
+                                        : "annotate it, e.g. :" + stmt.command + " " + example + ", or apply it to arguments"});
+        }
         const Type t = check_expression(e, I.type_env());
         I.pin(e);
         std::map<const void*, std::string> names;
@@ -607,6 +609,21 @@ struct SessionCommands {
         for (const auto& [name, key] : I.names) name_arrays(I.globals.at(key)->value, name, names);
         ctx.parameter_names = &names;
         return ctx;
+    }
+
+    // `(f : T)` for the first example instance of f's scheme that checks
+    // (what a hint may suggest), or "".
+    std::string working_annotation(const std::string& name, const Scheme& scheme) const {
+        for (const Type& t : example_instances(scheme)) {
+            const std::string text = "(" + name + " : " + type_to_string(t) + ")";
+            try {
+                const auto hint = std::make_shared<Source>("<hint>", text);
+                check_expression(parse_expression(hint, 0, text.size()), I.type_env());
+                return text;
+            } catch (const Error&) {
+            }
+        }
+        return "";
     }
 
     // The user function an explained expression is (`saxpy`) or applies

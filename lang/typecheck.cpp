@@ -1431,6 +1431,44 @@ std::string class_name(unsigned classes) {
 
 }  // namespace
 
+std::vector<Type> example_instances(const Scheme& s) {
+    static const TypeEnvironment no_globals;
+    Checker c(no_globals);
+    Type t = c.instantiate(s, Loc{}, "", nullptr);
+    bool lifts = false;
+    try {
+        c.settle_for_display(lifts);
+    } catch (const Error&) {
+        return {};
+    }
+    std::vector<Type> vars;
+    std::set<const TypeNode*> seen;
+    Checker::free_vars(t, vars, seen);
+    for (const auto& v : vars) {
+        if (v->bound) continue;
+        // Ranks read as 1; element types default as literals do (int for
+        // integral classes, float otherwise).
+        v->bound = v->is_rank ? t_rank(1) : t_prim((v->classes & ClassIntegral) ? Prim::Int : Prim::Float);
+    }
+    t = prune(t);
+    if (!lifts) return {t};
+    // Elementwise over arrays: the parameters may be arrays too. The first
+    // scalar and the rest arrays (saxpy's a x y), then all arrays.
+    std::vector<Type> params;
+    Type r = t;
+    for (; is_func(r); r = func_result(r)) params.push_back(func_param(r));
+    auto arrays_from = [&](size_t first) {
+        std::vector<Type> ps;
+        for (size_t k = 0; k < params.size(); ++k)
+            ps.push_back(k >= first && is_prim(params[k]) ? t_array(1, params[k]) : params[k]);
+        return t_func(ps, is_prim(r) ? t_array(1, r) : r);
+    };
+    std::vector<Type> out;
+    if (params.size() > 1) out.push_back(arrays_from(1));
+    out.push_back(arrays_from(0));
+    return out;
+}
+
 std::string scheme_to_string(const Scheme& s) {
     // A scheme's constraints are precise but unreadable, so show the instance
     // a user would think of: unknown ranks are 1, an operand combined with an

@@ -53,6 +53,11 @@ using SchemePtr = std::shared_ptr<const Scheme>;
 // Shows a scheme as the user sees it in :type and :env, e.g.
 // "[float] -> [float] -> float" or "Num a => [a] -> [a]".
 std::string scheme_to_string(const Scheme& s);
+// Concrete instances of a polymorphic scheme a user could annotate it with
+// (ranks 1, element types defaulted to int or float; for a function that is
+// also elementwise over arrays, array instances), most natural first; a
+// caller checks which one its use accepts.
+std::vector<Type> example_instances(const Scheme& s);
 
 // Reads the element type and rank of an array file named by a string literal
 // (`load "x.npy"`), so that `let x = load "x.npy"` needs no annotation.
