@@ -92,7 +92,8 @@ std::vector<BuiltinDoc> make_builtin_docs() {
         // ---------------------------------------------------------- I/O
         {"load", "string -> arr a", "read a NumPy .npy file (bool, int32, int64, float32, float64; rank 1-3)"},
         {"save", "string -> arr a -> ()", "write an array as a NumPy .npy file (C order)"},
-        {"loadCsv", "string -> [[double]]", "read a CSV file of numbers, one row per line"},
+        {"loadCsv", "string -> [[double]]", "read a CSV file of numbers, one row per line (a first line with no numbers, a header, is skipped)"},
+        {"loadCsv1", "string -> [double]", "read a CSV file of one number per line as a vector (what saveCsv writes for a vector)"},
         {"saveCsv", "string -> arr a -> ()", "write a vector (one value per line) or a matrix (one row per line) as CSV"},
 
         // ---------------------------------------------------------- math

@@ -378,6 +378,7 @@ Value b_save(const BuiltinCall& c, Args a) {
 }
 
 Value b_load_csv(const BuiltinCall& c, Args a) { return Value(load_csv(a[0].str(), c.loc)); }
+Value b_load_csv1(const BuiltinCall& c, Args a) { return Value(load_csv(a[0].str(), c.loc, true)); }
 
 Value b_save_csv(const BuiltinCall& c, Args a) {
     save_csv(a[0].str(), savable(c, a[1]), c.loc);
@@ -495,6 +496,7 @@ const BuiltinDef kBuiltins[] = {
     {"load", 1, b_load},
     {"save", 2, b_save},
     {"loadCsv", 1, b_load_csv},
+    {"loadCsv1", 1, b_load_csv1},
     {"saveCsv", 2, b_save_csv},
 };
 

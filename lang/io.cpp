@@ -469,7 +469,26 @@ void save_npy(const std::string& path, const Array& a, const Loc& loc) {
     write_atomically(path, {preamble, header, data}, loc);
 }
 
-ArrayPtr load_csv(const std::string& path, const Loc& loc) {
+namespace {
+
+std::string plural(size_t n, const char* one, const char* many) { return std::to_string(n) + " " + (n == 1 ? one : many); }
+
+// Whether no field of a line reads as a number: a header ("x,y,label").
+bool is_header(const std::vector<std::string_view>& fields) {
+    for (std::string_view f : fields) {
+        f = trim(f);
+        if (f.empty()) return false;
+        char* end = nullptr;
+        const std::string text(f);
+        std::strtod(text.c_str(), &end);
+        if (end != text.c_str()) return false;  // starts like a number: data (perhaps malformed)
+    }
+    return true;
+}
+
+}  // namespace
+
+ArrayPtr load_csv(const std::string& path, const Loc& loc, bool vector) {
     File f = open_for_reading(path, loc);
     std::string text = read_all(f.get(), path, loc);
     std::string_view body = text;
@@ -477,17 +496,25 @@ ArrayPtr load_csv(const std::string& path, const Loc& loc) {
     std::vector<double> values;
     size_t cols = 0, rows = 0;
     int first_line = 0;
+    bool first = true;
     std::vector<std::string_view> lines = split(body, '\n');
     for (size_t k = 0; k < lines.size(); ++k) {
         if (trim(lines[k]).empty()) continue;  // blank lines (and the final newline) carry no row
         int line_no = static_cast<int>(k) + 1;
         std::vector<std::string_view> fields = split(lines[k], ',');
+        // A first line with no number in it is a header: skipped.
+        if (std::exchange(first, false) && is_header(fields)) continue;
         if (rows == 0) {
             cols = fields.size();
             first_line = line_no;
+            if (vector && cols != 1)
+                io_error(loc, quoted(path) + " line " + std::to_string(line_no) + " has " +
+                                  plural(cols, "field", "fields") +
+                                  ": loadCsv1 reads one value per line (use loadCsv for a matrix)");
         } else if (fields.size() != cols) {
-            io_error(loc, quoted(path) + " line " + std::to_string(line_no) + " has " + std::to_string(fields.size()) +
-                              " fields, but line " + std::to_string(first_line) + " has " + std::to_string(cols));
+            io_error(loc, quoted(path) + " line " + std::to_string(line_no) + " has " +
+                              plural(fields.size(), "field", "fields") + ", but line " + std::to_string(first_line) +
+                              " has " + std::to_string(cols));
         }
         for (size_t c = 0; c < fields.size(); ++c)
             values.push_back(parse_field(fields[c], quoted(path) + " line " + std::to_string(line_no) + ", field " +
@@ -495,7 +522,9 @@ ArrayPtr load_csv(const std::string& path, const Loc& loc) {
         ++rows;
     }
     if (rows == 0) io_error(loc, quoted(path) + " is empty (no rows of numbers)");
-    auto a = std::make_shared<Array>(Prim::Double, Shape{static_cast<int64_t>(rows), static_cast<int64_t>(cols)});
+    const Shape shape = vector ? Shape{static_cast<int64_t>(rows)}
+                               : Shape{static_cast<int64_t>(rows), static_cast<int64_t>(cols)};
+    auto a = std::make_shared<Array>(Prim::Double, shape);
     std::memcpy(a->bytes.data(), values.data(), values.size() * sizeof(double));
     return a;
 }

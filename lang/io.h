@@ -20,8 +20,10 @@ ArrayPtr load_npy(const std::string& path, const Loc& loc);
 // Writes atomically (temporary file + rename).
 void save_npy(const std::string& path, const Array& a, const Loc& loc);
 
-// A CSV of numbers -> [[double]] (every row the same number of fields).
-ArrayPtr load_csv(const std::string& path, const Loc& loc);
+// A CSV of numbers -> [[double]] (every row the same number of fields); a
+// first line with no number in it is a header and is skipped. `vector`:
+// one value per line -> [double] (loadCsv1, what saveCsv writes for a vector).
+ArrayPtr load_csv(const std::string& path, const Loc& loc, bool vector = false);
 // Rank 1 -> one value per line; rank 2 -> one row per line. Atomic.
 void save_csv(const std::string& path, const Array& a, const Loc& loc);
 

@@ -91,7 +91,7 @@ const std::pair<const char*, std::vector<const char*>> kHelpGroups[] = {
     {"permutations", {"gather", "scatter", "permute", "reverse"}},
     {"structure", {"interleave", "take", "drop", "filter", "sort", "sortByKey"}},
     {"iteration", {"iterate"}},
-    {"I/O", {"load", "save", "loadCsv", "saveCsv"}},
+    {"I/O", {"load", "save", "loadCsv", "loadCsv1", "saveCsv"}},
 };
 
 // The commands are the ones documented in builtins.h (command_docs): one

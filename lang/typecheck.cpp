@@ -1415,6 +1415,7 @@ std::map<std::string, SchemePtr> make_builtin_schemes() {
         m[f] = b.done(t_func({t_string(), arr(r, e)}, t_unit()));
     }
     m["loadCsv"] = SchemeBuilder().done(t_func(t_string(), t_array(2, t_prim(Prim::Double))));
+    m["loadCsv1"] = SchemeBuilder().done(t_func(t_string(), t_array(1, t_prim(Prim::Double))));
     return m;
 }
 
@@ -1524,7 +1525,7 @@ void reject_string_value(const Type& t, const Loc& loc) {
         return false;
     };
     if (holds(t))
-        user_error(ErrorKind::Type, loc, "strings are only file names for load, save, loadCsv and saveCsv",
+        user_error(ErrorKind::Type, loc, "strings are only file names for load, save, loadCsv, loadCsv1 and saveCsv",
                    {"a string cannot be printed or bound to a name"});
 }
 

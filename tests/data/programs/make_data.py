@@ -41,3 +41,5 @@ with open("bad_ragged.csv", "w") as f:
     f.write("1,2\n3\n")
 with open("bad_text.csv", "w") as f:
     f.write("1,2\n3,abc\n")
+with open("header.csv", "w") as f:
+    f.write("time,value\n0,1.5\n1,2.5\n")
