@@ -377,7 +377,12 @@ TEST_CASE("csv: malformed files name the file, line and field") {
         return io_error_of([&] { load_csv(path, kNoLoc); });
     };
     CHECK(msg("1,2,3\n4,abc,6\n") == q + " line 2, field 2: 'abc' is not a number");
-    CHECK(msg("x,y\n1,2\n") == q + " line 1, field 1: 'x' is not a number");
+    // A first line with no number is a header (skipped); one with a number is data.
+    CHECK(msg("x,y\n1,abc\n") == q + " line 2, field 2: 'abc' is not a number");
+    CHECK(msg("x,1\n1,2\n") == q + " line 1, field 1: 'x' is not a number");
+    CHECK(msg("x,y\n") == q + " is empty (no rows of numbers)");
+    CHECK(msg("1\n2,3\n") == q + " line 2 has 2 fields, but line 1 has 1");
+    CHECK(msg("1,2\n3\n") == q + " line 2 has 1 field, but line 1 has 2");
     CHECK(msg("1,2,3\n4,5\n") == q + " line 2 has 2 fields, but line 1 has 3");
     CHECK(msg("\n1,2\n\n3,4,5\n") == q + " line 4 has 3 fields, but line 2 has 2");
     CHECK(msg("1,2,\n") == q + " line 1, field 3: empty field");
