@@ -87,6 +87,7 @@ const std::pair<const char*, std::vector<const char*>> kHelpGroups[] = {
               "tanh", "abs", "floor", "ceil", "round", "min", "max", "pow", "erf"}},
     {"conversions", {"int", "long", "float", "double"}},
     {"reductions", {"reduce", "sum", "product", "maximum", "minimum", "all", "any", "count", "argmax", "argmin"}},
+    {"matrices", {"matmul"}},
     {"scans", {"scan", "scanExclusive", "segscan"}},
     {"permutations", {"gather", "scatter", "permute", "reverse"}},
     {"structure", {"interleave", "take", "drop", "filter", "sort", "sortByKey"}},
@@ -443,17 +444,49 @@ struct SessionCommands {
                    "no help for '" + std::string(topic) + "'", {"try :help for the list of builtins and commands"});
     }
 
+    // `text` wrapped at word boundaries to `columns`, continuation lines
+    // indented by `indent` spaces.
+    static std::string wrapped(const std::string& text, size_t indent, size_t columns) {
+        std::string out, line;
+        size_t at = 0;
+        while (at < text.size()) {
+            size_t end = text.find(' ', at + 1);
+            if (end == std::string::npos) end = text.size();
+            const std::string word = text.substr(at, end - at);  // with its leading blank
+            if (line.size() + word.size() > columns && line.find_first_not_of(' ') != std::string::npos &&
+                line.size() > indent) {
+                out += line + "\n";
+                line = std::string(indent, ' ') + word.substr(word.find_first_not_of(' ') == std::string::npos
+                                                                  ? word.size()
+                                                                  : word.find_first_not_of(' '));
+            } else {
+                line += word;
+            }
+            at = end;
+        }
+        return out + line;
+    }
+
     std::string overview() const {
         std::ostringstream o;
         o << "Shoal " << SHOAL_VERSION << ", an array language: " << s.engine_description() << ".\n"
           << "A statement is `let x = e`, `let f a b = e`, an expression (its value is printed)\n"
           << "or a command; indented lines and open brackets continue a statement.\n\n"
           << "Commands (a unique prefix works: :t, :q):\n";
-        size_t width = 0;
-        for (const auto& c : command_docs()) width = std::max(width, command_usage(c).size());
+        // Laid out for the terminal: usages up to kUsageColumn wide share a
+        // line with their summary, longer ones stand on their own line;
+        // summaries wrap at word boundaries under their column.
+        constexpr size_t kUsageColumn = 22;
+        const size_t columns = static_cast<size_t>(std::max(s.settings_.columns, 40));
         for (const auto& c : command_docs()) {
-            std::string u = command_usage(c);
-            o << "  " << u << std::string(width - u.size() + 3, ' ') << command_summary(c) << '\n';
+            const std::string u = command_usage(c);
+            std::string line = "  " + u;
+            if (u.size() > kUsageColumn) {
+                o << wrapped(line, 4, columns) << '\n';
+                line.clear();
+            }
+            line += std::string(kUsageColumn + 4 - line.size(), ' ') + command_summary(c);
+            o << wrapped(line, kUsageColumn + 4, columns) << '\n';
         }
         o << "\nBuiltins (:help name for one of them):\n";
         std::set<std::string> listed;

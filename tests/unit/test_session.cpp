@@ -410,3 +410,34 @@ TEST_CASE("session: the random stream is a session setting, not per statement") 
     run_ok(b, "random 4");
     CHECK(one_value(b, "random 4") == second_a);
 }
+
+TEST_CASE("session: :help is laid out for the terminal's width, breaking lines between words") {
+    for (int columns : {80, 100, 140}) {
+        INFO("columns = " << columns);
+        Session s;
+        s.set_columns(columns);
+        Capture out;
+        s.execute(":help", "<t>", out);
+        REQUIRE(out.texts.size() == 1);
+        const std::string& help = out.texts[0];
+        size_t start = help.find("Commands");
+        const size_t end = help.find("Builtins");
+        REQUIRE(start != std::string::npos);
+        REQUIRE(end != std::string::npos);
+        // Every command line fits, and no word of a summary is cut: each
+        // summary's words appear in the text with single blanks between them.
+        for (size_t at = start; at < end;) {
+            const size_t nl = help.find('\n', at);
+            CHECK(nl - at <= static_cast<size_t>(columns));
+            at = nl + 1;
+        }
+        std::string joined;
+        for (size_t k = start; k < end; ++k) {
+            const char ch = help[k] == '\n' ? ' ' : help[k];
+            if (!(ch == ' ' && !joined.empty() && joined.back() == ' ')) joined += ch;
+        }
+        for (const char* phrase : {"shared-memory races, divergent barriers and shuffles", "alone, show the settings",
+                                   "write the functions as CUDA kernels with C++ wrappers"})
+            CHECK_MESSAGE(joined.find(phrase) != std::string::npos, phrase);
+    }
+}
