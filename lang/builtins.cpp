@@ -8,6 +8,8 @@
 // give the rank-1 form first and the rule for higher ranks in parentheses.
 #include "builtins.h"
 
+#include <map>
+
 #include <algorithm>
 
 namespace shoal {
@@ -188,6 +190,48 @@ std::vector<CommandDoc> make_command_docs() {
 const std::vector<BuiltinDoc>& builtin_docs() {
     static const std::vector<BuiltinDoc> docs = make_builtin_docs();
     return docs;
+}
+
+std::string habit_instead(const std::string& name) {
+    // name -> what Shoal writes, then why or what it gives (may be empty).
+    static const std::map<std::string, std::pair<const char*, const char*>> habits = {
+        {"len", {"length xs", ""}},
+        {"size", {"length xs", "or `shape m` for every extent"}},
+        {"range", {"iota n", "0, 1, ..., n - 1"}},
+        {"arange", {"iota n", "0, 1, ..., n - 1"}},
+        {"linspace", {"generate n (\\i -> a + float i * step)", ""}},
+        {"zeros", {"fill n 0.0", ""}},
+        {"ones", {"fill n 1.0", ""}},
+        {"full", {"fill n x", ""}},
+        {"sortBy", {"sortByKey keys values", ""}},
+        {"argsort", {"sortByKey xs (iota (length xs))", "the indices, sorted by xs"}},
+        {"cumsum", {"scan (+) 0 xs", ""}},
+        {"cumprod", {"scan (*) 1 xs", ""}},
+        {"mean", {"sum xs / float (length xs)", ""}},
+        {"dot", {"sum (x * y)", ""}},
+        {"where", {"map (\\x -> if c x then a else b) xs", "or `filter p xs` to keep elements"}},
+        {"fold", {"reduce f z xs", ""}},
+        {"foldl", {"reduce f z xs", ""}},
+        {"amax", {"maximum xs", ""}},
+        {"amin", {"minimum xs", ""}},
+        {"concat", {"xs ++ ys", ""}},
+        {"concatenate", {"xs ++ ys", ""}},
+        {"stack", {"xs ++ ys", "along the outer axis"}},
+        {"print", {"xs", "a statement's value is printed"}},
+        {"np", {"sum xs", "builtins have plain names, not np.sum(xs)"}},
+        {"numpy", {"sum xs", "builtins have plain names, not numpy.sum(xs)"}},
+    };
+    auto it = habits.find(name);
+    if (it == habits.end()) return "";
+    const auto& [code, why] = it->second;
+    return "Shoal writes `" + std::string(code) + "`" + (*why ? " (" + std::string(why) + ")" : "");
+}
+
+std::string habit_code(const std::string& name) {
+    const std::string advice = habit_instead(name);
+    if (advice.empty()) return "";
+    const size_t open = advice.find('`'), close = advice.find('`', open + 1);
+    return advice.substr(open + 1, close - open - 1);
 }
 
 const BuiltinDoc* find_builtin_doc(const std::string& name) {

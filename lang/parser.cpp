@@ -17,6 +17,7 @@
 #include <array>
 #include <unordered_map>
 
+#include "builtins.h"
 #include "lexer.h"
 
 namespace shoal {
@@ -266,6 +267,13 @@ void Parser::fail_unexpected(const Token& t) const {
         notes.push_back("an argument that is a lambda, 'if', 'let' or 'loop' needs parentheses: f (\\x -> x + 1)");
     else if (t.is_symbol("="))
         notes.push_back("to define a name write 'let name = value'; to compare use '=='");
+    else if (t.is_symbol(".") && !t.space_before && next().kind == TokenKind::Ident) {
+        // xs.sum, np.mean: a method or module habit.
+        const std::string& name = next().text;
+        const std::string instead = habit_code(name);
+        notes.push_back("Shoal has no methods or modules: apply a function to the value, e.g. `" +
+                        (!instead.empty() ? instead : find_builtin_doc(name) ? name + " xs" : std::string("sum xs")) + "`");
+    }
     fail_at(t, "unexpected " + describe(t), std::move(notes));
 }
 

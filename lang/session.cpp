@@ -440,6 +440,9 @@ struct SessionCommands {
                 out.text("'" + t + "' is a keyword; see docs/language.md");
                 return true;
             }
+        if (const std::string instead = habit_instead(t); !instead.empty())
+            user_error(ErrorKind::Usage, stmt.argument_loc.valid() ? stmt.argument_loc : stmt.loc,
+                       "no help for '" + std::string(topic) + "': it is not Shoal's", {instead});
         user_error(ErrorKind::Usage, stmt.argument_loc.valid() ? stmt.argument_loc : stmt.loc,
                    "no help for '" + std::string(topic) + "'", {"try :help for the list of builtins and commands"});
     }

@@ -7,6 +7,8 @@
 // (expression statements, value lets) or kept in the scheme (functions).
 #include "typecheck.h"
 
+#include "builtins.h"
+
 #include <algorithm>
 #include <climits>
 #include <functional>
@@ -373,7 +375,8 @@ public:
                         "i < n do step`"});
         }
         std::vector<std::string> notes;
-        if (std::string near = nearest_name(e->text); !near.empty()) notes.push_back("did you mean `" + near + "`?");
+        if (const std::string instead = habit_instead(e->text); !instead.empty()) notes.push_back(instead);
+        else if (std::string near = nearest_name(e->text); !near.empty()) notes.push_back("did you mean `" + near + "`?");
         user_error(ErrorKind::Type, e->loc, "unknown name `" + e->text + "`", notes);
     }
 
@@ -839,7 +842,10 @@ public:
                     } catch (const Mismatch&) {
                         user_error(ErrorKind::Type, arg_loc(c, i),
                                    "operands of `" + display_op(c.what) + "` have different ranks: " +
-                                       type_to_string(c.types[2]) + " and " + type_to_string(arg));
+                                       type_to_string(c.types[2]) + " and " + type_to_string(arg),
+                                   {"arrays combine elementwise only with arrays of their rank or with scalars (no "
+                                    "broadcasting of rows); to combine a row v with every row of m write "
+                                    "`generate (rows m, cols m) (\\i j -> m[i, j] + v[j])`"});
                     }
                 }
             }
