@@ -41,26 +41,38 @@ bool prim_satisfies(Prim p, unsigned classes) {
     return true;
 }
 
-// Describes a (pruned) type for messages: literals read better as "a
-// floating-point literal" than as a variable name.
+// Describes a (pruned) type for messages, in types a user can write: a
+// literal whose type is still open says which types it could be ("float or
+// double"), an array of them shows its rank in brackets ("[[float]] or
+// [[double]]").
 std::string describe(const Type& t) {
     Type p = prune(t);
     if (p->kind == TypeKind::Var && p->literal)
-        return (p->classes & ClassFloating) ? "a decimal literal" : "an integer literal";
+        return (p->classes & ClassFloating) ? "float or double (a decimal literal)"
+                                            : "int, long, float or double (an integer literal)";
     if (p->kind == TypeKind::Var && p->classes) return class_description(p->classes);
     if (p->kind == TypeKind::Array) {
-        // [a] with a constrained element reads better in words.
         Type e = prune(p->args[1]);
-        if (e->kind == TypeKind::Var && (e->literal || e->classes)) {
-            std::string one = describe(e);  // "a decimal literal", "a number", ...
-            std::string plural = one.substr(one.find(' ') + 1) + "s";
-            Type r = prune(p->args[0]);
-            std::string dims = r->kind == TypeKind::Rank && r->rank > 1 ? std::to_string(r->rank) + "-d " : "";
-            return (dims.empty() ? "an " : "a ") + dims + "array of " + plural;
+        Type r = prune(p->args[0]);
+        const int rank = r->kind == TypeKind::Rank ? r->rank : 1;
+        auto array_of = [rank](const std::string& elem) {
+            return std::string(static_cast<size_t>(rank), '[') + elem + std::string(static_cast<size_t>(rank), ']');
+        };
+        if (e->kind == TypeKind::Var && (e->classes & ClassFloating))
+            return array_of("float") + " or " + array_of("double");
+        if (e->kind == TypeKind::Var && e->literal) return array_of("int");  // what an integer literal defaults to
+        if (e->kind == TypeKind::Var && e->classes) {
+            std::string one = class_description(e->classes);  // "a number", ...
+            return (rank > 1 ? "a " + std::to_string(rank) + "-d " : std::string("an ")) + "array of " +
+                   one.substr(one.find(' ') + 1) + "s";
         }
     }
     return type_to_string(p);
 }
+
+// Where an array of one numeric element type is given for another (or for
+// a literal's still open one): the elementwise conversion that fixes it.
+std::string array_conversion_note(const Type& wanted, const Type& given, const Loc& given_loc);
 
 std::string source_text(const Loc& loc);
 
@@ -69,6 +81,21 @@ std::string conversion_text(const char* fn, const Loc& loc) {
     std::string text = source_text(loc);
     bool word = !text.empty() && text.find_first_of(" +-*/%()<>=!&|^~:,") == std::string::npos;
     return std::string(fn) + " " + (word ? text : "(" + text + ")");
+}
+
+std::string array_conversion_note(const Type& wanted, const Type& given, const Loc& given_loc) {
+    Type w = prune(wanted), g = prune(given);
+    if (w->kind != TypeKind::Array || g->kind != TypeKind::Array) return "";
+    Type we = prune(w->args[1]), ge = prune(g->args[1]);
+    if (ge->kind != TypeKind::Prim || !is_numeric(ge->prim)) return "";
+    Prim target;
+    if (we->kind == TypeKind::Prim && is_numeric(we->prim)) target = we->prim;
+    else if (we->kind == TypeKind::Var && (we->classes & ClassFloating)) target = Prim::Float;
+    else return "";
+    if (target == ge->prim) return "";
+    const char* fn = prim_name(target);
+    return "Shoal does not convert implicitly; write `" + conversion_text(fn, given_loc) + "` (" + fn +
+           " converts every element)";
 }
 
 std::string source_text(const Loc& loc) {
@@ -468,6 +495,7 @@ public:
                 } catch (const Mismatch& m) {
                     std::vector<std::string> notes;
                     if (!m.detail.empty()) notes.push_back(m.detail);
+                    if (std::string c = array_conversion_note(f->args[0], at, arg->loc); !c.empty()) notes.push_back(c);
                     user_error(ErrorKind::Type, arg->loc,
                                "argument " + std::to_string(i + 1) + " of " + fname + " should be " +
                                    describe(f->args[0]) + ", found " + describe(at),
@@ -545,9 +573,13 @@ public:
             try {
                 unify(f->args[0], at);
             } catch (const Mismatch&) {
+                std::vector<std::string> notes;
+                if (std::string c = array_conversion_note(f->args[0], at, operands[i]->loc); !c.empty())
+                    notes.push_back(c);
                 user_error(ErrorKind::Type, operands[i]->loc,
                            "operand of `" + display_op(op) + "` should be " + describe(f->args[0]) + ", found " +
-                               describe(at));
+                               describe(at),
+                           notes);
             }
             ft = f->args[1];
         }

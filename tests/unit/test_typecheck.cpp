@@ -117,7 +117,7 @@ TEST_CASE("type errors say what was expected and what was found") {
     Typer t;
     t.run("let n = 3");
     std::string e = t.error("1.5 + n");
-    CHECK(e.find("<test>:1:5: error: mismatched types in `+`: a decimal literal and int") != std::string::npos);
+    CHECK(e.find("<test>:1:5: error: mismatched types in `+`: float or double (a decimal literal) and int") != std::string::npos);
     CHECK(e.find("`float n`") != std::string::npos);
     CHECK(t.error("if 1 then 2 else 3").find("condition of `if` must be bool") != std::string::npos);
     CHECK(t.error("if true then 2 else [3]").find("branches of `if` have different types") != std::string::npos);
