@@ -446,16 +446,36 @@ public:
         return best;
     }
 
-    Type infer_lambda(const ExprPtr& e) {
+    // `expected`: the function type the context wants (null: none); its
+    // parameter types are given to the lambda's parameters before the body
+    // is checked, so the body's errors are found where they are.
+    Type infer_lambda(const ExprPtr& e, const Type& expected = nullptr) {
         size_t mark = locals_.size();
         std::vector<Type> params;
+        Type want = expected ? prune(expected) : nullptr;
         for (const auto& p : e->params) {
             Type t = fresh();
+            if (want && want->kind == TypeKind::Func) {
+                unify(t, want->args[0]);  // a fresh variable: cannot fail
+                want = prune(want->args[1]);
+            } else {
+                want = nullptr;
+            }
             bind_pattern(p, t);
             params.push_back(t);
         }
         Type body = infer(e->kids[0]);
         if (e->annotation) expect(body, resolve_annotation(e->annotation), e->kids[0]->loc, "declared result type");
+        if (want) {
+            // The result the context wants: a mismatch is the body's.
+            try {
+                unify(body, want);
+                solve();
+            } catch (const Mismatch&) {
+                user_error(ErrorKind::Type, e->kids[0]->loc,
+                           "this function gives " + describe(body) + ", but " + describe(want) + " is needed here");
+            }
+        }
         locals_.resize(mark);
         return t_func(params, body);
     }
@@ -472,6 +492,10 @@ public:
         std::reverse(spine.begin(), spine.end());
         Type ft = infer(head);
         std::string fname = head->kind == ExprKind::Var ? "`" + head->text + "`" : "this function";
+        if (Type r = infer_data_first(spine, ft, fname)) {
+            type_load_literal(head, spine, r);
+            return r;
+        }
         for (size_t i = 0; i < spine.size(); ++i) {
             const ExprPtr& app = spine[i];
             const ExprPtr& arg = app->kids[1];
@@ -513,6 +537,67 @@ public:
         }
         type_load_literal(head, spine, ft);
         return ft;
+    }
+
+    // `map (\x -> if x then 1 else 0) xs`: when a lambda argument comes
+    // before data arguments of a function whose parameters are known, the
+    // data are checked first and the lambda against the parameter types they
+    // fixed, so an error inside the lambda is reported where it is (`if x`,
+    // x being float), with the argument that made it so as a note. Null when
+    // the application does not have that shape (then arguments go in order).
+    Type infer_data_first(const std::vector<ExprPtr>& spine, const Type& ft, const std::string& fname) {
+        std::vector<Type> params, rests;
+        Type f = prune(ft);
+        for (size_t i = 0; i < spine.size(); ++i, f = prune(f->args[1])) {
+            if (f->kind != TypeKind::Func) return nullptr;
+            params.push_back(f->args[0]);
+            rests.push_back(f->args[1]);
+        }
+        auto is_lambda = [&](size_t i) { return spine[i]->kids[1]->kind == ExprKind::Lambda; };
+        bool lambda_before_data = false;
+        for (size_t i = 0; i + 1 < spine.size(); ++i)
+            if (is_lambda(i))
+                for (size_t j = i + 1; j < spine.size(); ++j) lambda_before_data = lambda_before_data || !is_lambda(j);
+        if (!lambda_before_data) return nullptr;
+        auto check = [&](size_t i, const Type& at) {
+            const ExprPtr& arg = spine[i]->kids[1];
+            try {
+                unify(params[i], at);
+            } catch (const Mismatch& m) {
+                std::vector<std::string> notes;
+                if (!m.detail.empty()) notes.push_back(m.detail);
+                if (std::string c = array_conversion_note(params[i], at, arg->loc); !c.empty()) notes.push_back(c);
+                user_error(ErrorKind::Type, arg->loc,
+                           "argument " + std::to_string(i + 1) + " of " + fname + " should be " + describe(params[i]) +
+                               ", found " + describe(at),
+                           notes);
+            }
+        };
+        std::string data;  // "argument 2 of `map` is [float]", for the lambdas' errors
+        for (size_t i = 0; i < spine.size(); ++i) {
+            if (is_lambda(i)) continue;
+            check(i, infer(spine[i]->kids[1]));
+            solve();
+            data += (data.empty() ? "argument " + std::to_string(i + 1) + " of " + fname
+                                  : "; argument " + std::to_string(i + 1)) +
+                    " is " + type_to_string(prune(spine[i]->kids[1]->type));
+        }
+        for (size_t i = 0; i < spine.size(); ++i) {
+            if (!is_lambda(i)) continue;
+            try {
+                const ExprPtr& lambda = spine[i]->kids[1];
+                lambda->type = infer_lambda(lambda, params[i]);
+                check(i, lambda->type);
+            } catch (Error& e) {
+                if (e.kind == ErrorKind::Type && e.loc.valid() && spine[i]->kids[1]->loc.valid() &&
+                    e.loc.line == spine[i]->kids[1]->loc.line && e.loc.col >= spine[i]->kids[1]->loc.col)
+                    e.notes.push_back("the function's parameters have the types " + fname + " gives them: " + data);
+                throw;
+            }
+            solve();
+        }
+        for (size_t i = 0; i < spine.size(); ++i) spine[i]->type = rests[i];
+        return rests.back();
     }
 
     // `load "x.npy"`: the file's header says the element type and rank.
