@@ -1,7 +1,8 @@
 // Shoal's kernels on a GPU, side by side in one run with the bandwidth limit
 // (a device-to-device copy of the same bytes) and with CuPy (bench/gpu/run.sh).
 //
-//   shoal_bench_gpu [--rounds R] [--log2 24,26] [--cupy FILE] [--simulated]
+//   shoal_bench_gpu [--rounds R] [--log2 24,26] [--cupy FILE] [--simulated] [--set NAME=VALUE]...
+//   (--set sharedmem=off / fusion=off / hoist=off: an optimisation switched off in every session)
 //
 // For each size 2^k (Jacobi: a square of 2^k elements) it binds the inputs
 // on the device (`random`, `generate`: resident before anything is timed),
@@ -77,6 +78,9 @@ const Program kJacobi{"jacobi",
                       "    if i == 0 || j == 0 || i == side - 1 || j == side - 1 then u[i, j]\n"
                       "    else 0.25 * (u[i - 1, j] + u[i + 1, j] + u[i, j - 1] + u[i, j + 1] + h * h))",
                       kJacobiSweep.c_str()};
+// The 4-point update written with four rank-2 slices: one kernel whose reads
+// shared tiles serve (docs/optimisations.md); compare with --set sharedmem=off.
+const Program kStencil{"stencil-slices", "", "let j = u0[:-2, 1:-1] + u0[2:, 1:-1] + u0[1:-1, :-2] + u0[1:-1, 2:]"};
 const Program kScan{"scan", "", "let ps = scan (+) 0.0 x"};
 // examples/histogram.shoal's permute, 256 bins of [0, 1).
 const Program kHistogram{"histogram", "let bin (v : float) : int = min 255 (int (v * 256.0))",
@@ -94,6 +98,11 @@ std::vector<GpuProgram> gpu_programs() {
         {example_program("fwd_diff"), false, [](Session&, double n) { return 4 * n + 4 * (n - 1); }},
         {example_program("spencer"), false, [](Session&, double n) { return 4 * n + 4 * (n - 14); }},
         {kJacobi, true, [](Session&, double n) { return kJacobiSweeps * 8 * n; }},
+        {kStencil, true,
+         [](Session&, double n) {
+             const double side = std::sqrt(n);
+             return 4 * n + 4 * (side - 2) * (side - 2);
+         }},
         {kScan, false, [](Session&, double n) { return 8 * n; }},
         {kHistogram, false, [](Session&, double n) { return 4 * n + 4 * 256; }},
         {kFilter, false,
@@ -290,7 +299,8 @@ void print_table(const std::vector<Row>& rows, const CupySide& cupy) {
 
 [[noreturn]] void usage() {
     std::fprintf(stderr,
-                 "usage: shoal_bench_gpu [--rounds R] [--log2 24,26] [--cupy FILE] [--simulated] | --smoke\n");
+                 "usage: shoal_bench_gpu [--rounds R] [--log2 24,26] [--cupy FILE] [--simulated] [--set NAME=VALUE]... "
+                 "| --smoke\n");
     std::exit(2);
 }
 
@@ -302,6 +312,7 @@ int main(int argc, char** argv) {
     std::vector<int> sizes = {24, 26};
     std::string cupy_file;
     bool simulated = false, smoke = false;
+    std::vector<std::string> settings;  // --set sharedmem=off: `:set sharedmem off` in every session
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         const bool has_value = i + 1 < argc;
@@ -312,6 +323,12 @@ int main(int argc, char** argv) {
         } else if (a == "--simulated") simulated = true;
         else if (a == "--rounds" && has_value) rounds = std::atoi(argv[++i]);
         else if (a == "--cupy" && has_value) cupy_file = argv[++i];
+        else if (a == "--set" && has_value) {
+            std::string kv = argv[++i];
+            const size_t eq = kv.find('=');
+            if (eq == std::string::npos) usage();
+            settings.push_back(":set " + kv.substr(0, eq) + " " + kv.substr(eq + 1));
+        }
         else if (a == "--log2" && has_value) {
             sizes.clear();
             std::istringstream list(argv[++i]);
@@ -345,6 +362,7 @@ int main(int argc, char** argv) {
         const auto side = static_cast<int64_t>(std::sqrt(static_cast<double>(n)));
         Session s;
         run(s, ":set backend compiled");
+        for (const std::string& setting : settings) run(s, setting);
         bind_inputs(s, n, side);
         for (const GpuProgram& g : gpu_programs()) {
             const double elements = static_cast<double>(g.square ? side * side : n);
