@@ -1555,20 +1555,36 @@ std::string class_name(unsigned classes) {
 
 }  // namespace
 
-std::vector<Type> example_instances(const Scheme& s) {
+// The instance of a scheme a user would think of (see scheme_to_string),
+// with its free variables in `vars`; `settled` is false for a scheme only
+// some instances satisfy, `lifts` true for one also elementwise over arrays.
+struct DisplayInstance {
+    Type type;
+    std::vector<Type> vars;
+    bool settled = true, lifts = false;
+};
+
+DisplayInstance display_instance(const Scheme& s) {
     static const TypeEnvironment no_globals;
     Checker c(no_globals);
-    Type t = c.instantiate(s, Loc{}, "", nullptr);
-    bool lifts = false;
+    DisplayInstance d;
+    d.type = c.instantiate(s, Loc{}, "", nullptr);
     try {
-        c.settle_for_display(lifts);
+        c.settle_for_display(d.lifts);
     } catch (const Error&) {
-        return {};
+        d.settled = false;
     }
-    std::vector<Type> vars;
     std::set<const TypeNode*> seen;
-    Checker::free_vars(t, vars, seen);
-    for (const auto& v : vars) {
+    Checker::free_vars(d.type, d.vars, seen);
+    return d;
+}
+
+std::vector<Type> example_instances(const Scheme& s) {
+    DisplayInstance d = display_instance(s);
+    if (!d.settled) return {};
+    Type t = d.type;
+    const bool lifts = d.lifts;
+    for (const auto& v : d.vars) {
         if (v->bound) continue;
         // Ranks read as 1; element types default as literals do (int for
         // integral classes, float otherwise).
@@ -1598,18 +1614,11 @@ std::string scheme_to_string(const Scheme& s) {
     // a user would think of: unknown ranks are 1, an operand combined with an
     // array is an array of the same rank, other elementwise operands are
     // scalars -- and say when the function also lifts over arrays.
-    static const TypeEnvironment no_globals;
-    Checker c(no_globals);
-    Type t = c.instantiate(s, Loc{}, "", nullptr);
-    bool lifts = false;
-    try {
-        c.settle_for_display(lifts);
-    } catch (const Error&) {
-        // A scheme that only some instances satisfy: fall back to its raw form below.
-    }
-    std::vector<Type> vars;
-    std::set<const TypeNode*> seen;
-    Checker::free_vars(t, vars, seen);
+    // A scheme that only some instances satisfy shows its raw form.
+    DisplayInstance d = display_instance(s);
+    const Type t = d.type;
+    const bool lifts = d.lifts;
+    const std::vector<Type>& vars = d.vars;
     for (const auto& v : vars)
         if (v->is_rank && !v->bound) v->bound = t_rank(1);  // rank-polymorphic reads as rank 1
     std::vector<Type> all{t};
