@@ -43,8 +43,7 @@ void Node::compute_because(const std::string& why) const {
 std::string Node::description() const {
     if (group_->what.empty()) return "";
     const Loc& at = group_->origin;
-    return "`" + group_->what + "`" +
-           (at.valid() ? " at " + at.source->name + ":" + std::to_string(at.line) + ":" + std::to_string(at.col) : "");
+    return "`" + group_->what + "`" + (at.valid() ? " at " + at.position() : "");
 }
 
 ArrayPtr Node::force() const {

@@ -942,8 +942,7 @@ private:
         }
         fc_.remember_hoisted(&e, s.closure, v);
         if (holds_array(v) && e.loc.valid())
-            fc_.note_materialised("", "the nested array at " + e.loc.source->name + ":" + std::to_string(e.loc.line) + ":" +
-                                          std::to_string(e.loc.col),
+            fc_.note_materialised("", "the nested array at " + e.loc.position(),
                                   "hoisted: it does not depend on the element, so it is computed once, before the kernel");
         return host_value(v, &e);
     }

@@ -534,7 +534,7 @@ void CudaPrinter::print_error(const Stmt& s) {
     const Check& c = kernel_->checks.at(s.error_code);
     std::string what = "check " + std::to_string(s.error_code) + ": " + c.message;
     if (c.loc.valid())
-        what += " (" + c.loc.source->name + ":" + std::to_string(c.loc.line) + ":" + std::to_string(c.loc.col) + ")";
+        what += " (" + c.loc.position() + ")";
     print_comment(what);
     line("shoal_record_error(shoal_error, " + std::to_string(s.error_code) + ", " + print_expr(s.exprs[0]) +
          ", " + print_expr(s.exprs[1]) + ");");

@@ -175,7 +175,7 @@ private:
     static std::string check_text(const Check& c) {
         std::string s = c.message;
         if (c.loc.valid())
-            s += " at " + c.loc.source->name + ":" + std::to_string(c.loc.line) + ":" + std::to_string(c.loc.col);
+            s += " at " + c.loc.position();
         return s;
     }
 

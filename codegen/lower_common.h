@@ -13,6 +13,8 @@ namespace shoal::ir::lowering {
 ExprPtr global_thread();
 ExprPtr grid_threads();
 ExprPtr tid64();  // threadIdx.x as I64
+ExprPtr i32(int64_t v);     // an I32 constant (shared-memory indices, thread positions)
+ExprPtr widen(ExprPtr e);   // e as I64 (a global index from an I32 position)
 
 // Host formula for a grid of about n / per_block blocks, capped: min(ceil(n / per_block), max_blocks).
 ExprPtr capped_grid(ExprPtr n, int64_t per_block, int64_t max_blocks);

@@ -134,6 +134,8 @@ namespace lowering {
 
 // ---------------------------------------------------------------- thread geometry
 ExprPtr tid64() { return cast(ScalarType::I64, thread_idx()); }
+ExprPtr i32(int64_t v) { return const_int(v, ScalarType::I32); }
+ExprPtr widen(ExprPtr e) { return cast(ScalarType::I64, std::move(e)); }
 ExprPtr global_thread() {
     return binary(BinaryOp::Add, binary(BinaryOp::Mul, block_idx(), cast(ScalarType::I64, block_dim())), tid64());
 }
@@ -241,7 +243,6 @@ void block_tree_reduce(KernelBuilder& kb, const Combine& op, const std::vector<s
     const ExprPtr tid = thread_idx();
     store_all(kb, tree, tid, values, MemSpace::Shared);
     kb.end_phase();
-    auto i32 = [](int64_t v) { return const_int(v, ScalarType::I32); };
     for (int s = ordered ? 1 : bs / 2; ordered ? s < bs : s >= 1; s = ordered ? s * 2 : s / 2) {
         // ordered: thread t combines the adjacent runs starting at 2st and 2st + s;
         // otherwise thread t < s folds in element t + s (sequential addressing, no bank conflicts).

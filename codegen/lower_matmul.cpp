@@ -36,8 +36,6 @@ void lower_matmul(PlanBuilder& pb, const std::string& name, const PullArray& a, 
     // Tiles padded to T + 1 columns: a column of B read by a warp and a row
     // of A written by one hit distinct banks.
     const std::string sa = kb.shared_array("tile_a", t, T * (T + 1)), sb = kb.shared_array("tile_b", t, T * (T + 1));
-    auto i32 = [](int64_t v) { return const_int(v, ScalarType::I32); };
-    auto widen = [](ExprPtr e) { return cast(ScalarType::I64, std::move(e)); };
     const ExprPtr zero = is_float(t) ? const_float(0, t) : const_int(0, t);
     const ExprPtr across = ceil_div(m, i64(T));
     const ExprPtr tiles = binary(BinaryOp::Mul, ceil_div(n, i64(T)), across);

@@ -17,10 +17,6 @@ using namespace lowering;
 
 namespace lowering {
 
-namespace {
-ExprPtr i32(int64_t v) { return const_int(v, ScalarType::I32); }
-}  // namespace
-
 ExprPtr padded(ExprPtr k) { return binary(BinaryOp::Add, k, binary(BinaryOp::Shr, k, i32(5))); }
 
 void TileScan::prepare(KernelBuilder& kb) {

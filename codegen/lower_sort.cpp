@@ -30,7 +30,6 @@ using namespace lowering;
 
 namespace {
 
-ExprPtr i32(int64_t v) { return const_int(v, ScalarType::I32); }
 ExprPtr add(ExprPtr a, ExprPtr b) { return binary(BinaryOp::Add, std::move(a), std::move(b)); }
 ExprPtr mul(ExprPtr a, ExprPtr b) { return binary(BinaryOp::Mul, std::move(a), std::move(b)); }
 ExprPtr shared_i32(const std::string& mem, ExprPtr i) { return load(mem, std::move(i), ScalarType::I32, MemSpace::Shared); }

@@ -143,7 +143,6 @@ void lower_transpose(PlanBuilder& pb, const std::string& name, const PullArray& 
     KernelBuilder kb(name, T * R);
     kb.buffer_param(out, a.elem, Access::Write);
     const std::string tile = kb.shared_array("tile", a.elem, int64_t{T} * (T + 1));
-    auto i32 = [](int64_t v) { return const_int(v, ScalarType::I32); };
     const ExprPtr tx = binary(BinaryOp::Mod, thread_idx(), i32(T));
     const ExprPtr ty = binary(BinaryOp::Div, thread_idx(), i32(T));
     const std::string t_name = kb.fresh("tile_id");

@@ -47,7 +47,7 @@ std::string source_comment(const Loc& loc) {
         size_t cut = text.rfind(' ', kWidth);
         text = text.substr(0, cut == std::string::npos || cut == 0 ? kWidth : cut) + " ...";
     }
-    return text + "   -- " + loc.source->name + ":" + std::to_string(loc.line) + ":" + std::to_string(loc.col);
+    return text + "   -- " + loc.position();
 }
 
 void store_element(ScalarType t, const HostValue& v, void* p) {

@@ -20,7 +20,7 @@ const char* error_kind_name(ErrorKind kind) {
 
 static std::string what_text(const Loc& loc, const std::string& message) {
     if (!loc.valid()) return message;
-    return loc.source->name + ":" + std::to_string(loc.line) + ":" + std::to_string(loc.col) + ": " + message;
+    return loc.position() + ": " + message;
 }
 
 Error::Error(ErrorKind k, Loc l, std::string m, std::vector<std::string> n)

@@ -26,4 +26,8 @@ void Source::position(size_t offset, int& line, int& col) const {
     col = static_cast<int>(offset - line_starts_[line - 1]) + 1;
 }
 
+std::string Loc::position() const {
+    return source->name + ":" + std::to_string(line) + ":" + std::to_string(col);
+}
+
 }  // namespace shoal

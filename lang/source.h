@@ -35,6 +35,8 @@ struct Loc {
     int length = 1;
 
     bool valid() const { return source && line > 0; }
+    // "file:line:col", as diagnostics and generated-code comments write it.
+    std::string position() const;
 };
 
 }  // namespace shoal
