@@ -201,11 +201,11 @@ bool computes_in_double(const ir::Kernel& k) {
 void FusionEngine::record_profile(const ir::LaunchPlan& plan, const ir::PlanOutcome& r, const FuseContext& fc) {
     ProfileReport& report = profiling_->report;
     auto lookup = [&](const std::string& s) { return scalar_value(s, r, fc); };
+    const std::string source = ir::source_comment(origin_);
     for (size_t k = 0; k < plan.kernels.size(); ++k) {
         const ir::KernelCounters& c = r.kernel_counters[k];
         if (c.launches == 0) continue;
         const ir::Kernel& kernel = plan.kernels[k];
-        const std::string source = ir::source_comment(origin_);
         auto same = [&](const KernelProfile& p) {
             return p.plan == plan.name && p.kernel == kernel.name && p.source == source;
         };
@@ -240,7 +240,7 @@ void FusionEngine::record_profile(const ir::LaunchPlan& plan, const ir::PlanOutc
         profiling_->computed.insert(identity(data));
         profiling_->results[identity(data)] = buffer_bytes(plan, name, r, fc);
     }
-    report.plans.push_back({plan.name, ir::source_comment(origin_), fc.fused(), fc.materialised()});
+    report.plans.push_back({plan.name, source, fc.fused(), fc.materialised()});
 }
 
 ProfileReport FusionEngine::profile(const std::function<void()>& run_it, const std::string& arch) {

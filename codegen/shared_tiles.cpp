@@ -138,6 +138,7 @@ struct Group {
     int64_t stride_value = 0;
     std::map<const Expr*, Offset> reads;
     Offset lo, hi;       // the smallest and largest offsets
+    size_t offsets = 0;  // how many distinct ones
     std::string shared;  // the tile's shared array
     int64_t tile_rows = 1, tile_cols = 0;  // with the halo
 
@@ -146,9 +147,7 @@ struct Group {
             auto sgn = [](int64_t v) { return (v > 0 ? "+" : "") + std::to_string(v); };
             return a == b ? sgn(a) : sgn(a) + ".." + sgn(b);
         };
-        std::set<Offset> distinct;
-        for (const auto& [load, o] : reads) distinct.insert(o);
-        std::string text = buffer + " is read at " + std::to_string(distinct.size()) + " offsets (";
+        std::string text = buffer + " is read at " + std::to_string(offsets) + " offsets (";
         text += rank == 1 ? range(lo.col, hi.col) : "rows " + range(lo.row, hi.row) + ", columns " + range(lo.col, hi.col);
         return text + "): its tile and halo are loaded into " + shared + " once";
     }
@@ -216,9 +215,11 @@ std::vector<Group> find_groups(KernelBuilder& kb, const MapBody& map, const Lowe
         for (const Param& q : kb.kernel().params)
             if (q.name == buffer) p = &q;
         if (!p || p->kind != ParamKind::Buffer || p->access != Access::Read) continue;  // the kernel writes it
+        if (!facts.buffer_count(buffer)) continue;  // a buffer of unknown size cannot bound the halo
         std::set<Offset> distinct;
         for (const auto& [load, o] : g.reads) distinct.insert(o);
         if (distinct.size() < 2) continue;  // one offset: nothing to share (CSE merges equal reads)
+        g.offsets = distinct.size();
         g.lo = g.hi = *distinct.begin();
         for (const Offset& o : distinct) {
             g.lo = {std::min(g.lo.row, o.row), std::min(g.lo.col, o.col)};
@@ -248,7 +249,6 @@ public:
         for (const Group& g : groups_) {
             auto it = g.reads.find(e.get());
             if (it == g.reads.end()) continue;
-            auto i32 = [](int64_t v) { return const_int(v, ScalarType::I32); };
             const Offset& o = it->second;
             ExprPtr col = binary(BinaryOp::Add, local_.back(), i32(o.col - g.lo.col));
             if (local_.size() == 1) return load(g.shared, col, g.elem, MemSpace::Shared);
@@ -263,9 +263,6 @@ private:
     const std::vector<Group>& groups_;
     std::vector<ExprPtr> local_;
 };
-
-ExprPtr widen(ExprPtr e) { return cast(ScalarType::I64, std::move(e)); }
-ExprPtr i32(int64_t v) { return const_int(v, ScalarType::I32); }
 
 // Positions [0, count) of a tile shared out among the block's threads:
 // thread t takes t, t + block, t + 2 * block, ... The trip count is a
@@ -350,8 +347,6 @@ bool lower_map_shared_tiles(PlanBuilder& pb, KernelBuilder& kb, const MapBody& m
     const int64_t rows = rank == 2 ? opt.tile_rows : 1;
     const int64_t cols = rank == 2 ? opt.tile_cols : block * opt.items_per_thread;
     std::vector<Group> groups = find_groups(kb, map, *opt.facts, rows, cols);
-    for (auto it = groups.begin(); it != groups.end();)  // a buffer of unknown size cannot bound the halo
-        it = opt.facts->buffer_count(it->buffer) ? it + 1 : groups.erase(it);
     if (groups.empty()) return false;
 
     for (Group& g : groups) g.shared = kb.shared_array("tile_" + g.buffer, g.elem, g.tile_rows * g.tile_cols);

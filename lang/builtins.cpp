@@ -192,8 +192,10 @@ const std::vector<BuiltinDoc>& builtin_docs() {
     return docs;
 }
 
-std::string habit_instead(const std::string& name) {
-    // name -> what Shoal writes, then why or what it gives (may be empty).
+namespace {
+
+// A habit's name -> what Shoal writes, then why or what it gives (may be empty).
+const std::pair<const char*, const char*>* find_habit(const std::string& name) {
     static const std::map<std::string, std::pair<const char*, const char*>> habits = {
         {"len", {"length xs", ""}},
         {"size", {"length xs", "or `shape m` for every extent"}},
@@ -222,16 +224,21 @@ std::string habit_instead(const std::string& name) {
         {"numpy", {"sum xs", "builtins have plain names, not numpy.sum(xs)"}},
     };
     auto it = habits.find(name);
-    if (it == habits.end()) return "";
-    const auto& [code, why] = it->second;
+    return it == habits.end() ? nullptr : &it->second;
+}
+
+}  // namespace
+
+std::string habit_instead(const std::string& name) {
+    const auto* habit = find_habit(name);
+    if (!habit) return "";
+    const auto& [code, why] = *habit;
     return "Shoal writes `" + std::string(code) + "`" + (*why ? " (" + std::string(why) + ")" : "");
 }
 
 std::string habit_code(const std::string& name) {
-    const std::string advice = habit_instead(name);
-    if (advice.empty()) return "";
-    const size_t open = advice.find('`'), close = advice.find('`', open + 1);
-    return advice.substr(open + 1, close - open - 1);
+    const auto* habit = find_habit(name);
+    return habit ? habit->first : "";
 }
 
 const BuiltinDoc* find_builtin_doc(const std::string& name) {

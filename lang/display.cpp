@@ -482,9 +482,9 @@ DisplayData profile_display(const ProfileReport& report, double wall_seconds, co
     KernelProfile total;
     for (const KernelProfile& k : kernels) {
         total += k;
-        total.minimum_bytes += k.minimum_bytes;
         total.double_precision = total.double_precision || k.double_precision;
     }
+    auto label = [](const KernelProfile& k) { return k.plan == k.kernel ? k.kernel : k.plan + " / " + k.kernel; };
     // Every kernel loads or stores something: all zero means the executor
     // (a GPU's) does not model memory traffic, and the columns are left out.
     const bool traffic = total.global_bytes_loaded || total.global_bytes_stored || total.atomics;
@@ -516,8 +516,7 @@ DisplayData profile_display(const ProfileReport& report, double wall_seconds, co
                            duration_text(roofline_seconds(k, gpu))});
         return r;
     };
-    for (const KernelProfile& k : kernels)
-        rows.push_back(row(k.plan == k.kernel ? k.kernel : k.plan + " / " + k.kernel, k, k.minimum_bytes));
+    for (const KernelProfile& k : kernels) rows.push_back(row(label(k), k, k.minimum_bytes));
     // The statement's least traffic counts each array it reads once, however
     // many kernels read it: what fusion can reach.
     rows.push_back(row("total", total, report.minimum_bytes));
@@ -537,7 +536,7 @@ DisplayData profile_display(const ProfileReport& report, double wall_seconds, co
          "spills", "occupancy", "float ops"}};
     for (const KernelProfile& k : kernels) {
         const bool known = k.registers >= 0;
-        detail.push_back({k.plan == k.kernel ? k.kernel : k.plan + " / " + k.kernel, k.source.empty() ? "-" : k.source,
+        detail.push_back({label(k), k.source.empty() ? "-" : k.source,
                           std::to_string(k.grid) + " x " + std::to_string(k.block), bytes_text(k.static_shared) + " / 0 B",
                           known ? std::to_string(k.registers) : (k.resources_note.empty() ? "-" : k.resources_note),
                           known ? bytes_text(k.spill_bytes) : "-",

@@ -70,10 +70,6 @@ std::string describe(const Type& t) {
     return type_to_string(p);
 }
 
-// Where an array of one numeric element type is given for another (or for
-// a literal's still open one): the elementwise conversion that fixes it.
-std::string array_conversion_note(const Type& wanted, const Type& given, const Loc& given_loc);
-
 std::string source_text(const Loc& loc);
 
 // `int n`, or `int (a + b)` when the converted text is not a single word.
@@ -83,6 +79,8 @@ std::string conversion_text(const char* fn, const Loc& loc) {
     return std::string(fn) + " " + (word ? text : "(" + text + ")");
 }
 
+// Where an array of one numeric element type is given for another (or for
+// a literal's still open one): the elementwise conversion that fixes it.
 std::string array_conversion_note(const Type& wanted, const Type& given, const Loc& given_loc) {
     Type w = prune(wanted), g = prune(given);
     if (w->kind != TypeKind::Array || g->kind != TypeKind::Array) return "";
@@ -514,17 +512,7 @@ public:
                 expect(f, t_func(at, r), app->loc, "applied value");
                 ft = r;
             } else if (f->kind == TypeKind::Func) {
-                try {
-                    unify(f->args[0], at);
-                } catch (const Mismatch& m) {
-                    std::vector<std::string> notes;
-                    if (!m.detail.empty()) notes.push_back(m.detail);
-                    if (std::string c = array_conversion_note(f->args[0], at, arg->loc); !c.empty()) notes.push_back(c);
-                    user_error(ErrorKind::Type, arg->loc,
-                               "argument " + std::to_string(i + 1) + " of " + fname + " should be " +
-                                   describe(f->args[0]) + ", found " + describe(at),
-                               notes);
-                }
+                unify_argument(f->args[0], at, arg, i, fname);
                 ft = f->args[1];
             } else {
                 user_error(ErrorKind::Type, arg->loc,
@@ -537,6 +525,22 @@ public:
         }
         type_load_literal(head, spine, ft);
         return ft;
+    }
+
+    // Unifies argument i (0-based) of fname, of type `at`, with the
+    // parameter type `param`; a mismatch names both, blamed on the argument.
+    void unify_argument(const Type& param, const Type& at, const ExprPtr& arg, size_t i, const std::string& fname) {
+        try {
+            unify(param, at);
+        } catch (const Mismatch& m) {
+            std::vector<std::string> notes;
+            if (!m.detail.empty()) notes.push_back(m.detail);
+            if (std::string c = array_conversion_note(param, at, arg->loc); !c.empty()) notes.push_back(c);
+            user_error(ErrorKind::Type, arg->loc,
+                       "argument " + std::to_string(i + 1) + " of " + fname + " should be " + describe(param) +
+                           ", found " + describe(at),
+                       notes);
+        }
     }
 
     // `map (\x -> if x then 1 else 0) xs`: when a lambda argument comes
@@ -559,20 +563,7 @@ public:
             if (is_lambda(i))
                 for (size_t j = i + 1; j < spine.size(); ++j) lambda_before_data = lambda_before_data || !is_lambda(j);
         if (!lambda_before_data) return nullptr;
-        auto check = [&](size_t i, const Type& at) {
-            const ExprPtr& arg = spine[i]->kids[1];
-            try {
-                unify(params[i], at);
-            } catch (const Mismatch& m) {
-                std::vector<std::string> notes;
-                if (!m.detail.empty()) notes.push_back(m.detail);
-                if (std::string c = array_conversion_note(params[i], at, arg->loc); !c.empty()) notes.push_back(c);
-                user_error(ErrorKind::Type, arg->loc,
-                           "argument " + std::to_string(i + 1) + " of " + fname + " should be " + describe(params[i]) +
-                               ", found " + describe(at),
-                           notes);
-            }
-        };
+        auto check = [&](size_t i, const Type& at) { unify_argument(params[i], at, spine[i]->kids[1], i, fname); };
         std::string data;  // "argument 2 of `map` is [float]", for the lambdas' errors
         for (size_t i = 0; i < spine.size(); ++i) {
             if (is_lambda(i)) continue;
