@@ -1,7 +1,8 @@
 // The papers' ablation table, reproduced (issue 12 §5): each seed program
 // with one optimisation on and off -- fusion (RMSE, SDOT, Black-Scholes),
 // shared tiles (forward difference, Spencer-15, Jacobi 2-D), hoisting
-// (addSum), and the tiled matmul against the naive `generate` -- run through a
+// (addSum), the tiled matmul against the naive `generate`, and the
+// deterministic float histogram against integer atomics -- run through a
 // Session on the CPU executor. Per program and setting: kernels launched,
 // global bytes moved, 32-byte sectors, the roofline estimate on an H100
 // (lang/profile.h, from the counters) and the CPU executor's wall time (best
@@ -80,6 +81,15 @@ std::vector<Case> cases(bool smoke) {
         out.push_back({"matmul", n_text(m) + "^2", "tiles", matrices(m), "let c = a @ b",
                        "let c = generate (" + n_text(m) + ", " + n_text(m) + ") (\\i j -> sum (zipWith (*) a[i, :] b[:, j]))",
                        ""});
+    // Deterministic float permute (lower_permute.cpp) against integer atomics
+    // on the same targets: the price of the same bits on every run.
+    const std::string weights = vec + "let w = map (\\v -> int (v * 1000.0)) x\n";
+    for (int64_t m : smoke ? std::vector<int64_t>{10, 2000} : std::vector<int64_t>{10, 256, 4096}) {
+        const std::string target = "(\\i -> (i * 37) % " + n_text(m) + ")";
+        out.push_back({"histogram", vec_size + ":" + n_text(m), "ordered", weights,
+                       "let h = permute (+) (fill " + n_text(m) + " 0.0) " + target + " x",
+                       "let h = permute (+) (fill " + n_text(m) + " 0) " + target + " w", ""});
+    }
     return out;
 }
 

@@ -352,9 +352,10 @@ std::optional<Value> FusionEngine::sort(bool by_key, std::span<const Value> args
     return Value(std::vector<Value>{sorted, rebuild(args[1], results(r, outs, prims, like_shape(args[1])))});
 }
 
-// permute f dest g vals. With an operator section: atomics (or a CAS loop)
-// combine every element into dest[g i], the target function compiled into
-// the kernel; integer results are exact, float sums depend on the order.
+// permute f dest g vals. With an operator section on integers: atomics (or a
+// CAS loop) combine every element into dest[g i], the target function
+// compiled into the kernel, exactly; on floats: block partials per target
+// combined in a fixed order (deterministic; lower_permute.cpp).
 // With any other function (arrays of tuples too): sorted by target, each
 // target folded in source order, exactly as the reference.
 std::optional<Value> FusionEngine::permute(std::span<const Value> args, EvalContext& ctx) {
@@ -381,7 +382,12 @@ std::optional<Value> FusionEngine::permute(std::span<const Value> args, EvalCont
         const std::vector<PullArray> v = pulls_of(vals, fc), d = pulls_of(dest, fc);
         const PullArray target = target_of(v[0].shape);
         if (atomics) {
-            ir::lower_permute(pb, "permute", d[0], target, v[0], ir::known_combine(*op, ir::scalar_of(prims[0])), outs[0]);
+            // The number of targets picks a float permute's path (lower_permute.cpp).
+            const ir::LoweringFacts facts = fc.facts(pb);
+            ir::LoweringOptions opt;
+            opt.facts = &facts;
+            ir::lower_permute(pb, "permute", d[0], target, v[0], ir::known_combine(*op, ir::scalar_of(prims[0])), outs[0],
+                              opt);
             return;
         }
         const Type et = elem_type(vals);

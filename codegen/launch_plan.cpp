@@ -62,6 +62,7 @@ std::string PlanBuilder::add_buffer(const std::string& name, ScalarType elem, Bu
         }
     SHOAL_INTERNAL_ASSERT(!plan_.find_scalar(name), "plan buffer " + name + " clashes with a scalar");
     if (count) register_host_params(count);
+    if (guard_ && count && role != BufferRole::Input) count = select(guard_, count, i64(0));
     plan_.buffers.push_back(PlanBuffer{name, elem, role, std::move(count)});
     return name;
 }
@@ -111,8 +112,14 @@ int PlanBuilder::add_kernel(Kernel k) {
     return static_cast<int>(plan_.kernels.size()) - 1;
 }
 
+void PlanBuilder::set_guard(ExprPtr cond) {
+    if (cond) register_host_params(cond);
+    guard_ = std::move(cond);
+}
+
 void PlanBuilder::launch(int kernel, ExprPtr grid, std::string comment) {
     register_host_params(grid);
+    if (guard_) grid = select(guard_, grid, i64(0));
     PlanStep s;
     s.kind = StepKind::Launch;
     s.kernel = kernel;
@@ -125,6 +132,7 @@ std::string PlanBuilder::read_back(const std::string& scalar, const std::string&
                                    std::string comment) {
     const PlanBuffer* b = plan_.find_buffer(buffer);
     SHOAL_INTERNAL_ASSERT(b, "read_back from unknown buffer " + buffer);
+    SHOAL_INTERNAL_ASSERT(!guard_, "read_back under a guard: the buffer may not exist");
     SHOAL_INTERNAL_ASSERT(!plan_.find_scalar(scalar), "read_back redefines " + scalar);
     register_host_params(index);
     plan_.scalars.push_back(PlanScalar{scalar, b->elem, ScalarSource::ReadBack, nullptr});

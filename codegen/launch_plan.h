@@ -133,6 +133,14 @@ public:
     // the finished plan (the plan cache does, on a miss).
     int add_kernel(Kernel k);
     void launch(int kernel, ExprPtr grid, std::string comment = "");
+    // While a guard is set, the launches added run only where `cond` (a host
+    // Bool over plan scalars) holds at run time (their grid is 0 otherwise)
+    // and the buffers declared get no memory otherwise: one plan holding two
+    // lowerings of a primitive that a run-time size chooses between (permute's
+    // bins or sort when the lowering cannot know the number of targets).
+    // Null clears it; read-backs are not allowed under a guard.
+    void set_guard(ExprPtr cond);
+
     // Defines the ReadBack scalar `scalar` (type: the buffer's element type).
     std::string read_back(const std::string& scalar, const std::string& buffer, ExprPtr index,
                           std::string comment = "");
@@ -150,6 +158,7 @@ private:
 
     LaunchPlan plan_;
     std::map<std::string, int> counters_;
+    ExprPtr guard_;
 };
 
 // Checks the host program's invariants (an internal error names the first

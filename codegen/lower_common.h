@@ -2,6 +2,7 @@
 // which is codegen/lower_primitives.h).
 #pragma once
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,11 @@ ExprPtr grid_threads();
 ExprPtr tid64();  // threadIdx.x as I64
 ExprPtr i32(int64_t v);     // an I32 constant (shared-memory indices, thread positions)
 ExprPtr widen(ExprPtr e);   // e as I64 (a global index from an I32 position)
+
+// The value of a host expression whose plan scalars the facts know (null e is 0), or none.
+std::optional<int64_t> known_value(const ExprPtr& e, const LoweringFacts& facts);
+// The same through opt.facts: none without facts (during :emit's trace).
+std::optional<int64_t> known_value(const ExprPtr& e, const LoweringOptions& opt);
 
 // Host formula for a grid of about n / per_block blocks, capped: min(ceil(n / per_block), max_blocks).
 ExprPtr capped_grid(ExprPtr n, int64_t per_block, int64_t max_blocks);

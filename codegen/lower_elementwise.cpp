@@ -141,6 +141,23 @@ ExprPtr global_thread() {
 }
 ExprPtr grid_threads() { return binary(BinaryOp::Mul, grid_dim(), cast(ScalarType::I64, block_dim())); }
 
+std::optional<int64_t> known_value(const ExprPtr& e, const LoweringFacts& facts) {
+    if (!e) return 0;
+    bool known = true;
+    const int64_t v = eval_host_int(e, [&](const std::string& name) {
+        HostValue h;
+        if (auto x = facts.value(name)) h.i = *x;
+        else known = false;
+        return h;
+    });
+    return known ? std::optional<int64_t>(v) : std::nullopt;
+}
+
+std::optional<int64_t> known_value(const ExprPtr& e, const LoweringOptions& opt) {
+    if (!opt.facts || !opt.facts->value) return std::nullopt;
+    return known_value(e, *opt.facts);
+}
+
 ExprPtr capped_grid(ExprPtr n, int64_t per_block, int64_t max_blocks) {
     if (per_block == 1) return min_expr(std::move(n), i64(max_blocks));
     return min_expr(ceil_div(std::move(n), i64(per_block)), i64(max_blocks));

@@ -2,12 +2,31 @@
 // any function) and scatter (last write wins), plus filter (flags -> scan ->
 // scatter).
 //
-// permute: the output starts as a copy of dest; every source element is
-// combined into its target with an atomic: the native one where CUDA has it
-// for the operator and type (atomicAdd on int/unsigned/long long/float/double,
-// atomicMin/Max/And/Or on integers), else a compare-and-swap loop (Accelerate
-// thesis, section "Permute"). Integer results are exact whatever the order;
-// float sums depend on the order of the atomics (within tolerance).
+// permute with an operator on integers: the output starts as a copy of dest;
+// every source element is combined into its target with an atomic: the
+// native one where CUDA has it (atomicAdd, atomicMin/Max/And/Or), else a
+// compare-and-swap loop (Accelerate thesis, section "Permute"). Integer
+// results are exact whatever the order.
+//
+// permute with an operator on floats is DETERMINISTIC (docs/semantics.md):
+// the order of float additions would otherwise be the order in which atomics
+// happen to land, and the last digits would change from run to run. The
+// elements are combined in an order fixed by n alone, on every executor:
+//   bins     (up to kBinsWindows windows of bins_per_window targets) block b
+//            of a fixed grid takes elements b*64 + t, (b + grid)*64 + t, ...
+//            (grid-stride, coalesced); thread t folds its elements in index
+//            order into its own column of bins in shared memory (no races);
+//            the block then folds each bin over its 64 columns in thread
+//            order -> partials[b][target]. More targets than a window holds
+//            take one pass over the input per window.
+//   combine  out[j] = dest[j] folded with partials[0][j], partials[1][j], ...
+//            in block order.
+// Folds start from the operator's EXACT identity (-0.0 for +, NaN for the
+// NaN-losing min/max), so a block without elements for j changes nothing.
+// With more targets than kBinsWindows windows hold, the ordered path below
+// (sort by target, fold each target in source order) is cheaper than more
+// passes; when the number of targets is not known while lowering (`:emit`),
+// the plan holds both and a run-time guard picks one.
 //
 // permute with any other function (not known to be associative or to
 // commute): the reference folds each target's elements in source order, so
@@ -20,6 +39,10 @@
 // decided first: winner[j] = atomicMax over the source positions k that
 // target j; then only the winning k stores its row. Two passes, fully
 // deterministic, and the copy of dest is overwritten only where a write wins.
+#include <algorithm>
+#include <bit>
+#include <cmath>
+
 #include "codegen/lower_common.h"
 #include "lang/diagnostics.h"
 
@@ -84,11 +107,137 @@ PullArray constant_array(std::vector<ExprPtr> shape, ExprPtr value) {
 
 }  // namespace
 
+namespace {
+
+// The bins kernel's threads per block: each thread has its own column of
+// bins in shared memory, so fewer threads leave room for more bins.
+constexpr int kBinsBlock = 64;
+constexpr int64_t kBinsSharedBytes = 32 * 1024;
+// Passes over the input the bins path may take before sorting is cheaper.
+constexpr int64_t kBinsWindows = 8;
+// Elements per thread the grid aims for (the block partials are read again
+// per target, so fewer, fuller blocks keep the combine short).
+constexpr int64_t kBinsItemsPerThread = 16;
+
+// Bins a window holds: a row of kBinsBlock + 1 slots per bin (the extra
+// slot keeps the per-bin fold across the threads free of bank conflicts).
+int64_t bins_per_window(ScalarType t) { return kBinsSharedBytes / ((kBinsBlock + 1) * int64_t(scalar_size(t))); }
+
+// e with op(x, e) == x bit for bit for every x, NaN and -0.0 included.
+ExprPtr exact_identity(AssocOp op, ScalarType t) {
+    switch (op) {
+        case AssocOp::Add: return const_float(-0.0, t);  // +0.0 would turn -0.0 into +0.0
+        case AssocOp::Mul: return const_float(1.0, t);
+        case AssocOp::Min:
+        case AssocOp::Max: return const_float(std::nan(""), t);  // fmin/fmax: NaN loses
+        default: break;
+    }
+    internal_error(__FILE__, __LINE__, "permute: no float identity for a bitwise operator");
+}
+
+// partials[b * m + j] = block b's fold of its elements with target j (see
+// the file comment), then out[j] = dest[j] folded with every block's partial.
+void permute_by_bins(PlanBuilder& pb, const std::string& name, const PullArray& dest, const PullArray& target,
+                     const PullArray& vals, AssocOp op, const std::string& out, const LoweringOptions& opt) {
+    const ScalarType t = dest.elem;
+    const ExprPtr m = element_count(dest.shape), n = element_count(vals.shape);
+    const ExprPtr blocks = param(pb.derived(pb.fresh(name + "_blocks"),
+                                            capped_grid(n, kBinsBlock * kBinsItemsPerThread, opt.max_blocks)),
+                                 ScalarType::I64);
+    const std::string partials = pb.temp_buffer(pb.fresh(name + "_partials"), t, binary(BinaryOp::Mul, blocks, m));
+    const ExprPtr identity = exact_identity(op, t);
+    // A window as wide as the targets (rounded up to a power of two, so a few
+    // kernels serve every size) when they are known: less shared memory, more
+    // blocks per multiprocessor.
+    int64_t window = bins_per_window(t);
+    if (const auto known = known_value(m, opt); known && *known < window)
+        window = std::max<int64_t>(1, std::bit_ceil(static_cast<uint64_t>(*known)));
+    const int64_t row = kBinsBlock + 1;
+    {
+        KernelBuilder kb(name + "_bins", kBinsBlock);
+        kb.buffer_param(partials, t, Access::Write);
+        const std::string bins = kb.shared_array("bins", t, window * row);
+        const PullTuple vt = tuple_of(vals), tt = tuple_of(target);
+        const std::string w_name = kb.fresh("window");
+        const ExprPtr w0 = var(w_name, ScalarType::I64), count = use_params(kb, m);
+        kb.block_loop(w_name, i64(0), count, i64(window), [&] {
+            const ExprPtr width = kb.bind("width", cast(ScalarType::I32, min_expr(i64(window), binary(BinaryOp::Sub, count, w0))));
+            // Each thread clears and fills only its own column: no barrier until the fold.
+            auto slot = [&](ExprPtr bin, ExprPtr column) {
+                return binary(BinaryOp::Add, binary(BinaryOp::Mul, bin, i32(row)), column);
+            };
+            thread_loop(kb, "bin", i32(0), width, i32(1),
+                        [&](ExprPtr k) { kb.emit(store(bins, slot(k, thread_idx()), identity, MemSpace::Shared)); });
+            grid_stride_loop(kb, n, [&](ExprPtr i) {
+                std::vector<ExprPtr> index = unflatten(kb, i, vt.shape);
+                ExprPtr j = kb.bind("dst_index", binary(BinaryOp::Sub, cast(ScalarType::I64, tt.at(kb, index)[0]), w0));
+                emit_if(kb, in_range(j, cast(ScalarType::I64, width)), [&] {
+                    ExprPtr at = kb.bind("at", slot(cast(ScalarType::I32, j), thread_idx()));
+                    ExprPtr v = kb.bind("src_val", vt.at(kb, index)[0]);
+                    kb.emit(store(bins, at, apply_op(op, load(bins, at, t, MemSpace::Shared), v), MemSpace::Shared));
+                });
+            });
+            kb.end_phase();
+            // Each bin of the window folded over the columns in thread order.
+            thread_loop(kb, "bin", thread_idx(), width, i32(kBinsBlock), [&](ExprPtr k) {
+                const std::vector<ExprPtr> acc = declare_vars(kb, "acc", {identity});
+                thread_loop(kb, "column", i32(0), i32(kBinsBlock), i32(1), [&](ExprPtr c) {
+                    kb.emit(assign(acc[0]->name, apply_op(op, acc[0], load(bins, slot(k, c), t, MemSpace::Shared))));
+                });
+                ExprPtr at = binary(BinaryOp::Add, binary(BinaryOp::Add, binary(BinaryOp::Mul, block_idx(), count), w0),
+                                    cast(ScalarType::I64, k));
+                kb.emit(store(partials, at, acc[0]));
+            });
+        });
+        add_launch(pb, kb, blocks, "permute pass 1: each block folds its elements per target in a fixed order");
+    }
+    {
+        KernelBuilder kb(name, opt.block_size);
+        kb.buffer_param(out, t, Access::Write);
+        kb.buffer_param(partials, t, Access::Read);
+        const PullTuple dt = tuple_of(dest);
+        grid_stride_loop(kb, m, [&](ExprPtr j) {
+            const std::vector<ExprPtr> acc = declare_vars(kb, "acc", flat_at(kb, dt, j));
+            thread_loop(kb, "block", i64(0), use_params(kb, blocks), i64(1), [&](ExprPtr b) {
+                ExprPtr at = binary(BinaryOp::Add, binary(BinaryOp::Mul, b, use_params(kb, m)), j);
+                kb.emit(assign(acc[0]->name, apply_op(op, acc[0], load(partials, at, t))));
+            });
+            kb.emit(store(out, j, acc[0]));
+        });
+        add_launch(pb, kb, capped_grid(m, int64_t{opt.block_size} * opt.items_per_thread, opt.max_blocks),
+                   "permute pass 2: each target folds the block partials in block order");
+    }
+}
+
+// A float permute with an operator: bins or sort, both deterministic.
+void permute_floats(PlanBuilder& pb, const std::string& name, const PullArray& dest, const PullArray& target,
+                    const PullArray& vals, const Combine& op, const std::string& out, const LoweringOptions& opt) {
+    SHOAL_INTERNAL_ASSERT(op.known.has_value(), "permute: floats take the atomics path only with a known operator");
+    const ExprPtr m = element_count(dest.shape);
+    pb.output_buffer(out, dest.elem, m);  // before any guard: the result always exists
+    const int64_t max_bins = kBinsWindows * bins_per_window(dest.elem);
+    const std::optional<int64_t> known = known_value(m, opt);
+    const bool both = !known;
+    if (!known || *known <= max_bins) {
+        if (both) pb.set_guard(binary(BinaryOp::Le, m, i64(max_bins)));
+        permute_by_bins(pb, name, dest, target, vals, *op.known, out, opt);
+    }
+    if (!known || *known > max_bins) {
+        if (both) pb.set_guard(binary(BinaryOp::Gt, m, i64(max_bins)));
+        lower_permute_ordered(pb, both ? name + "_sorted" : name, tuple_of(dest), target, tuple_of(vals), op.fn, {out},
+                              opt);
+    }
+    pb.set_guard(nullptr);
+}
+
+}  // namespace
+
 void lower_permute(PlanBuilder& pb, const std::string& name, const PullArray& dest, const PullArray& target,
                    const PullArray& vals, const Combine& op, const std::string& out, const LoweringOptions& opt) {
     SHOAL_INTERNAL_ASSERT(op.types.size() == 1 && op.types[0] == dest.elem && vals.elem == dest.elem,
                           "permute: one component of dest's type");
     const ScalarType t = dest.elem;
+    if (is_float(t)) return permute_floats(pb, name, dest, target, vals, op, out, opt);
     const ExprPtr m = element_count(dest.shape), n = element_count(vals.shape);
     copy_into(pb, name + "_init", dest, out, opt);
 
@@ -151,7 +300,7 @@ void lower_permute_ordered(PlanBuilder& pb, const std::string& name, const PullT
         sorted_vals.push_back(pb.fresh(name + "_sorted_vals"));
     }
     const std::string sorted_keys = pb.fresh(name + "_sorted_keys");
-    lower_sort(pb, name + "_by_target", keys, flat_vals, sorted_keys, sorted_vals, opt);
+    lower_sort(pb, name + "_by_target", keys, flat_vals, sorted_keys, sorted_vals, opt, n);
     pb.set_role(sorted_keys, BufferRole::Temp);
     for (const auto& v : sorted_vals) pb.set_role(v, BufferRole::Temp);
 

@@ -196,7 +196,11 @@ void lower_filter(PlanBuilder& pb, const std::string& name, const PullArray& kee
 // innermost row of keys (any rank) into keys_out. With vals: keys are rank 1,
 // keys_out gets them sorted and vals_out[k] the rows of vals[k] (any rank and
 // type, outer extent = the number of keys) in the same stable order.
+// With max_key (a host expression), the keys are known to be integers in
+// [0, max_key]: digit passes above max_key's highest bit are skipped at run
+// time (their digits are equal in every key, so the order is the same).
 void lower_sort(PlanBuilder& pb, const std::string& name, const PullArray& keys, const std::vector<PullArray>& vals,
-                const std::string& keys_out, const std::vector<std::string>& vals_out, const LoweringOptions& opt = {});
+                const std::string& keys_out, const std::vector<std::string>& vals_out, const LoweringOptions& opt = {},
+                ExprPtr max_key = nullptr);
 
 }  // namespace shoal::ir

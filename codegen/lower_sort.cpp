@@ -411,7 +411,8 @@ void gather_values(PlanBuilder& pb, const std::string& name, const std::string& 
 }  // namespace
 
 void lower_sort(PlanBuilder& pb, const std::string& name, const PullArray& keys, const std::vector<PullArray>& vals,
-                const std::string& keys_out, const std::vector<std::string>& vals_out, const LoweringOptions& opt) {
+                const std::string& keys_out, const std::vector<std::string>& vals_out, const LoweringOptions& opt,
+                ExprPtr max_key) {
     SHOAL_INTERNAL_ASSERT(keys.rank() >= 1 && vals.size() == vals_out.size(), "sort: keys of rank >= 1, one output per value");
     SHOAL_INTERNAL_ASSERT(vals.empty() || keys.rank() == 1, "sortByKey: rank-1 keys");
     for (const auto& v : vals) SHOAL_INTERNAL_ASSERT(v.rank() >= 1, "sortByKey: values of rank >= 1");
@@ -435,10 +436,20 @@ void lower_sort(PlanBuilder& pb, const std::string& name, const PullArray& keys,
     // Key digits first, then the row digits in pairs: a pair runs only when
     // some row index has a bit at or above its first digit, and skipping whole
     // pairs keeps the number of passes' parity, so the last one always writes keys_out.
+    // Key digits above max_key are skipped in pairs too: a pair runs when
+    // max_key has a bit at or above its first digit (the skipped passes are
+    // always the last key passes, and no row passes follow with vals).
     const int rb = opt.radix_bits;
+    const int key_passes = (key_bits(t) + rb - 1) / rb;
+    SHOAL_INTERNAL_ASSERT(!max_key || (!is_float(t) && !rows), "sort: max_key bounds integer keys of a vector");
     std::vector<Pass> passes;
-    for (int shift = 0; shift < key_bits(t); shift += rb)
-        passes.push_back({0, shift, {}, {}, nullptr});
+    for (int shift = 0; shift < key_bits(t); shift += rb) {
+        const int pair_start = shift - (shift / rb) % 2 * rb;
+        ExprPtr active;
+        if (max_key && key_passes % 2 == 0 && pair_start > 0 && pair_start < 63)
+            active = binary(BinaryOp::Ge, max_key, i64(int64_t{1} << pair_start));
+        passes.push_back({0, shift, {}, {}, active});
+    }
     if (rows) {
         for (int shift = 0; shift < 63; shift += 2 * rb) {
             ExprPtr needed = binary(BinaryOp::Ge, binary(BinaryOp::Sub, rows, i64(1)), i64(int64_t{1} << shift));

@@ -153,18 +153,6 @@ struct Group {
     }
 };
 
-std::optional<int64_t> value_of(const ExprPtr& e, const LoweringFacts& facts) {
-    if (!e) return 0;
-    bool known = true;
-    const int64_t v = eval_host_int(e, [&](const std::string& name) {
-        HostValue h;
-        if (auto x = facts.value(name)) h.i = *x;
-        else known = false;
-        return h;
-    });
-    return known ? std::optional<int64_t>(v) : std::nullopt;
-}
-
 int64_t floor_div(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
 
 // The groups of overlapping reads of `map`'s element code for tiles of
@@ -180,16 +168,16 @@ std::vector<Group> find_groups(KernelBuilder& kb, const MapBody& map, const Lowe
     for (const ExprPtr& load : found.loads) {
         const auto a = affine.of(load->args[0]);
         if (!a) continue;
-        const auto inner = value_of(a->coeff[rank - 1], facts);
+        const auto inner = known_value(a->coeff[rank - 1], facts);
         if (!inner || *inner != 1) continue;
-        const auto offset = value_of(a->offset, facts);
+        const auto offset = known_value(a->offset, facts);
         if (!offset) continue;
         Offset o;
         int64_t stride = 0;
         if (rank == 1) {
             o.col = *offset;
         } else {
-            const auto s = value_of(a->coeff[0], facts);
+            const auto s = known_value(a->coeff[0], facts);
             if (!s || *s < 1) continue;
             stride = *s;
             // offset = row * S + col with |col| <= S / 2

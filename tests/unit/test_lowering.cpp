@@ -364,6 +364,86 @@ TEST_CASE("permute: histograms with native atomics and compare-and-swap loops") 
     }
 }
 
+// Float permutes combine in an order fixed by n (lower_permute.cpp): the bins
+// path for few targets, the sort path (each target in source order) for
+// many; without lowering facts the plan holds both behind run-time guards.
+TEST_CASE("permute on floats: deterministic on any number of threads, no atomics, exact identities") {
+    auto atomics_in = [](const LaunchPlan& plan) {
+        int count = 0;
+        std::function<void(const StmtPtr&)> walk = [&](const StmtPtr& s) {
+            if (s->kind == StmtKind::Atomic) ++count;
+            for (const auto& b : s->body) walk(b);
+            for (const auto& b : s->else_body) walk(b);
+        };
+        std::function<void(const BlockStmtPtr&)> walk_block = [&](const BlockStmtPtr& b) {
+            if (b->phase) walk(b->phase);
+            for (const auto& c : b->body) walk_block(c);
+        };
+        for (const auto& k : plan.kernels)
+            for (const auto& b : k.body) walk_block(b);
+        return count;
+    };
+    for (int64_t m : {int64_t{1}, int64_t{10}, int64_t{300}, int64_t{1008}, int64_t{1009}, int64_t{3000}}) {
+        for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{777}, int64_t{200000}}) {
+            CAPTURE(m);
+            CAPTURE(n);
+            auto target = random_vector<int32_t>(n, 61, -2, static_cast<int32_t>(m + 1));  // some dropped
+            auto dest = random_vector<float>(m, 62, -1, 1);
+            auto vals = random_vector<float>(n, 63, 0, 1);
+            PlanBuilder pb("wh");
+            lower_permute(pb, "wh", vec("dest", ScalarType::F32, "m"), vec("target", ScalarType::I32),
+                          vec("vals", ScalarType::F32), known_combine(AssocOp::Add, ScalarType::F32), "out");
+            LaunchPlan plan = optimized(pb);
+            CHECK(atomics_in(plan) == 0);
+            Args args;
+            args.buffer("dest", dest).buffer("target", target).buffer("vals", vals).scalar("n", n).scalar("m", m);
+            compile_with_nvrtc(plan);
+            std::vector<std::vector<float>> runs;
+            for (int threads : {1, 2, 3}) {
+                cpu::ExecOptions opt;
+                opt.check = threads == 1;
+                opt.threads = threads;
+                runs.push_back(output<float>(cpu::run_plan(plan, args.a, opt), "out"));
+            }
+            // Bit for bit the same on 1, 2 and 3 worker threads.
+            for (size_t r = 1; r < runs.size(); ++r)
+                CHECK(std::memcmp(runs[r].data(), runs[0].data(), runs[0].size() * sizeof(float)) == 0);
+            std::vector<double> exact(dest.begin(), dest.end());
+            std::vector<float> sequential = dest;
+            for (int64_t i = 0; i < n; ++i)
+                if (target[i] >= 0 && target[i] < m) {
+                    exact[target[i]] += vals[i];
+                    sequential[target[i]] += vals[i];
+                }
+            std::vector<float> want(exact.begin(), exact.end());
+            check_close(runs[0], want, 1e-5);
+            // Many targets: sorted by target and folded in source order, as the reference.
+            if (m > 1008) check_close(runs[0], sequential);
+        }
+    }
+    // Bins start from the exact identity: -0.0 stays -0.0 under +, NaN under min.
+    for (auto [op, start, value] : {std::tuple{AssocOp::Add, -0.0, -0.0}, std::tuple{AssocOp::Min, std::nan(""), 1.0},
+                                    std::tuple{AssocOp::Max, 2.0, std::nan("")}}) {
+        std::vector<double> dest = {start, start};
+        std::vector<int32_t> target = {0};
+        std::vector<double> vals = {value};
+        PlanBuilder pb("edge");
+        lower_permute(pb, "edge", vec("dest", ScalarType::F64, "m"), vec("target", ScalarType::I32),
+                      vec("vals", ScalarType::F64), known_combine(op, ScalarType::F64), "out");
+        auto r = run(pb.finish(), Args().buffer("dest", dest).buffer("target", target).buffer("vals", vals).scalar("n", 1).scalar("m", 2));
+        const auto out = output<double>(r, "out");
+        if (op == AssocOp::Add) {
+            CHECK((out[0] == 0 && std::signbit(out[0]) && out[1] == 0 && std::signbit(out[1])));
+        } else if (op == AssocOp::Min) {
+            CHECK(out[0] == 1.0);  // fmin(NaN, 1) = 1
+            CHECK(std::isnan(out[1]));  // no element: dest stays NaN
+        } else {
+            CHECK(out[0] == 2.0);  // NaN loses
+            CHECK(out[1] == 2.0);
+        }
+    }
+}
+
 TEST_CASE("scatter: the last write wins, out-of-range indices are ignored, rows of a matrix") {
     for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{300}, int64_t{100000}}) {
         CAPTURE(n);
