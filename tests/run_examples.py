@@ -1,21 +1,27 @@
 #!/usr/bin/env python3
-"""Runs every example script and compares its output with the expected output.
+"""Runs every example script and checks its output twice.
 
-Usage: python3 run_examples.py SHOAL_BINARY EXAMPLES_DIR
+Usage: python3 run_examples.py [--tolerance-only | --update] SHOAL_BINARY EXAMPLES_DIR [NAME ...]
 
 For each EXAMPLES_DIR/NAME.shoal, runs `SHOAL_BINARY NAME.shoal` (cwd =
-EXAMPLES_DIR, timeout 120 s) and compares standard output with
-EXAMPLES_DIR/expected/NAME.out, computed independently with numpy by
-expected/make_expected.py.
+EXAMPLES_DIR, timeout 120 s), then:
 
-The comparison is line by line and token by token. A number containing '.' or
-an exponent compares with a relative tolerance of 1e-4 (absolute 1e-9 near
-zero); an integer must be equal; every other token (brackets, commas, `...`,
-`true`, `inf`, `nan`) must be identical. A non-zero exit status or any output
-on standard error fails the example.
+1. exact: standard output must equal EXAMPLES_DIR/expected/NAME.out
+   character for character: what Shoal prints, so that a user diffing the two
+   sees no difference (floats included: the compiled backend is deterministic,
+   docs/semantics.md). --update rewrites these files from the output instead
+   (review the diff before committing). --tolerance-only skips this check:
+   on a real GPU, math functions (sin, exp) round differently from the CPU's.
+2. reference: the output against EXAMPLES_DIR/reference/NAME.out, computed
+   independently with numpy by reference/make_reference.py, line by line and
+   token by token. A number containing '.' or an exponent compares with a
+   relative tolerance of 1e-4 (absolute 1e-9 near zero); an integer must be
+   equal; every other token (brackets, commas, `...`, `true`, `inf`, `nan`)
+   must be identical.
 
-Prints one line per example and ends with `N passed, N failed`; the exit
-status is 1 if any example failed. Standard library only.
+A non-zero exit status or any output on standard error (other than warnings)
+fails the example. Prints one line per example and ends with `N passed, N
+failed`; the exit status is 1 if any example failed. Standard library only.
 """
 import math
 import os
@@ -95,14 +101,34 @@ def compare(got_text, want_text):
     return None
 
 
-def run_example(binary, path, expected_path):
+def exact_difference(got_text, want_text):
+    """None if the texts are equal, else the first differing line."""
+    if got_text == want_text:
+        return None
+    got_lines, want_lines = got_text.splitlines(), want_text.splitlines()
+    for n, (g, w) in enumerate(zip(got_lines, want_lines), start=1):
+        if g != w:
+            return f"line {n} differs from expected/ (what Shoal printed before):\n    got:      {g}\n    expected: {w}"
+    if len(got_lines) != len(want_lines):
+        return f"{len(got_lines)} lines printed, expected/ has {len(want_lines)}"
+    return "the output differs from expected/ in line endings"
+
+
+def read(path):
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
+def run_example(binary, examples, name, mode):
     """Returns (ok, message)."""
-    if not os.path.exists(expected_path):
-        return False, f"no expected output {expected_path}"
-    with open(expected_path, encoding="utf-8") as f:
-        want = f.read()
+    expected_path = os.path.join(examples, "expected", name + ".out")
+    reference_path = os.path.join(examples, "reference", name + ".out")
+    if not os.path.exists(reference_path):
+        return False, f"no numpy reference {reference_path}"
+    if mode == "exact" and not os.path.exists(expected_path):
+        return False, f"no expected output {expected_path} (run with --update to write it)"
     try:
-        proc = subprocess.run([binary, os.path.basename(path)], cwd=os.path.dirname(path),
+        proc = subprocess.run([binary, name + ".shoal"], cwd=examples,
                               stdin=subprocess.DEVNULL, capture_output=True, timeout=TIMEOUT)
     except subprocess.TimeoutExpired:
         return False, f"timed out after {TIMEOUT} s"
@@ -116,28 +142,40 @@ def run_example(binary, path, expected_path):
     err = without_warnings(err)
     if err.strip():
         problems.append("standard error:\n    " + "\n    ".join(err.rstrip().splitlines()[:12]))
-    diff = compare(out, want)
+    if mode == "exact":
+        diff = exact_difference(out, read(expected_path))
+        if diff:
+            problems.append(diff)
+    diff = compare(out, read(reference_path))
     if diff:
-        problems.append(diff)
+        problems.append("against the numpy reference: " + diff)
+    if mode == "update" and not problems:
+        with open(expected_path, "w", encoding="utf-8") as f:
+            f.write(out)
     if problems:
         return False, "\n  ".join(problems)
     return True, ""
 
 
 def main(argv):
-    if len(argv) != 3:
-        print("usage: run_examples.py SHOAL_BINARY EXAMPLES_DIR", file=sys.stderr)
+    mode = "exact"
+    args = argv[1:]
+    if args and args[0] in ("--tolerance-only", "--update"):
+        mode = "tolerance" if args[0] == "--tolerance-only" else "update"
+        args = args[1:]
+    if len(args) < 2:
+        print("usage: run_examples.py [--tolerance-only | --update] SHOAL_BINARY EXAMPLES_DIR [NAME ...]",
+              file=sys.stderr)
         return 2
-    binary = os.path.abspath(argv[1])
-    examples = os.path.abspath(argv[2])
-    names = sorted(f[:-len(".shoal")] for f in os.listdir(examples) if f.endswith(".shoal"))
+    binary = os.path.abspath(args[0])
+    examples = os.path.abspath(args[1])
+    names = args[2:] or sorted(f[:-len(".shoal")] for f in os.listdir(examples) if f.endswith(".shoal"))
     if not names:
         print(f"no examples in {examples}", file=sys.stderr)
         return 2
     passed = failed = 0
     for name in names:
-        ok, msg = run_example(binary, os.path.join(examples, name + ".shoal"),
-                              os.path.join(examples, "expected", name + ".out"))
+        ok, msg = run_example(binary, examples, name, mode)
         if ok:
             passed += 1
             print(f"PASS {name}")

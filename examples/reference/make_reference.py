@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
-"""Computes the expected output of every example in ../ independently, with
-numpy, and writes <name>.out beside this script.
+"""Computes the reference output of every example in ../ independently, with
+numpy, and writes <name>.out beside this script. tests/run_examples.py
+compares Shoal's output with these numbers within a tolerance (1e-4
+relative); what Shoal prints exactly, digit for digit, is in ../expected/.
 
 The inputs are rebuilt here exactly as the Shoal scripts build them (float32
 where Shoal uses `float`, int32 for `int`, the same order of operations), the
@@ -10,7 +12,7 @@ sequentially in float32 and in float64; the script refuses to write a value
 whose two versions disagree by more than the comparison tolerance, so every
 expected value is well conditioned.
 
-Usage: python3 make_expected.py      (needs numpy; not run by CI: the .out
+Usage: python3 make_reference.py      (needs numpy; not run by CI: the .out
 files are committed)
 """
 import os
