@@ -176,6 +176,13 @@ int main() {
             shoal::check(seeds::fwd(dxs, r, stream));
             print(text(r.host()));
         }
+        {  // float permutes, deterministic: bins (10 targets), sorted by target (2000)
+            Device<float> r(10), s(2000);
+            shoal::check(seeds::weighted(dxs, r, stream));
+            print(text(r.host()));
+            shoal::check(seeds::spread(dxs, s, stream));
+            print(text(s.host()));
+        }
         {  // a workspace smaller than the query asks for is refused before anything runs
             Device<float> r(n);
             const size_t needed = seeds::sorted_workspace_bytes(dys);
