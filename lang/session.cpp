@@ -553,8 +553,7 @@ struct SessionCommands {
         size_t begin = offset_of(stmt.argument_loc);
         size_t end = std::min(begin + stmt.argument.size(), src->text.size());
         ExprPtr e = parse_expression(src, begin, end);
-        Type t = check_expression(e, I.type_env());
-        out.text(type_to_string(t));
+        out.text(scheme_to_string(*check_expression_scheme(e, I.type_env())));
         return true;
     }
 

@@ -512,7 +512,7 @@ public:
                 expect(f, t_func(at, r), app->loc, "applied value");
                 ft = r;
             } else if (f->kind == TypeKind::Func) {
-                unify_argument(f->args[0], at, arg, i, fname);
+                unify_argument(f->args[0], at, arg, i, fname, head);
                 ft = f->args[1];
             } else {
                 user_error(ErrorKind::Type, arg->loc,
@@ -529,18 +529,31 @@ public:
 
     // Unifies argument i (0-based) of fname, of type `at`, with the
     // parameter type `param`; a mismatch names both, blamed on the argument.
-    void unify_argument(const Type& param, const Type& at, const ExprPtr& arg, size_t i, const std::string& fname) {
+    void unify_argument(const Type& param, const Type& at, const ExprPtr& arg, size_t i, const std::string& fname,
+                        const ExprPtr& head = nullptr) {
         try {
             unify(param, at);
         } catch (const Mismatch& m) {
             std::vector<std::string> notes;
             if (!m.detail.empty()) notes.push_back(m.detail);
             if (std::string c = array_conversion_note(param, at, arg->loc); !c.empty()) notes.push_back(c);
+            if (std::string v = fixed_value_note(head); !v.empty()) notes.push_back(v);
             user_error(ErrorKind::Type, arg->loc,
                        "argument " + std::to_string(i + 1) + " of " + fname + " should be " + describe(param) +
                            ", found " + describe(at),
                        notes);
         }
+    }
+
+    // `let r = saxpy 2.0 (random 4)` binds a value (check_let): why its
+    // parameter types are fixed, and how to keep them polymorphic.
+    std::string fixed_value_note(const ExprPtr& head) const {
+        if (!head || head->kind != ExprKind::Var || find_local(head->text)) return "";
+        auto g = env_.globals.find(head->text);
+        if (g == env_.globals.end() || g->second->polymorphic() || !g->second->effects) return "";
+        return "`" + head->text + "` is a value computed once (its definition draws random numbers or uses a file), "
+               "so its parameter types were fixed when it was bound; bind that array first (`let rs = random 4`, "
+               "then `let " + head->text + " = ... rs`) to keep them polymorphic";
     }
 
     // `map (\x -> if x then 1 else 0) xs`: when a lambda argument comes
@@ -764,14 +777,25 @@ public:
 
     // For printing a scheme: settles every constraint the way scheme_to_string
     // explains; `lifts` says whether an elementwise operand stayed open.
-    void settle_for_display(bool& lifts) {
+    // lifts: some elementwise operands were left scalars (the function also
+    // lifts over arrays); broadcasts: some were shown as arrays like the
+    // array they combine with, though a scalar fits there too.
+    void settle_for_display(bool& lifts, bool& broadcasts) {
         solve();
         while (!pending_.empty()) {
             auto it = std::find_if(pending_.begin(), pending_.end(),
                                    [](const Constraint& k) { return k.kind != Constraint::Kind::Lift; });
             if (it == pending_.end()) {
                 it = pending_.begin();
+                // An operand of unknown shape beside one known to be an array
+                // (operands at 2, 4, ...): `saxpy 2.0 x` takes y or [y].
+                bool unknown = false, array = false;
+                for (size_t i = 2; i < it->types.size(); i += 2) {
+                    unknown |= operand_shape(it->types[i]) < 0;
+                    array |= operand_shape(it->types[i]) == 1;
+                }
                 if (!lift_unknowns_like_arrays(*it)) lifts = true;
+                else if (unknown && array) broadcasts = true;
             }
             Constraint k = *it;
             pending_.erase(it);
@@ -1552,7 +1576,7 @@ std::string class_name(unsigned classes) {
 struct DisplayInstance {
     Type type;
     std::vector<Type> vars;
-    bool settled = true, lifts = false;
+    bool settled = true, lifts = false, broadcasts = false;
 };
 
 DisplayInstance display_instance(const Scheme& s) {
@@ -1561,7 +1585,7 @@ DisplayInstance display_instance(const Scheme& s) {
     DisplayInstance d;
     d.type = c.instantiate(s, Loc{}, "", nullptr);
     try {
-        c.settle_for_display(d.lifts);
+        c.settle_for_display(d.lifts, d.broadcasts);
     } catch (const Error&) {
         d.settled = false;
     }
@@ -1627,6 +1651,7 @@ std::string scheme_to_string(const Scheme& s) {
     if (classes.size() > 1) context = "(" + context + ")";
     std::string out = (context.empty() ? "" : context + " => ") + printed[0];
     if (lifts) out += "  (also elementwise over arrays)";
+    else if (d.broadcasts) out += "  (a scalar also fits where an array combines elementwise)";
     return out;
 }
 
@@ -1654,6 +1679,93 @@ void reject_string_value(const Type& t, const Loc& loc) {
 
 }  // namespace
 
+namespace {
+
+// Builtins whose result is not a function of their arguments alone.
+bool effectful_builtin(const std::string& name) {
+    static const std::set<std::string> names = {"random", "load", "save", "loadCsv", "loadCsv1", "saveCsv"};
+    return names.count(name) > 0;
+}
+
+// Does evaluating e (or calling what it gives) draw random numbers or do
+// file I/O? Conservative: a local named like an effectful builtin counts.
+bool has_effects(const ExprPtr& e, const TypeEnvironment& env) {
+    if (!e) return false;
+    if (e->kind == ExprKind::Var) {
+        auto g = env.globals.find(e->text);
+        return g != env.globals.end() ? g->second->effects : effectful_builtin(e->text);
+    }
+    for (const auto& k : e->kids)
+        if (has_effects(k, env)) return true;
+    for (const auto& ix : e->indices)
+        for (const ExprPtr* part : {&ix.index, &ix.lo, &ix.hi, &ix.step})
+            if (has_effects(*part, env)) return true;
+    return false;
+}
+
+// Every variable name e mentions (for parameter names that capture none).
+void mentioned_names(const ExprPtr& e, std::set<std::string>& out) {
+    if (!e) return;
+    if (e->kind == ExprKind::Var) out.insert(e->text);
+    for (const auto& k : e->kids) mentioned_names(k, out);
+    for (const auto& ix : e->indices)
+        for (const ExprPtr* part : {&ix.index, &ix.lo, &ix.hi, &ix.step}) mentioned_names(*part, out);
+}
+
+// `\p1 .. pk -> e p1 .. pk` for an application (or a global function's
+// name) e that still takes k >= 1 parameters and has no effects; else null.
+ExprPtr eta_expansion(const ExprPtr& e, const TypeEnvironment& env) {
+    if ((e->kind != ExprKind::App && e->kind != ExprKind::Var) || has_effects(e, env)) return nullptr;
+    int arity = 0;
+    try {
+        Checker trial(env);
+        Type t = prune(trial.infer(clone_expr(e)));
+        while (t->kind == TypeKind::Func) ++arity, t = prune(t->args[1]);
+    } catch (const Error&) {
+        return nullptr;  // the real check reports it
+    }
+    if (arity == 0) return nullptr;
+    std::set<std::string> taken;
+    mentioned_names(e, taken);
+    auto lambda = make_expr(ExprKind::Lambda, e->loc);
+    ExprPtr body = std::make_shared<Expr>(*e);
+    for (int k = 1, suffix = 1; k <= arity; ++k) {
+        std::string name;
+        do name = "arg" + std::to_string(suffix++);
+        while (taken.count(name));
+        auto p = make_pattern(PatternKind::Var, e->loc);
+        p->name = name;
+        lambda->params.push_back(p);
+        auto v = make_expr(ExprKind::Var, e->loc);
+        v->text = name;
+        auto app = make_expr(ExprKind::App, e->loc);
+        app->kids = {body, v};
+        body = app;
+    }
+    lambda->kids = {body};
+    return lambda;
+}
+
+SchemePtr with_effects(SchemePtr s, bool effects) {
+    if (!effects) return s;
+    auto m = std::make_shared<Scheme>(*s);
+    m->effects = true;
+    return m;
+}
+
+}  // namespace
+
+SchemePtr check_expression_scheme(const ExprPtr& e, const TypeEnvironment& env) {
+    if (ExprPtr lambda = eta_expansion(e, env)) {
+        Checker c(env);
+        Type t = c.infer(lambda);
+        return c.finish_generalised(lambda, t);
+    }
+    auto s = std::make_shared<Scheme>();
+    s->type = check_expression(e, env);
+    return s;
+}
+
 Type check_expression(const ExprPtr& e, const TypeEnvironment& env) {
     Checker c(env);
     c.infer(e);
@@ -1663,9 +1775,12 @@ Type check_expression(const ExprPtr& e, const TypeEnvironment& env) {
 }
 
 std::vector<std::pair<std::string, SchemePtr>> check_let(const Stmt& s, const TypeEnvironment& env) {
+    if (s.pattern->kind == PatternKind::Var)
+        if (ExprPtr lambda = eta_expansion(s.expr, env)) *s.expr = std::move(*lambda);
     Checker c(env);
     std::vector<std::pair<std::string, SchemePtr>> out;
     const bool is_function = s.pattern->kind == PatternKind::Var && s.expr->kind == ExprKind::Lambda;
+    const bool effects = has_effects(s.expr, env);
     c.define(s.pattern, s.expr);
     Type t = c.infer(s.expr);
     c.defining_.clear();
@@ -1673,7 +1788,7 @@ std::vector<std::pair<std::string, SchemePtr>> check_let(const Stmt& s, const Ty
         if (s.pattern->annotation) c.expect(t, c.resolve_annotation(s.pattern->annotation), s.pattern->loc,
                                             "type annotation");
         s.pattern->type = t;
-        out.emplace_back(s.pattern->name, c.finish_generalised(s.expr, t));
+        out.emplace_back(s.pattern->name, with_effects(c.finish_generalised(s.expr, t), effects));
         return out;
     }
     c.bind_pattern(s.pattern, t);
@@ -1683,6 +1798,7 @@ std::vector<std::pair<std::string, SchemePtr>> check_let(const Stmt& s, const Ty
         if (p->kind == PatternKind::Var) {
             auto scheme = std::make_shared<Scheme>();
             scheme->type = p->type;
+            scheme->effects = effects && prune(p->type)->kind == TypeKind::Func;
             out.emplace_back(p->name, scheme);
         }
         for (const auto& q : p->elems) collect(q);

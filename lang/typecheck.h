@@ -46,6 +46,10 @@ struct Scheme {
     std::vector<Type> vars;
     Type type;
     std::vector<Constraint> constraints;
+    // A function whose calls draw random numbers or do file I/O (directly or
+    // through other functions): a partial application of it is not
+    // re-evaluated per instance (see check_let).
+    bool effects = false;
     bool polymorphic() const { return !vars.empty(); }
 };
 using SchemePtr = std::shared_ptr<const Scheme>;
@@ -76,7 +80,17 @@ Type check_expression(const ExprPtr& e, const TypeEnvironment& env);
 
 // Checks the `let` statement `s`; fills node types and returns the names it
 // binds with their schemes (generalised when the value is a function).
+// A partial application (`let g = saxpy 2.0 x`) whose arguments have no
+// effects is rewritten IN PLACE into the function it denotes
+// (`\p -> saxpy 2.0 x p`), so that it is generalised like any function: its
+// remaining parameters stay rank-polymorphic, as in `saxpy 2.0 x y`. The
+// arguments are then evaluated per instance, which is why effects (random,
+// file I/O) keep the binding a monomorphic value evaluated once.
 std::vector<std::pair<std::string, SchemePtr>> check_let(const Stmt& s, const TypeEnvironment& env);
+
+// The scheme `:type e` shows: generalised for a partial application as
+// check_let would bind it, else the expression's type.
+SchemePtr check_expression_scheme(const ExprPtr& e, const TypeEnvironment& env);
 
 // Type of every builtin (for :type, completion and docs).
 const std::map<std::string, SchemePtr>& builtin_schemes();
