@@ -1756,7 +1756,9 @@ SchemePtr with_effects(SchemePtr s, bool effects) {
 }  // namespace
 
 SchemePtr check_expression_scheme(const ExprPtr& e, const TypeEnvironment& env) {
-    if (ExprPtr lambda = eta_expansion(e, env)) {
+    // A lambda or section (`:type (+ 1)`) is shown as `let f = (+ 1)` would bind it.
+    ExprPtr lambda = e->kind == ExprKind::Lambda ? e : eta_expansion(e, env);
+    if (lambda) {
         Checker c(env);
         Type t = c.infer(lambda);
         return c.finish_generalised(lambda, t);

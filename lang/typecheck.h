@@ -88,8 +88,8 @@ Type check_expression(const ExprPtr& e, const TypeEnvironment& env);
 // file I/O) keep the binding a monomorphic value evaluated once.
 std::vector<std::pair<std::string, SchemePtr>> check_let(const Stmt& s, const TypeEnvironment& env);
 
-// The scheme `:type e` shows: generalised for a partial application as
-// check_let would bind it, else the expression's type.
+// The scheme `:type e` shows: generalised for a lambda, a section or a
+// partial application, as check_let would bind it; else the expression's type.
 SchemePtr check_expression_scheme(const ExprPtr& e, const TypeEnvironment& env);
 
 // Type of every builtin (for :type, completion and docs).

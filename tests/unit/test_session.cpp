@@ -167,6 +167,10 @@ TEST_CASE("session: :type prints the type only") {
     run_ok(s, "let dot (a : [float]) (b : [float]) = sum (a * b)");
     CHECK(command_text(s, ":type dot") == "[float] -> [float] -> float");
     CHECK(command_text(s, ":type dot [1.0]") == "[float] -> float");
+    // lambdas, sections and partial applications read as `let` would bind them
+    CHECK(command_text(s, ":type (+ 1)") == "Num a => a -> a  (also elementwise over arrays)");
+    CHECK(command_text(s, ":type \\x -> x * 2.0") == "Floating a => a -> a  (also elementwise over arrays)");
+    CHECK(command_text(s, ":type map (\\x -> x + 1)") == "Num a => [a] -> [a]  (also elementwise over arrays)");
 
     Capture out;
     CHECK_FALSE(s.execute(":type", "<test>", out));
