@@ -889,12 +889,14 @@ struct SessionCommands {
                            evalimpl::find_builtin(f.name) ? "'" + f.name + "' is a builtin: :emit writes functions you define"
                                                 : "unknown function '" + f.name + "'",
                            {"define it first with `let " + f.name + " x = ...`"});
-            if (b->generic && e.get() == head)
+            if (b->generic && e.get() == head) {
+                const std::string example = working_annotation(f.name, *b->scheme);
                 user_error(ErrorKind::Type, f.loc,
                            "'" + f.name + "' is polymorphic (" + scheme_to_string(*b->scheme) +
                                "): :emit needs the element types its wrapper takes",
-                           {"annotate its parameters where it is defined, or give the type here, e.g. :emit (" + f.name +
-                            " : " + type_to_string(substitute_gen(b->scheme->type, std::vector<Type>(b->scheme->vars.size(), t_prim(Prim::Double)))) + ") to \"x\""});
+                           {"annotate its parameters where it is defined" +
+                            (example.empty() ? std::string() : ", or give the type here, e.g. :emit " + example + " to \"x\"")});
+            }
             f.type = check_expression(e, I.type_env());
             if (!is_func(f.type))
                 user_error(ErrorKind::Usage, f.loc, "'" + f.name + "' is not a function (" + type_to_string(f.type) + ")",
