@@ -1687,29 +1687,33 @@ bool effectful_builtin(const std::string& name) {
     return names.count(name) > 0;
 }
 
+// Whether f holds for some direct subexpression of e (children, index parts).
+bool any_subexpression(const Expr& e, const std::function<bool(const ExprPtr&)>& f) {
+    for (const auto& k : e.kids)
+        if (k && f(k)) return true;
+    for (const auto& ix : e.indices)
+        for (const ExprPtr* part : {&ix.index, &ix.lo, &ix.hi, &ix.step})
+            if (*part && f(*part)) return true;
+    return false;
+}
+
 // Does evaluating e (or calling what it gives) draw random numbers or do
 // file I/O? Conservative: a local named like an effectful builtin counts.
 bool has_effects(const ExprPtr& e, const TypeEnvironment& env) {
-    if (!e) return false;
     if (e->kind == ExprKind::Var) {
         auto g = env.globals.find(e->text);
         return g != env.globals.end() ? g->second->effects : effectful_builtin(e->text);
     }
-    for (const auto& k : e->kids)
-        if (has_effects(k, env)) return true;
-    for (const auto& ix : e->indices)
-        for (const ExprPtr* part : {&ix.index, &ix.lo, &ix.hi, &ix.step})
-            if (has_effects(*part, env)) return true;
-    return false;
+    return any_subexpression(*e, [&](const ExprPtr& k) { return has_effects(k, env); });
 }
 
 // Every variable name e mentions (for parameter names that capture none).
 void mentioned_names(const ExprPtr& e, std::set<std::string>& out) {
-    if (!e) return;
     if (e->kind == ExprKind::Var) out.insert(e->text);
-    for (const auto& k : e->kids) mentioned_names(k, out);
-    for (const auto& ix : e->indices)
-        for (const ExprPtr* part : {&ix.index, &ix.lo, &ix.hi, &ix.step}) mentioned_names(*part, out);
+    any_subexpression(*e, [&](const ExprPtr& k) {
+        mentioned_names(k, out);
+        return false;
+    });
 }
 
 // `\p1 .. pk -> e p1 .. pk` for an application (or a global function's
