@@ -137,8 +137,10 @@ ExprPtr exact_identity(AssocOp op, ScalarType t) {
 
 // partials[b * m + j] = block b's fold of its elements with target j (see
 // the file comment), then out[j] = dest[j] folded with every block's partial.
+// `targets`: m when the lowering knows it.
 void permute_by_bins(PlanBuilder& pb, const std::string& name, const PullArray& dest, const PullArray& target,
-                     const PullArray& vals, AssocOp op, const std::string& out, const LoweringOptions& opt) {
+                     const PullArray& vals, AssocOp op, const std::string& out, std::optional<int64_t> targets,
+                     const LoweringOptions& opt) {
     const ScalarType t = dest.elem;
     const ExprPtr m = element_count(dest.shape), n = element_count(vals.shape);
     const ExprPtr blocks = param(pb.derived(pb.fresh(name + "_blocks"),
@@ -150,8 +152,7 @@ void permute_by_bins(PlanBuilder& pb, const std::string& name, const PullArray& 
     // kernels serve every size) when they are known: less shared memory, more
     // blocks per multiprocessor.
     int64_t window = bins_per_window(t);
-    if (const auto known = known_value(m, opt); known && *known < window)
-        window = std::max<int64_t>(1, std::bit_ceil(static_cast<uint64_t>(*known)));
+    if (targets && *targets < window) window = std::max<int64_t>(1, std::bit_ceil(static_cast<uint64_t>(*targets)));
     const int64_t row = kBinsBlock + 1;
     {
         KernelBuilder kb(name + "_bins", kBinsBlock);
@@ -220,7 +221,7 @@ void permute_floats(PlanBuilder& pb, const std::string& name, const PullArray& d
     const bool both = !known;
     if (!known || *known <= max_bins) {
         if (both) pb.set_guard(binary(BinaryOp::Le, m, i64(max_bins)));
-        permute_by_bins(pb, name, dest, target, vals, *op.known, out, opt);
+        permute_by_bins(pb, name, dest, target, vals, *op.known, out, known, opt);
     }
     if (!known || *known > max_bins) {
         if (both) pb.set_guard(binary(BinaryOp::Gt, m, i64(max_bins)));

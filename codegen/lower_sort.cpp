@@ -436,19 +436,17 @@ void lower_sort(PlanBuilder& pb, const std::string& name, const PullArray& keys,
     // Key digits first, then the row digits in pairs: a pair runs only when
     // some row index has a bit at or above its first digit, and skipping whole
     // pairs keeps the number of passes' parity, so the last one always writes keys_out.
-    // Key digits above max_key are skipped in pairs too: a pair runs when
-    // max_key has a bit at or above its first digit (the skipped passes are
-    // always the last key passes, and no row passes follow with vals).
+    // Key digits above max_key are skipped in pairs too, the same way (the
+    // skipped passes are always the last key passes, and no row passes
+    // follow with vals); an odd number of key passes is never skipped.
     const int rb = opt.radix_bits;
-    const int key_passes = (key_bits(t) + rb - 1) / rb;
     SHOAL_INTERNAL_ASSERT(!max_key || (!is_float(t) && !rows), "sort: max_key bounds integer keys of a vector");
+    const bool skip_keys = max_key && ((key_bits(t) + rb - 1) / rb) % 2 == 0;
     std::vector<Pass> passes;
-    for (int shift = 0; shift < key_bits(t); shift += rb) {
-        const int pair_start = shift - (shift / rb) % 2 * rb;
-        ExprPtr active;
-        if (max_key && key_passes % 2 == 0 && pair_start > 0 && pair_start < 63)
-            active = binary(BinaryOp::Ge, max_key, i64(int64_t{1} << pair_start));
-        passes.push_back({0, shift, {}, {}, active});
+    for (int shift = 0; shift < key_bits(t); shift += 2 * rb) {
+        ExprPtr needed = skip_keys && shift > 0 ? binary(BinaryOp::Ge, max_key, i64(int64_t{1} << shift)) : nullptr;
+        for (int s : {shift, shift + rb})
+            if (s < key_bits(t)) passes.push_back({0, s, {}, {}, needed});
     }
     if (rows) {
         for (int shift = 0; shift < 63; shift += 2 * rb) {
