@@ -158,6 +158,8 @@ ir::PlanOutcome FusionEngine::run(const std::string& name, FuseContext& fc,
     // The plan compiled: its advice applies (even if running it fails).
     if (std::vector<Warning>* w = fc.eval_context().warnings) w->insert(w->end(), fc.warnings.begin(), fc.warnings.end());
     ir::PlanOutcome r = executor_->run(found.plan, bind, options);
+    if (std::string notice = executor_->take_notice(); !notice.empty())
+        if (std::vector<Warning>* w = fc.eval_context().warnings) w->push_back(Warning{origin_, notice, {}});
     ++stats.plans_run;
     if (profiling_) record_profile(plan, r, fc);
     stats.last = r.total;

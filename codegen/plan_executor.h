@@ -103,6 +103,9 @@ public:
     // what it prepared for it (compiled, loaded kernels) while it lives.
     virtual PlanOutcome run(const std::shared_ptr<const LaunchPlan>& plan, const PlanBindings& bindings,
                             const RunOptions& options) = 0;
+    // A message for the session about how plans run (a native build that
+    // failed, no C++ compiler), each said once; "" when there is none.
+    virtual std::string take_notice() { return ""; }
     // Why the device can no longer be used (a sticky CUDA error), or empty.
     // The session then moves to the CPU executor (docs/cuda-backend.md).
     virtual std::string lost_reason() const { return ""; }

@@ -20,10 +20,10 @@ namespace {
 
 #ifdef SHOAL_HAVE_CUDA
 // The kernel disk cache (kernel_cache.h's directory), or none with the reason.
-std::shared_ptr<cuda::KernelDiskCache> disk_cache() {
+std::shared_ptr<cache::KernelDiskCache> disk_cache() {
     std::string why_not;
-    std::filesystem::path dir = cuda::KernelDiskCache::default_directory(&why_not);
-    return std::make_shared<cuda::KernelDiskCache>(dir, cuda::KernelDiskCache::kDefaultMaxBytes, why_not);
+    std::filesystem::path dir = cache::KernelDiskCache::default_directory(&why_not);
+    return std::make_shared<cache::KernelDiskCache>(dir, cache::KernelDiskCache::kDefaultMaxBytes, why_not);
 }
 
 // NVRTC with the kernel caches, one for the whole process (the executors
@@ -76,7 +76,7 @@ std::shared_ptr<ir::PlanExecutor> gpu_executor(std::string& why_not) {
 std::shared_ptr<ir::PlanExecutor> simulated_gpu_executor(const cuda::SimulatedFaults& faults,
                                                         const cuda::SimulatedNvrtcOptions& nvrtc) {
     // No disk cache unless SHOAL_CACHE_DIR names one: tests leave ~/.cache alone.
-    std::shared_ptr<cuda::KernelDiskCache> disk;
+    std::shared_ptr<cache::KernelDiskCache> disk;
     if (std::getenv("SHOAL_CACHE_DIR")) disk = disk_cache();
     return cuda::make_cuda_executor(cuda::simulated_device(faults),
                                     std::make_shared<cuda::KernelCompiler>(cuda::simulated_nvrtc(nvrtc), disk));

@@ -187,10 +187,10 @@ constexpr int kHitRounds = 5;
 Latencies time_three_ways(const Setup& setup, const std::vector<std::vector<cuda::KernelSource>>& groups) {
     TempDir dir;
     Latencies l;
-    cuda::KernelCompiler cold(setup.nvrtc, std::make_shared<cuda::KernelDiskCache>(dir.path));
+    cuda::KernelCompiler cold(setup.nvrtc, std::make_shared<cache::KernelDiskCache>(dir.path));
     time_pass(cold, setup, groups, cuda::KernelFrom::Compiled, l.cold);
     for (int round = 0; round < kHitRounds; ++round) {
-        cuda::KernelCompiler warm(setup.nvrtc, std::make_shared<cuda::KernelDiskCache>(dir.path));
+        cuda::KernelCompiler warm(setup.nvrtc, std::make_shared<cache::KernelDiskCache>(dir.path));
         std::vector<double> disk, memory;
         time_pass(warm, setup, groups, cuda::KernelFrom::Disk, disk);
         time_pass(warm, setup, groups, cuda::KernelFrom::Memory, memory);

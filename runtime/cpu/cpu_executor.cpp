@@ -1,7 +1,12 @@
 #include "runtime/cpu/cpu_executor.h"
 
+#include <chrono>
+#include <cstring>
+#include <exception>
+#include <optional>
 #include <thread>
 
+#include "runtime/cpu/native_tier.h"
 #include "runtime/cpu/run_plan.h"
 
 namespace shoal::cpu {
@@ -17,12 +22,12 @@ public:
     std::string description() const override {
         const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
         return "the CPU executor (" + std::to_string(threads) + " thread" + (threads == 1 ? "" : "s") +
-               (why_no_gpu_.empty() ? ")" : "; no GPU: " + why_no_gpu_ + ")");
+               ", " + tier_name(tier_.tier()) + " tier" + (why_no_gpu_.empty() ? ")" : "; no GPU: " + why_no_gpu_ + ")");
     }
 
     std::string device_report() const override {
         return (why_no_gpu_.empty() ? std::string("no GPU") : "no GPU: " + why_no_gpu_) + "\nkernels run on " +
-               description();
+               description() + "\n" + tier_.describe();
     }
 
     std::string memory_report(const std::map<const ir::DeviceArray*, std::string>&) const override {
@@ -45,25 +50,130 @@ public:
             moved.push_back(ir::host_array(a, p, Shape{a.device->count()}));
             args.buffers[name] = memory_of(moved.back());
         }
+        ExecOptions exec;
+        exec.check = options.check;
+        exec.cancel = options.cancel;
+        if (tier_.tier() == Tier::Compare) return run_compared(plan, args, exec);
+        // Checking mode and :profile's counters are the interpreter's.
+        std::shared_ptr<const NativePlan> native;
+        if (!options.check && !options.timed) native = tier_.for_run(plan);
+        args.native = native.get();
+        const auto start = std::chrono::steady_clock::now();
+        ir::PlanOutcome out = run_into_arrays(*plan, args, exec);
+        if (!native)
+            tier_.ran_interpreted(plan, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+        return out;
+    }
+
+    std::string take_notice() override { return tier_.take_notice(); }
+
+private:
+    // Runs the plan with results in new arrays (no copy).
+    static ir::PlanOutcome run_into_arrays(const ir::LaunchPlan& plan, PlanArgs args, const ExecOptions& exec) {
         ir::PlanOutcome out;
-        // Results are arrays from the start (no copy).
         args.allocate_output = [&out](const std::string& name, ir::ScalarType elem, int64_t count) {
             auto a = std::make_shared<Array>(ir::buffer_prim(elem), Shape{count}, Array::Uninitialised{});
             out.outputs[name] = ir::ArrayData{a, nullptr};
             return memory_of(a);
         };
-        ExecOptions exec;
-        exec.check = options.check;
-        exec.cancel = options.cancel;
-        PlanResult r = run_plan(*plan, args, exec);
+        PlanResult r = run_plan(plan, args, exec);
         out.scalars = std::move(r.scalars);
         out.kernel_counters = std::move(r.kernel_counters);
         out.total = r.total;
         return out;
     }
 
-private:
+    // SHOAL_CPU_TIER=compare: the plan on both tiers, new memory filled with
+    // 0xff bytes in both (so unwritten elements compare equal), every output
+    // and every scalar compared bit for bit (NaNs as NaNs); an error must be
+    // the same error. The interpreter's outcome is returned (its counters).
+    ir::PlanOutcome run_compared(const std::shared_ptr<const ir::LaunchPlan>& plan, PlanArgs args, ExecOptions exec) {
+        exec.check = true;
+        const std::shared_ptr<const NativePlan> native = tier_.for_run(plan);
+        // A run's outcome or its error (a failed check: the user's error).
+        struct Ran {
+            std::optional<ir::PlanOutcome> outcome;
+            std::exception_ptr error;
+            std::string message;
+        };
+        auto attempt = [&](const PlanArgs& a) {
+            Ran r;
+            try {
+                r.outcome = run_into_arrays(*plan, a, exec);
+            } catch (const Error& e) {
+                if (e.kind == ErrorKind::Internal || e.kind == ErrorKind::Interrupted) throw;
+                r.error = std::current_exception();
+                r.message = e.what();
+            }
+            return r;
+        };
+        Ran interpreted = attempt(args);
+        if (native) {
+            args.native = native.get();
+            const Ran compiled = attempt(args);
+            const std::string difference = differences(*plan, interpreted.outcome, compiled.outcome,
+                                                       interpreted.message, compiled.message);
+            if (!difference.empty())
+                internal_error(__FILE__, __LINE__,
+                               "native code and the interpreter disagree on plan " + plan->name + ": " + difference);
+        }
+        if (interpreted.error) std::rethrow_exception(interpreted.error);
+        return std::move(*interpreted.outcome);
+    }
+
+    static std::string differences(const ir::LaunchPlan& plan, const std::optional<ir::PlanOutcome>& a,
+                                   const std::optional<ir::PlanOutcome>& b, const std::string& a_error,
+                                   const std::string& b_error) {
+        if (!a || !b) return a_error == b_error ? "" : "errors: interpreter '" + a_error + "', native '" + b_error + "'";
+        for (const auto& [name, data] : a->outputs) {
+            auto it = b->outputs.find(name);
+            if (it == b->outputs.end()) return "output " + name + " missing";
+            const Array &x = *data.host, &y = *it->second.host;
+            if (x.size() != y.size()) return "output " + name + " sizes differ";
+            const ir::PlanBuffer* pb = plan.find_buffer(name);
+            const size_t width = ir::scalar_size(pb->elem);
+            for (int64_t i = 0; i < x.size(); ++i) {
+                const auto* p = x.bytes.data() + i * int64_t(width);
+                const auto* q = y.bytes.data() + i * int64_t(width);
+                if (!same_element(pb->elem, p, q))
+                    return "output " + name + "[" + std::to_string(i) + "]: interpreter " +
+                           show_element(pb->elem, p) + ", native " + show_element(pb->elem, q);
+            }
+        }
+        for (const auto& [name, v] : a->scalars) {
+            auto it = b->scalars.find(name);
+            if (it == b->scalars.end()) return "scalar " + name + " missing";
+            const ir::HostValue& w = it->second;
+            const bool both_nan = ir::is_float(v.type) && v.f != v.f && w.f != w.f;
+            const bool same = both_nan || (std::memcmp(&v.f, &w.f, sizeof v.f) == 0 && v.i == w.i);
+            if (!same) return "scalar " + name + " differs";
+        }
+        return "";
+    }
+
+    // Bit for bit, but any NaN equals any NaN (payloads may differ).
+    static bool same_element(ir::ScalarType t, const void* p, const void* q) {
+        if (t == ir::ScalarType::F32) {
+            float x, y;
+            std::memcpy(&x, p, 4);
+            std::memcpy(&y, q, 4);
+            if (x != x && y != y) return true;
+        } else if (t == ir::ScalarType::F64) {
+            double x, y;
+            std::memcpy(&x, p, 8);
+            std::memcpy(&y, q, 8);
+            if (x != x && y != y) return true;
+        }
+        return std::memcmp(p, q, ir::scalar_size(t)) == 0;
+    }
+
+    static std::string show_element(ir::ScalarType t, const void* p) {
+        const ir::HostValue v = ir::load_element(t, p);
+        return ir::is_float(t) ? std::to_string(v.f) : std::to_string(v.i);
+    }
+
     std::string why_no_gpu_;
+    NativeTier tier_{tier_from_env()};
 };
 
 }  // namespace

@@ -123,98 +123,30 @@ void merge(LaunchState& s, LocalCounters& c) {
 }
 
 // ---------------------------------------------------------------- scheduling
-// One launch's blocks. Helpers hold it by shared_ptr: a helper that starts
-// after the launch returned finds no block to claim and never touches the
-// program or the state again.
-struct Job {
-    const Program* prog;
-    LaunchState* state;
-    int64_t blocks;
-    int64_t chunk = 1;  // blocks claimed at once
-    std::atomic<int64_t> next{0};
-    std::atomic<int64_t> done{0};
-    std::atomic<bool> failed{false};
-    std::mutex failure_mutex;
-    std::exception_ptr failure;
-
-    void fail_with(std::exception_ptr e) {
-        std::lock_guard lock(failure_mutex);
-        if (!failure) failure = std::move(e);
-        failed.store(true);
-    }
-
-    void finish_blocks(int64_t n) {
-        if (done.fetch_add(n) + n == blocks) done.notify_all();
-    }
-
-    // Claims chunks of blocks and runs them until none is left; the shared
-    // counters and `done` are touched once per chunk, not per block (both
-    // workers updating one cache line per block costs more than a small
-    // block). After a failure the remaining blocks are claimed and skipped
-    // (so `done` reaches `blocks`).
-    void work() {
-        int64_t b = next.fetch_add(chunk);
-        if (b >= blocks) return;
-        Frame f;
-        try {
-            f = make_frame(*prog, *state);
-        } catch (...) {
-            fail_with(std::current_exception());
-        }
-        for (; b < blocks; b = next.fetch_add(chunk)) {
-            const int64_t end = std::min(blocks, b + chunk);
-            for (int64_t k = b; k < end && !failed.load(std::memory_order_relaxed); ++k) {
-                try {
-                    check_cancel(*state);
-                    run_block(f, k);
-                } catch (...) {
-                    fail_with(std::current_exception());
-                }
-            }
-            merge(*state, f.counters);  // before finishing: the launch may return right after
-            finish_blocks(end - b);
-        }
-    }
-
-    void wait() {
-        for (int64_t d = done.load(); d < blocks; d = done.load()) done.wait(d);
-    }
-};
-
-int worker_count(const ExecOptions& options, int64_t blocks) {
-    // Asked once: glibc reads a sysfs file for every call.
-    static const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
-    return int(std::min<int64_t>(options.threads > 0 ? options.threads : cores, blocks));
-}
-
+// Each worker runs whole blocks in a Frame of its own; its counters are
+// merged into the launch once per chunk, before the chunk counts as done
+// (the launch may return right after).
 void run_blocks(const Program& prog, LaunchState& state, const ExecOptions& options) {
-    auto job = std::make_shared<Job>();
-    job->prog = &prog;
-    job->state = &state;
-    job->blocks = state.grid;
-    const int workers = worker_count(options, state.grid);
-    const int helpers = workers - 1;
-    job->chunk = std::max<int64_t>(1, state.grid / (int64_t(workers) * 16));  // small enough to balance
-    if (helpers > 0) {
-        ThreadPool& pool = ThreadPool::instance();
-        pool.ensure(helpers);
-        for (int h = 0; h < helpers; ++h) pool.submit([job] { job->work(); });
-    }
-    job->work();
-    job->wait();
-    if (job->failure) std::rethrow_exception(job->failure);
+    const int workers = worker_count(options.threads, state.grid);
+    const int64_t chunk = state.grid / (int64_t(workers) * 16);  // small enough to balance
+    run_in_chunks(state.grid, workers, chunk, [&]() -> ChunkWork {
+        auto frame = std::make_shared<Frame>(make_frame(prog, state));
+        return [frame, &state](int64_t begin, int64_t end, const std::atomic<bool>& stop) {
+            for (int64_t k = begin; k < end && !stop.load(std::memory_order_relaxed); ++k) {
+                check_cancel(state);
+                run_block(*frame, k);
+            }
+            merge(state, frame->counters);
+        };
+    });
 }
 
 // ---------------------------------------------------------------- arguments
 // A scalar argument converted to its parameter's declared type, as the
 // register init of that parameter.
 RegInit scalar_init(int reg, ir::ScalarType t, const ScalarArg& a) {
-    const bool from_float = ir::is_float(a.type);
-    RegInit init{reg, t, RegInit::Value, 0, 0};
-    if (ir::is_float(t)) init.f = from_float ? a.f : static_cast<double>(a.i);
-    else if (t == ir::ScalarType::Bool) init.i = from_float ? a.f != 0 : a.i != 0;
-    else init.i = from_float ? ops::saturate<int64_t>(a.f) : a.i;
-    return init;
+    const ScalarArg v = convert_scalar(t, a);
+    return RegInit{reg, t, RegInit::Value, ir::is_float(t) ? 0 : v.i, ir::is_float(t) ? v.f : 0};
 }
 
 // Checks the launch's arguments against k's parameters (before compiling, so
@@ -343,6 +275,16 @@ private:
 };
 
 }  // namespace
+
+ScalarArg convert_scalar(ir::ScalarType t, const ScalarArg& a) {
+    const bool from_float = ir::is_float(a.type);
+    ScalarArg v;
+    v.type = t;
+    if (ir::is_float(t)) v.f = from_float ? a.f : static_cast<double>(a.i);
+    else if (t == ir::ScalarType::Bool) v.i = from_float ? a.f != 0 : a.i != 0;
+    else v.i = from_float ? ops::saturate<int64_t>(a.f) : a.i;
+    return v;
+}
 
 KernelError run_kernel(const ir::Kernel& k, const LaunchArgs& args, const ExecOptions& options, Counters& counters) {
     LaunchState state;

@@ -29,6 +29,10 @@ struct ScalarArg {
     };
 };
 
+// `a` converted to a parameter of type t, as a launch binds it: floats to
+// integers saturate (NaN -> 0), to bool is != 0.
+ScalarArg convert_scalar(ir::ScalarType t, const ScalarArg& a);
+
 // Memory of a Buffer parameter: host memory the caller owns, aligned for
 // its element type (atomics need natural alignment).
 struct BufferArg {

@@ -1,5 +1,7 @@
 #include "runtime/cpu/run_plan.h"
 
+#include "runtime/cpu/native_tier.h"
+
 #include <chrono>
 #include <cstring>
 #include <functional>
@@ -109,7 +111,9 @@ private:
         }
         Counters c;
         const auto start = std::chrono::steady_clock::now();
-        KernelError err = run_kernel(k, la, options_, c);
+        const auto index = static_cast<size_t>(s.kernel);
+        KernelError err = args_.native && args_.native->runs(index) ? args_.native->launch(index, k, la, options_, c)
+                                                                    : run_kernel(k, la, options_, c);
         c.nanoseconds = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
         result_.kernel_counters[static_cast<size_t>(s.kernel)] += c;
         result_.total += c;

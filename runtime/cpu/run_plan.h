@@ -16,6 +16,8 @@
 
 namespace shoal::cpu {
 
+class NativePlan;
+
 // Host memory owned by the runner (outputs, temporaries).
 struct HostBuffer {
     ir::ScalarType elem = ir::ScalarType::F32;
@@ -38,6 +40,9 @@ struct PlanArgs {
     // is written where the caller keeps it. Without it, run_plan allocates
     // them and hands them back in PlanResult::outputs.
     std::function<BufferArg(const std::string& buffer, ir::ScalarType elem, int64_t count)> allocate_output;
+    // Optional: the plan's kernels as native code (native_tier.h); a kernel
+    // it does not run goes to the interpreter.
+    const NativePlan* native = nullptr;
 };
 
 struct PlanResult {

@@ -7,6 +7,7 @@
 #pragma once
 #include <atomic>
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <mutex>
@@ -38,5 +39,20 @@ private:
     std::vector<std::thread> threads_;
     bool stop_ = false;
 };
+
+// Work on a range [0, count) split into chunks of consecutive items (a
+// launch's blocks): run on `workers` threads, the caller and workers - 1 of
+// the pool. Each thread that claims a chunk first calls make_worker() once
+// (per-thread state: an interpreter frame, a native error record), then
+// the function it returned for every chunk [begin, end) it claims, until
+// none is left. The first exception stops the claiming of new chunks and is
+// rethrown here once every claimed chunk has finished; `stop` tells a long
+// chunk that some thread failed. Shared counters are touched once per chunk.
+using ChunkWork = std::function<void(int64_t begin, int64_t end, const std::atomic<bool>& stop)>;
+void run_in_chunks(int64_t count, int workers, int64_t chunk, const std::function<ChunkWork()>& make_worker);
+
+// The worker threads a launch of `blocks` uses: `threads` (0: every core),
+// at most one per block.
+int worker_count(int threads, int64_t blocks);
 
 }  // namespace shoal::cpu

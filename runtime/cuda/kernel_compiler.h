@@ -21,12 +21,19 @@
 #include <string>
 #include <vector>
 
-#include "runtime/cuda/kernel_cache.h"
+#include "runtime/cache/kernel_cache.h"
 #include "runtime/cuda/nvrtc.h"
 #include "runtime/cuda/nvrtc_target.h"
 #include "runtime/cuda/ptxas_info.h"
 
 namespace shoal::cuda {
+
+// The disk cache is shared with the CPU executor's native tier (runtime/cache/).
+using cache::CachedKernel;
+using cache::kernel_cache_key;
+using cache::KernelDiskCache;
+using cache::Sha256Digest;
+using cache::to_hex;
 
 struct KernelSource {
     std::string name;    // the extern "C" entry function (codegen's Kernel::name)

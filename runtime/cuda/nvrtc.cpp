@@ -11,7 +11,6 @@
 
 namespace shoal::cuda {
 
-const char* image_kind_name(ImageKind kind) { return kind == ImageKind::Cubin ? "cubin" : "ptx"; }
 
 std::string number_lines(const std::string& source) {
     std::istringstream in(source);

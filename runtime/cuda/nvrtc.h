@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "runtime/cache/image_kind.h"
+
 #ifdef SHOAL_HAVE_NVRTC
 #include <functional>
 #include <nvrtc.h>
@@ -19,10 +21,9 @@
 
 namespace shoal::cuda {
 
-// What NVRTC produced: a CUBIN (machine code for one real architecture) or
-// PTX (for a virtual one, compiled by the driver when loaded).
-enum class ImageKind : unsigned char { Cubin = 1, Ptx = 2 };
-const char* image_kind_name(ImageKind kind);  // "cubin", "ptx"
+// What NVRTC produces: a CUBIN or PTX (runtime/cache/image_kind.h).
+using cache::ImageKind;
+using cache::image_kind_name;
 
 #ifdef SHOAL_HAVE_NVRTC
 

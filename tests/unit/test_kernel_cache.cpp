@@ -24,7 +24,7 @@
 #include <thread>
 
 #include "lang/diagnostics.h"
-#include "runtime/cuda/kernel_cache.h"
+#include "runtime/cache/kernel_cache.h"
 #include "runtime/cuda/kernel_compiler.h"
 #include "runtime/cuda/nvrtc_target.h"
 #include "runtime/cuda/ptxas_info.h"
@@ -33,6 +33,7 @@
 
 using namespace shoal;
 using namespace shoal::cuda;
+using namespace shoal::cache;
 namespace fs = std::filesystem;
 using shoal::testing::TempDir;
 using shoal::testing::read_bytes;

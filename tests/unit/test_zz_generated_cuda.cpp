@@ -9,6 +9,7 @@
 #include <doctest/doctest.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <atomic>
@@ -101,6 +102,13 @@ TEST_CASE("nvrtc: every kernel the compiled backend generated in this run compil
     }
     REQUIRE(kernels.size() >= 15);
     MESSAGE(kernels.size() << " distinct kernels generated");
+    // SHOAL_DUMP_GENERATED_CUDA=file: every distinct kernel's CUDA, sorted, to
+    // compare the printer's output before and after a change to it.
+    if (const char* dump = std::getenv("SHOAL_DUMP_GENERATED_CUDA")) {
+        std::lock_guard<std::mutex> hold(generated().lock);
+        std::ofstream out(dump);
+        for (const std::string& source : generated().seen) out << source << "\n// ----\n";
+    }
 #ifdef SHOAL_HAVE_NVRTC
     const auto t0 = std::chrono::steady_clock::now();
     for (size_t k = 0; k < kernels.size(); ++k) kernels[k].name = "k" + std::to_string(k);

@@ -8,7 +8,7 @@
 
 struct evp_md_ctx_st;  // OpenSSL's EVP_MD_CTX, kept out of this header
 
-namespace shoal::cuda {
+namespace shoal::cache {
 
 using Sha256Digest = std::array<unsigned char, 32>;
 
@@ -33,4 +33,4 @@ private:
 Sha256Digest sha256(std::string_view data);
 std::string to_hex(const Sha256Digest& digest);
 
-}  // namespace shoal::cuda
+}  // namespace shoal::cache

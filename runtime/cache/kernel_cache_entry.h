@@ -2,7 +2,7 @@
 // little-endian:
 //   0  magic "SHOALKC" 0x1a          8 bytes
 //   8  format version                u32 (kEntryFormatVersion)
-//  12  image kind                    u32 (1 cubin, 2 ptx)
+//  12  image kind                    u32 (image_kind.h: 1 cubin, 2 ptx, 3 shared object)
 //  16  the entry's key               32 bytes (SHA-256, kernel_cache_key)
 //  48  image length                  u64
 //  56  log length                    u64
@@ -16,10 +16,10 @@
 #include <string>
 #include <string_view>
 
-#include "runtime/cuda/nvrtc.h"
-#include "runtime/cuda/sha256.h"
+#include "runtime/cache/image_kind.h"
+#include "runtime/cache/sha256.h"
 
-namespace shoal::cuda {
+namespace shoal::cache {
 
 inline constexpr uint32_t kEntryFormatVersion = 1;
 inline constexpr size_t kEntryHeaderBytes = 96;
@@ -38,4 +38,4 @@ std::string encode_entry(const Sha256Digest& key, const CachedKernel& kernel);
 std::optional<CachedKernel> decode_entry(std::string_view bytes, const Sha256Digest& key, ImageKind kind,
                                          std::string* problem);
 
-}  // namespace shoal::cuda
+}  // namespace shoal::cache

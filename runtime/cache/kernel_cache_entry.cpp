@@ -1,8 +1,17 @@
-#include "runtime/cuda/kernel_cache_entry.h"
+#include "runtime/cache/kernel_cache_entry.h"
 
 #include <cstring>
 
-namespace shoal::cuda {
+namespace shoal::cache {
+
+const char* image_kind_name(ImageKind kind) {
+    switch (kind) {
+        case ImageKind::Cubin: return "cubin";
+        case ImageKind::Ptx: return "ptx";
+        case ImageKind::NativeObject: return "shared object";
+    }
+    return "?";
+}
 
 namespace {
 
@@ -70,4 +79,4 @@ std::optional<CachedKernel> decode_entry(std::string_view bytes, const Sha256Dig
     return CachedKernel{kind, std::string(image), std::string(log)};
 }
 
-}  // namespace shoal::cuda
+}  // namespace shoal::cache

@@ -1,4 +1,4 @@
-#include "runtime/cuda/kernel_cache.h"
+#include "runtime/cache/kernel_cache.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -11,7 +11,7 @@
 #include <cstring>
 #include <random>
 
-namespace shoal::cuda {
+namespace shoal::cache {
 
 namespace fs = std::filesystem;
 
@@ -126,6 +126,24 @@ KernelDiskCache::KernelDiskCache(fs::path directory, uint64_t max_bytes, std::st
 
 fs::path KernelDiskCache::entry_path(const Sha256Digest& key) const { return directory_ / (to_hex(key) + kEntrySuffix); }
 
+std::string KernelDiskCache::private_problem() const {
+    if (directory_.empty()) return no_directory_reason_;
+    struct stat st {};
+    if (::stat(directory_.c_str(), &st) != 0) {
+        if (errno != ENOENT) return "cannot read the kernel cache " + directory_.string() + ": " + errno_text(errno);
+        std::error_code ec;  // made now, private
+        if (fs::create_directories(directory_, ec) && !ec) fs::permissions(directory_, fs::perms::owner_all, ec);
+        if (ec || ::stat(directory_.c_str(), &st) != 0)
+            return "cannot create the kernel cache " + directory_.string() + (ec ? ": " + ec.message() : "");
+    }
+    if (!S_ISDIR(st.st_mode)) return "the kernel cache " + directory_.string() + " is not a directory";
+    if (st.st_uid != ::geteuid())
+        return "the kernel cache " + directory_.string() + " belongs to another user (uid " + std::to_string(st.st_uid) + ")";
+    if (st.st_mode & (S_IWGRP | S_IWOTH))
+        return "the kernel cache " + directory_.string() + " is writable by others (chmod 700 it)";
+    return "";
+}
+
 std::optional<CachedKernel> KernelDiskCache::load(const Sha256Digest& key, ImageKind kind, std::string* problem) {
     std::string why;
     std::optional<CachedKernel> kernel;
@@ -151,7 +169,8 @@ bool KernelDiskCache::store_failed(std::string why) {
 bool KernelDiskCache::store(const Sha256Digest& key, const CachedKernel& kernel) {
     if (directory_.empty()) return store_failed(no_directory_reason_);
     std::error_code ec;
-    fs::create_directories(directory_, ec);
+    // A new directory is private (0700): the native tier loads code from it.
+    if (fs::create_directories(directory_, ec) && !ec) fs::permissions(directory_, fs::perms::owner_all, ec);
     if (ec) return store_failed("cannot create the kernel cache " + directory_.string() + ": " + ec.message());
     const std::string bytes = encode_entry(key, kernel);
     const fs::path temp = directory_ / temp_name();
@@ -253,4 +272,4 @@ void KernelDiskCache::set_max_bytes(uint64_t max_bytes) {
     max_bytes_ = max_bytes;
 }
 
-}  // namespace shoal::cuda
+}  // namespace shoal::cache

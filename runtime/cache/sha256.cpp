@@ -1,10 +1,10 @@
-#include "runtime/cuda/sha256.h"
+#include "runtime/cache/sha256.h"
 
 #include <openssl/evp.h>
 
 #include "lang/diagnostics.h"
 
-namespace shoal::cuda {
+namespace shoal::cache {
 
 // libcrypto fails here only without memory or with a broken installation.
 #define SHOAL_EVP_CHECK(call) SHOAL_INTERNAL_ASSERT((call) == 1, "OpenSSL: " #call " failed")
@@ -47,4 +47,4 @@ std::string to_hex(const Sha256Digest& digest) {
     return out;
 }
 
-}  // namespace shoal::cuda
+}  // namespace shoal::cache

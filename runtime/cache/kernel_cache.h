@@ -21,9 +21,9 @@
 #include <string>
 #include <vector>
 
-#include "runtime/cuda/kernel_cache_entry.h"
+#include "runtime/cache/kernel_cache_entry.h"
 
-namespace shoal::cuda {
+namespace shoal::cache {
 
 Sha256Digest kernel_cache_key(const std::string& source, const std::vector<std::string>& options,
                               const std::string& target_arch, const std::string& compiler,
@@ -45,6 +45,11 @@ public:
     // The entry for `key` when it is present and valid. A present but
     // invalid one is counted as corrupt, and *problem (when given) says why.
     std::optional<CachedKernel> load(const Sha256Digest& key, ImageKind kind, std::string* problem = nullptr);
+    // "" when the directory (made now if missing, 0700) belongs to this user
+    // and no one else may write to it; else why not. Native code is loaded
+    // only from such a directory: anyone who can write an entry could make
+    // this process run their code.
+    std::string private_problem() const;
     // False when the entry could not be written; store_problem() says why.
     bool store(const Sha256Digest& key, const CachedKernel& kernel);
     // Removes every entry (also other processes' entries: the directory is shared).
@@ -90,4 +95,4 @@ private:
     Stats counts_;
 };
 
-}  // namespace shoal::cuda
+}  // namespace shoal::cache

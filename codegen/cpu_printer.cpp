@@ -1,0 +1,415 @@
+#include "codegen/cpu_printer.h"
+
+#include <map>
+
+#include "codegen/ir_visitor.h"
+#include "lang/diagnostics.h"
+
+namespace shoal::ir {
+namespace {
+
+// ---------------------------------------------------------------- the prelude
+// The CPU's own helper groups (the shared ones are in c_printer.cpp). Plain
+// C++ with GCC/Clang builtins: the unit includes no header, which keeps a
+// compile near 100 ms (<cmath> or <atomic> alone add most of a second).
+const std::map<int, const char*>& cpu_helper_texts() {
+    static const std::map<int, const char*> texts = {
+        {0,  // ErrorRecord
+         R"(// The error record of one chunk of blocks (one OS thread): the failed check
+// of the lowest global thread (block * blockDim + thread), that thread's first
+// in program order. The executor keeps the lowest over all chunks.
+struct ShoalError {
+    unsigned long long key;
+    int code;
+    int lock;
+    long long index;
+    long long extent;
+};
+__attribute__((noinline, cold)) static void shoal_record_error(ShoalError* e, unsigned long long key, int code,
+                                                              long long index, long long extent) {
+    if (key < e->key) {  // strictly lower: a thread's later failure never replaces its first
+        e->key = key;
+        e->code = code;
+        e->index = index;
+        e->extent = extent;
+    }
+}
+)"},
+        {1,  // SpecialFloats
+         R"(// Non-finite constants (C++ has no literals for them).
+static inline float shoal_inf_f32() { return __builtin_bit_cast(float, 0x7f800000u); }
+static inline float shoal_nan_f32() { return __builtin_bit_cast(float, 0x7fc00000u); }
+static inline double shoal_inf_f64() { return __builtin_bit_cast(double, 0x7ff0000000000000ULL); }
+static inline double shoal_nan_f64() { return __builtin_bit_cast(double, 0x7ff8000000000000ULL); }
+)"},
+        {6,  // AtomicAdd (with every other global atomic that needs a loop)
+         R"(// A global atomic as a compare-and-swap loop on the bits (floats, min/max):
+// `next` gives the new value from the old one.
+template <typename T, typename F>
+static inline T shoal_atomic_update(T* p, F next) {
+    T old;
+    __atomic_load(p, &old, __ATOMIC_RELAXED);
+    T value = next(old);
+    while (!__atomic_compare_exchange(p, &old, &value, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) value = next(old);
+    return old;
+}
+)"},
+        {10,  // AtomicExch
+         R"(// atomicExch for every type (floats through their bits).
+template <typename T>
+static inline T shoal_atomic_exch(T* p, T v) {
+    T old;
+    __atomic_exchange(p, &v, &old, __ATOMIC_RELAXED);
+    return old;
+}
+)"},
+        {11,  // AtomicCAS
+         R"(// atomicCAS for every type; floats compare bit patterns, as on a GPU.
+template <typename T>
+static inline T shoal_atomic_cas(T* p, T compare, T v) {
+    __atomic_compare_exchange(p, &compare, &v, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+    return compare;  // the old value: unchanged on success, the current one on failure
+}
+// The same on a block's own memory (no other OS thread sees it).
+template <typename T>
+static inline T shoal_plain_cas(T* p, T compare, T v) {
+    const T old = *p;
+    if (__builtin_memcmp(&old, &compare, sizeof(T)) == 0) *p = v;
+    return old;
+}
+)"},
+        {12,  // IntMinMax
+         R"(// Integer min / max (CUDA's device builtins; the same values).
+template <typename T> static inline T shoal_min(T a, T b) { return b < a ? b : a; }
+template <typename T> static inline T shoal_max(T a, T b) { return a < b ? b : a; }
+)"},
+        {13,  // MulHi
+         R"(// The high half of the full product (CUDA's __mulhi family).
+static inline int shoal_mulhi(int a, int b) { return (int)(((long long)a * b) >> 32); }
+static inline unsigned shoal_mulhi(unsigned a, unsigned b) { return (unsigned)(((unsigned long long)a * b) >> 32); }
+static inline long long shoal_mulhi(long long a, long long b) { return (long long)(((__int128)a * b) >> 64); }
+static inline unsigned long long shoal_mulhi(unsigned long long a, unsigned long long b) {
+    return (unsigned long long)(((unsigned __int128)a * b) >> 64);
+}
+)"},
+    };
+    return texts;
+}
+
+// Per phase (in print order), the names its code mentions (reads, assigns)
+// and the names its top level declares.
+struct PhaseNames {
+    std::set<std::string> mentioned, declared;
+};
+
+class NameCollector : public IRVisitor {
+public:
+    std::set<std::string>* into = nullptr;
+    using IRVisitor::visit;
+    void visit(const ExprPtr& e) override {
+        if (e->kind == ExprKind::Var) into->insert(e->name);
+        IRVisitor::visit(e);
+    }
+    void visit(const StmtPtr& s) override {
+        if (s->kind == StmtKind::Assign) into->insert(s->name);
+        if (s->kind == StmtKind::Atomic && !s->result.empty()) into->insert(s->result);
+        IRVisitor::visit(s);
+    }
+};
+
+void collect_phases(const std::vector<BlockStmtPtr>& body, std::vector<PhaseNames>& phases) {
+    for (const auto& b : body) {
+        if (b->kind == BlockStmtKind::BlockFor) {
+            collect_phases(b->body, phases);
+            continue;
+        }
+        PhaseNames p;
+        NameCollector c;
+        c.into = &p.mentioned;
+        c.visit(b->phase);
+        const std::vector<StmtPtr> top = b->phase->kind == StmtKind::Seq ? b->phase->body : std::vector{b->phase};
+        for (const auto& s : top)
+            if (s->kind == StmtKind::Let) p.declared.insert(s->name);
+        phases.push_back(std::move(p));
+    }
+}
+
+// Top-level Lets of every phase, with their types.
+void collect_lets(const std::vector<BlockStmtPtr>& body, std::map<std::string, ScalarType>& lets) {
+    for (const auto& b : body) {
+        if (b->kind == BlockStmtKind::BlockFor) {
+            collect_lets(b->body, lets);
+            continue;
+        }
+        const std::vector<StmtPtr> top = b->phase->kind == StmtKind::Seq ? b->phase->body : std::vector{b->phase};
+        for (const auto& s : top)
+            if (s->kind == StmtKind::Let) lets[s->name] = s->type;
+    }
+}
+
+bool has_shuffle(const Kernel& k) {
+    struct Finder : IRVisitor {
+        bool found = false;
+        using IRVisitor::visit;
+        void visit(const ExprPtr& e) override {
+            found = found || e->kind == ExprKind::Shuffle;
+            IRVisitor::visit(e);
+        }
+    } f;
+    f.visit_kernel(k);
+    return f.found;
+}
+
+class CpuPrinter final : public CLikePrinter {
+public:
+    std::string print(const std::vector<Kernel>& kernels) {
+        const CudaUnit unit = print_unit(kernels);
+        return "// Generated by Shoal from the kernel IR for the CPU: " + std::to_string(kernels.size()) +
+               (kernels.size() == 1 ? " kernel" : " kernels") +
+               ", each block's threads as loops. Self-contained: it needs no headers.\n\n" + unit.prelude +
+               unit.kernels;
+    }
+
+protected:
+    std::string helper_text(Helper h) const override {
+        auto it = cpu_helper_texts().find(static_cast<int>(h));
+        return it != cpu_helper_texts().end() ? it->second : CLikePrinter::helper_text(h);
+    }
+    std::string function_qualifier() const override { return "static inline"; }
+
+    // ---------------------------------------------------------- kernels
+    void print_kernel(const Kernel& k) override {
+        SHOAL_INTERNAL_ASSERT(cpu_unsupported_reason(k).empty(),
+                              "the CPU printer cannot print kernel " + k.name + ": " + cpu_unsupported_reason(k));
+        begin_kernel(k);
+        need(Helper::ErrorRecord);
+        find_per_thread(k);
+
+        if (!k.comment.empty()) print_comment(k.comment);
+        std::vector<std::string> params = {"long long shoal_first_block", "long long shoal_end_block",
+                                           "[[maybe_unused]] long long shoal_grid"};
+        for (const auto& p : k.params) params.push_back(print_param(p));
+        params.push_back("[[maybe_unused]] ShoalError* __restrict__ shoal_error");
+        params.push_back("const unsigned char* shoal_cancel");
+        // The body takes the buffers as __restrict__ parameters: compilers
+        // ignore restrict on local pointers, and without it every store may
+        // alias every load (Black-Scholes 1.5x slower).
+        line("static int shoal_blocks_" + k.name + "(");
+        for (size_t i = 0; i < params.size(); ++i) line("    " + params[i] + (i + 1 < params.size() ? "," : ") {"));
+        ++indent_;
+        open("for (long long shoal_block = shoal_first_block; shoal_block < shoal_end_block; ++shoal_block)");
+        line("if (__atomic_load_n(shoal_cancel, __ATOMIC_RELAXED)) return 1;");
+        for (const auto& s : k.shared) {
+            std::string unused = read_.count(s.name) ? "" : "[[maybe_unused]] ";
+            line(unused + type_name(s.type) + " " + s.name + "[" + std::to_string(s.size) + "];  // shared memory");
+        }
+        for (const auto& [name, type] : per_thread_)
+            line(type_name(type) + " " + name + "[" + std::to_string(k.block_size) + "];  // per thread, used in a later phase");
+        print_blocks(k.body, true);
+        close();
+        line("return 0;");
+        close();
+        print_entry(k);
+        kernel_ = nullptr;
+    }
+
+    // The C entry point: unpacks the argument array (entry contract, cpu_printer.h).
+    void print_entry(const Kernel& k) {
+        line("");
+        line("extern \"C\" int " + cpu_entry_symbol(k.name) +
+             "(void* const* shoal_args, long long shoal_first_block, long long shoal_end_block, long long shoal_grid,");
+        line("        ShoalError* shoal_error, const unsigned char* shoal_cancel) {");
+        ++indent_;
+        std::string call = "return shoal_blocks_" + k.name + "(shoal_first_block, shoal_end_block, shoal_grid";
+        for (size_t i = 0; i < k.params.size(); ++i) {
+            const Param& p = k.params[i];
+            const std::string arg = "shoal_args[" + std::to_string(i) + "]";
+            const std::string t = type_name(p.type);
+            call += ", " + (p.kind == ParamKind::Scalar ? "*(const " + t + "*)" + arg : "(" + t + "*)" + arg);
+        }
+        line(call + ", shoal_error, shoal_cancel);");
+        close();
+    }
+
+    std::string print_param(const Param& p) {
+        std::string t = type_name(p.type);
+        if (p.kind == ParamKind::Scalar) return "[[maybe_unused]] " + t + " " + p.name;
+        return "[[maybe_unused]] " + std::string(p.access == Access::Read ? "const " : "") + t + "* __restrict__ " + p.name;
+    }
+
+    // Variables declared at a phase's top level and used in another phase.
+    void find_per_thread(const Kernel& k) {
+        std::vector<PhaseNames> phases;
+        collect_phases(k.body, phases);
+        std::map<std::string, ScalarType> lets;
+        collect_lets(k.body, lets);
+        per_thread_.clear();
+        for (size_t p = 0; p < phases.size(); ++p)
+            for (const std::string& name : phases[p].declared)
+                for (size_t q = 0; q < phases.size(); ++q)
+                    if (q != p && phases[q].mentioned.count(name)) per_thread_[name] = lets.at(name);
+    }
+
+    // A phase is a loop over the block's threads; its end is the barrier.
+    void print_phase(const StmtPtr& code) override {
+        open("for (int shoal_tid = 0; shoal_tid < " + std::to_string(kernel_->block_size) + "; ++shoal_tid)");
+        CLikePrinter::print_phase(code);
+        close();
+    }
+    void print_barrier() override {}
+
+    // ---------------------------------------------------------- statements
+    std::string variable(const std::string& name) override {
+        return per_thread_.count(name) ? name + "[shoal_tid]" : name;
+    }
+
+    void print_let(const Stmt& s) override {
+        if (per_thread_.count(s.name)) line(variable(s.name) + " = " + print_expr(s.exprs[0]) + ";");
+        else CLikePrinter::print_let(s);
+    }
+
+    void print_while(const Stmt& s) override {
+        open("while (" + print_expr(s.exprs[0]) + ")");
+        line("if (__atomic_load_n(shoal_cancel, __ATOMIC_RELAXED)) return 1;");
+        print_body(s.body);
+        close();
+    }
+
+    void print_error(const Stmt& s) override {
+        print_check_comment(s);
+        line("shoal_record_error(shoal_error, (unsigned long long)(shoal_block * " +
+             std::to_string(kernel_->block_size) + " + shoal_tid), " + std::to_string(s.error_code) + ", " +
+             print_expr(s.exprs[0]) + ", " + print_expr(s.exprs[1]) + ");");
+    }
+
+    // The value an atomic stores, from the old value `old` and the operand `v`.
+    std::string combine(AtomicOp op, ScalarType t, const std::string& old, const std::string& v) {
+        switch (op) {
+            case AtomicOp::Add:
+                if (!is_signed_int(t)) return old + " + " + v;
+                need(Helper::WrapArith);
+                return "shoal_add(" + old + ", " + v + ")";
+            case AtomicOp::Min:
+            case AtomicOp::Max: {
+                const std::string fn = op == AtomicOp::Min ? "min" : "max";
+                if (is_float(t)) return float_function("f" + fn, t) + "(" + old + ", " + v + ")";
+                need(Helper::IntMinMax);
+                return "shoal_" + fn + "(" + old + ", " + v + ")";
+            }
+            case AtomicOp::And: return old + " & " + v;
+            case AtomicOp::Or: return old + " | " + v;
+            case AtomicOp::Xor: return old + " ^ " + v;
+            default: return v;  // Exch
+        }
+    }
+
+    void print_atomic(const Stmt& s) override {
+        const std::string t = type_name(s.type);
+        const std::string addr = "&" + s.name + "[" + print_expr(s.exprs[0]) + "]";
+        const std::string v = print_expr(s.exprs[1]);
+        const std::string result = s.result.empty() ? "" : variable(s.result) + " = ";
+        const bool integer = is_integer_type(s.type);
+        if (s.atomic_op == AtomicOp::CAS) {
+            need(Helper::AtomicCAS);
+            const char* fn = s.space == MemSpace::Shared ? "shoal_plain_cas" : "shoal_atomic_cas";
+            line(result + fn + "(" + addr + ", " + print_expr(s.exprs[2]) + ", " + v + ");");
+            return;
+        }
+        if (s.space == MemSpace::Shared) {  // one OS thread runs the whole block
+            line("{");
+            ++indent_;
+            line(t + "* const shoal_p = " + addr + ";");
+            line("const " + t + " shoal_v = " + v + ";");
+            line("const " + t + " shoal_old = *shoal_p;");
+            line("*shoal_p = " + combine(s.atomic_op, s.type, "shoal_old", "shoal_v") + ";");
+            if (!s.result.empty()) line(result + "shoal_old;");
+            close();
+            return;
+        }
+        const char* fetch = nullptr;
+        if (integer) {
+            switch (s.atomic_op) {
+                case AtomicOp::Add: fetch = "__atomic_fetch_add"; break;
+                case AtomicOp::And: fetch = "__atomic_fetch_and"; break;
+                case AtomicOp::Or: fetch = "__atomic_fetch_or"; break;
+                case AtomicOp::Xor: fetch = "__atomic_fetch_xor"; break;
+                case AtomicOp::Exch: fetch = "__atomic_exchange_n"; break;
+                default: break;
+            }
+        }
+        if (fetch) {  // two's complement: the builtins wrap
+            line(result + fetch + "(" + addr + ", " + v + ", __ATOMIC_RELAXED);");
+        } else if (s.atomic_op == AtomicOp::Exch) {
+            need(Helper::AtomicExch);
+            line(result + "shoal_atomic_exch(" + addr + ", " + v + ");");
+        } else {
+            need(Helper::AtomicAdd);
+            line("{");
+            ++indent_;
+            line("const " + t + " shoal_v = " + v + ";");
+            line(result + "shoal_atomic_update(" + addr + ", [shoal_v](" + t + " shoal_old) { return " +
+                 combine(s.atomic_op, s.type, "shoal_old", "shoal_v") + "; });");
+            close();
+        }
+    }
+
+    // ---------------------------------------------------------- expressions
+    std::string print_special(const Expr& e) override {
+        switch (e.kind) {
+            case ExprKind::ThreadIdx: return "shoal_tid";
+            case ExprKind::BlockIdx: return "shoal_block";
+            case ExprKind::BlockDim: return std::to_string(kernel_->block_size);
+            default: return "shoal_grid";
+        }
+    }
+
+    std::string float_function(const std::string& base, ScalarType t) override {
+        return "__builtin_" + CLikePrinter::float_function(base, t);
+    }
+
+    std::string int_min_max(const std::string& fn, const Expr& e) override {
+        need(Helper::IntMinMax);
+        return CLikePrinter::int_min_max("shoal_" + fn, e);
+    }
+
+    std::string print_call(const Expr& e) override {
+        std::string args;
+        for (size_t i = 0; i < e.args.size(); ++i) args += (i ? ", " : "") + print_expr(e.args[i]);
+        const ScalarType t = e.type;
+        const std::string& f = e.name;
+        if (f == "bits") return "__builtin_bit_cast(" + type_name(t) + ", " + args + ")";
+        if (is_float(t))
+            return float_function(f == "abs" ? "fabs" : f == "min" ? "fmin" : f == "max" ? "fmax" : f, t) + "(" + args + ")";
+        if (f == "abs") {
+            if (is_unsigned_int(t)) return print_expr(e.args[0]);
+            need(Helper::IntAbs);
+            return "shoal_abs(" + args + ")";
+        }
+        if (f == "mulhi") {
+            need(Helper::MulHi);
+            return "shoal_mulhi(" + args + ")";
+        }
+        return int_min_max(f, e);  // integer min / max
+    }
+
+    std::string print_shuffle(const Expr&) override {
+        SHOAL_INTERNAL_ASSERT(false, "the CPU printer met a shuffle (cpu_unsupported_reason)");
+        return "";
+    }
+
+private:
+    std::map<std::string, ScalarType> per_thread_;
+};
+
+}  // namespace
+
+std::string cpu_unsupported_reason(const Kernel& k) {
+    if (has_shuffle(k)) return "it uses warp shuffles";
+    return "";
+}
+
+std::string print_cpu(const std::vector<Kernel>& kernels) { return CpuPrinter().print(kernels); }
+
+std::string cpu_entry_symbol(const std::string& kernel) { return "shoal_native_" + kernel; }
+
+}  // namespace shoal::ir

@@ -1,0 +1,241 @@
+#include "runtime/cpu/native_tier.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "codegen/cpu_printer.h"
+#include "runtime/cpu/thread_pool.h"
+#include "runtime/native/native_compiler.h"
+
+namespace shoal::cpu {
+
+const char* tier_name(Tier t) {
+    switch (t) {
+        case Tier::Interpret: return "interpret";
+        case Tier::Native: return "native";
+        case Tier::Auto: return "auto";
+        case Tier::Compare: return "compare";
+    }
+    return "?";
+}
+
+Tier tier_from_env(std::string* problem) {
+    const char* env = std::getenv("SHOAL_CPU_TIER");
+    const std::string v = env ? env : "";
+    if (v.empty() || v == "auto") return Tier::Auto;
+    if (v == "interpret") return Tier::Interpret;
+    if (v == "native") return Tier::Native;
+    if (v == "compare") return Tier::Compare;
+    if (problem) *problem = "SHOAL_CPU_TIER=" + v + " is not interpret, native, auto or compare: using auto";
+    return Tier::Auto;
+}
+
+// ---------------------------------------------------------------- launches
+
+namespace {
+
+// The error record of the entry contract (codegen/cpu_printer.h).
+struct NativeError {
+    unsigned long long key = ~0ull;
+    int code = -1;
+    int lock = 0;
+    long long index = 0;
+    long long extent = 0;
+};
+static_assert(sizeof(NativeError) == 32);
+
+static_assert(sizeof(std::atomic<bool>) == 1 && std::atomic<bool>::is_always_lock_free,
+              "native code reads the cancel flag as one byte");
+const unsigned char kNeverCancelled = 0;
+
+}  // namespace
+
+KernelError NativePlan::launch(size_t kernel, const ir::Kernel& k, const LaunchArgs& args, const ExecOptions& options,
+                               Counters& counters) const {
+    // Arguments in parameter order: buffers by address, scalars by the
+    // address of their value in the parameter's type.
+    std::vector<void*> pointers(k.params.size());
+    std::vector<uint64_t> values(k.params.size());
+    for (size_t i = 0; i < k.params.size(); ++i) {
+        const ir::Param& p = k.params[i];
+        if (p.kind == ir::ParamKind::Buffer) {
+            pointers[i] = args.buffers.at(p.name).data;
+        } else {
+            const ScalarArg a = convert_scalar(p.type, args.scalars.at(p.name));
+            const bool f = ir::is_float(p.type);
+            const ir::HostValue v{p.type, f ? 0 : a.i, f ? a.f : 0.0};
+            ir::store_element(p.type, v, &values[i]);
+            pointers[i] = &values[i];
+        }
+    }
+    ++counters.launches;
+    if (args.grid <= 0) return {};
+    const Entry entry = entries_.at(kernel);
+    const auto* cancel = options.cancel ? reinterpret_cast<const unsigned char*>(options.cancel) : &kNeverCancelled;
+    const int workers = worker_count(options.threads, args.grid);
+    // A few chunks per worker balance uneven blocks; more would only add
+    // claims (a chunk of native blocks is cheap to start).
+    const int64_t chunk = (args.grid + int64_t(workers) * 4 - 1) / (int64_t(workers) * 4);
+    std::mutex merge_mutex;
+    NativeError first;  // the lowest failing thread over every chunk
+    std::atomic<bool> cancelled{false};
+    run_in_chunks(args.grid, workers, chunk, [&]() -> ChunkWork {
+        return [&](int64_t begin, int64_t end, const std::atomic<bool>&) {
+            NativeError e;
+            if (entry(pointers.data(), begin, end, args.grid, &e, cancel) != 0) cancelled = true;
+            if (e.code >= 0) {
+                std::lock_guard hold(merge_mutex);
+                if (e.key < first.key) first = e;
+            }
+        };
+    });
+    if (cancelled) throw Error(ErrorKind::Interrupted, Loc{}, "interrupted");
+    return first.code >= 0 ? KernelError{first.code, first.index, first.extent} : KernelError{};
+}
+
+// ---------------------------------------------------------------- the tier
+
+struct NativeTier::PlanState {
+    std::weak_ptr<const ir::LaunchPlan> plan;
+    int runs = 0;
+    bool started = false;  // a build was started (or is done)
+    std::shared_ptr<const NativePlan> native;  // set once built
+};
+
+NativeTier::NativeTier(Tier tier) : tier_(tier) {}
+
+NativeTier::~NativeTier() {
+    for (auto& t : builders_) t.join();
+}
+
+std::shared_ptr<NativeTier::PlanState> NativeTier::state_of(const std::shared_ptr<const ir::LaunchPlan>& plan) {
+    std::lock_guard hold(mutex_);
+    auto it = plans_.find(plan.get());
+    // A plan freed and another made at the same address is a new plan.
+    if (it != plans_.end() && it->second->plan.lock() == plan) return it->second;
+    if (plans_.size() > 1024)
+        std::erase_if(plans_, [](const auto& entry) { return entry.second->plan.expired(); });
+    auto s = std::make_shared<PlanState>();
+    s->plan = plan;
+    plans_[plan.get()] = s;
+    return s;
+}
+
+void NativeTier::notice(const std::string& text) {
+    std::lock_guard hold(mutex_);
+    if (std::find(said_.begin(), said_.end(), text) != said_.end()) return;
+    said_.push_back(text);
+    notices_.push_back(text);
+}
+
+std::string NativeTier::take_notice() {
+    std::lock_guard hold(mutex_);
+    std::string all;
+    for (const auto& n : notices_) all += (all.empty() ? "" : "\n") + n;
+    notices_.clear();
+    return all;
+}
+
+// Prints the plan's kernels (those the printer supports) as one unit and
+// loads it; on any failure the plan stays interpreted with a notice.
+void NativeTier::build(const std::shared_ptr<PlanState>& s, const std::shared_ptr<const ir::LaunchPlan>& plan) {
+    std::vector<ir::Kernel> printable;
+    std::vector<std::string> skipped;
+    for (const ir::Kernel& k : plan->kernels) {
+        const std::string why = ir::cpu_unsupported_reason(k);
+        if (why.empty()) printable.push_back(k);
+        else skipped.push_back(k.name + " (" + why + ")");
+    }
+    if (!skipped.empty()) {
+        std::string list;
+        for (const auto& k : skipped) list += (list.empty() ? "" : ", ") + k;
+        notice("native code: interpreted kernel " + list);
+    }
+    if (printable.empty()) return;
+    native::NativeCompiler& compiler = native::shared_native_compiler();
+    if (!compiler.toolchain().why_not.empty()) {
+        notice("native code: no C++ compiler (" + compiler.toolchain().why_not +
+               "): kernels run on the interpreter (set SHOAL_CXX to a compiler)");
+        ++failed_plans_;
+        return;
+    }
+    if (!compiler.disk_problem().empty())
+        notice("native code: not cached on disk: " + compiler.disk_problem());
+    const std::string source = ir::print_cpu(printable);
+    if (std::getenv("SHOAL_DUMP_NATIVE")) std::fprintf(stderr, "%s\n", source.c_str());  // to read what is compiled
+    native::NativeBuild b = compiler.build(source);
+    if (!b.module) {
+        const std::string first_lines = b.error.substr(0, std::min<size_t>(b.error.size(), 600));
+        notice("native code: building plan " + plan->name + " failed; it runs on the interpreter:\n" + first_lines);
+        ++failed_plans_;
+        return;
+    }
+    auto n = std::make_shared<NativePlan>();
+    n->module_ = b.module;
+    n->compile_seconds = b.compile_seconds;
+    n->cache_hit = b.cache_hit;
+    for (const ir::Kernel& k : plan->kernels) {
+        void* f = ir::cpu_unsupported_reason(k).empty() ? b.module->symbol(ir::cpu_entry_symbol(k.name)) : nullptr;
+        n->entries_.push_back(reinterpret_cast<NativePlan::Entry>(f));
+    }
+    ++native_plans_;
+    std::lock_guard hold(mutex_);
+    s->native = std::move(n);
+}
+
+void NativeTier::start_background_build(const std::shared_ptr<PlanState>& s,
+                                        const std::shared_ptr<const ir::LaunchPlan>& plan) {
+    {
+        std::lock_guard hold(mutex_);
+        if (s->started) return;
+        s->started = true;
+    }
+    std::lock_guard hold(mutex_);
+    builders_.emplace_back([this, s, plan] { build(s, plan); });
+}
+
+std::shared_ptr<const NativePlan> NativeTier::for_run(const std::shared_ptr<const ir::LaunchPlan>& plan) {
+    if (tier_ == Tier::Interpret) return nullptr;
+    const std::shared_ptr<PlanState> s = state_of(plan);
+    if (tier_ == Tier::Native || tier_ == Tier::Compare) {
+        bool first;
+        {
+            std::lock_guard hold(mutex_);
+            first = !s->started;
+            s->started = true;
+        }
+        if (first) build(s, plan);
+    }
+    std::lock_guard hold(mutex_);
+    ++s->runs;
+    return s->native;
+}
+
+void NativeTier::ran_interpreted(const std::shared_ptr<const ir::LaunchPlan>& plan, double seconds) {
+    if (tier_ != Tier::Auto) return;
+    const std::shared_ptr<PlanState> s = state_of(plan);
+    int runs;
+    {
+        std::lock_guard hold(mutex_);
+        runs = s->runs;
+    }
+    // Twice, or once for long: the build (0.1-1 s on another core) pays off.
+    if (runs >= 2 || seconds > 0.05) start_background_build(s, plan);
+}
+
+std::string NativeTier::describe() const {
+    switch (tier_) {
+        case Tier::Interpret: return "kernels interpreted (SHOAL_CPU_TIER=interpret)";
+        case Tier::Native: return "kernels compiled to native code before they run (SHOAL_CPU_TIER=native)";
+        case Tier::Compare: return "kernels run both natively and interpreted, compared (SHOAL_CPU_TIER=compare)";
+        case Tier::Auto: break;
+    }
+    const native::Toolchain& t = native::system_toolchain();
+    if (!t.why_not.empty()) return "kernels interpreted: no C++ compiler for native code (" + t.why_not + ")";
+    return "kernels interpreted first, then native code built in the background by " + t.compiler + " (" +
+           t.identity + ")";
+}
+
+}  // namespace shoal::cpu

@@ -1,0 +1,99 @@
+// The CPU executor's native tier: a plan's kernels printed as C++
+// (codegen/cpu_printer.h), built into one shared object per plan by the
+// system compiler (runtime/native/native_compiler.h), and launched in
+// chunks of consecutive blocks over the worker pool. The host program is
+// the same (run_plan.h); only Launch steps change hands.
+//
+// Tiers (SHOAL_CPU_TIER, read when the executor is made):
+//   interpret  every kernel on the IR interpreter
+//   native     a plan is built before its first run (the caller waits)
+//   auto       (default) the interpreter runs a plan until it has run twice
+//              or one run took long; then it is built in the background and
+//              the next run after the build uses it: never a wait at the prompt
+//   compare    (tests) every run on both tiers, outputs compared bit for bit
+//              (NaNs as NaNs); a difference is an internal error
+// Checking mode (`:set check on`) and `:profile` (traffic counters) run on
+// the interpreter in every tier but compare. A plan the printer cannot
+// print, a failed build or a failed dlopen keeps the plan interpreted; the
+// reason is said once per session (NativeTier::take_notice).
+#pragma once
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "codegen/launch_plan.h"
+#include "runtime/cpu/executor.h"
+
+namespace shoal::native {
+class NativeModule;
+}
+
+namespace shoal::cpu {
+
+enum class Tier { Interpret, Native, Auto, Compare };
+const char* tier_name(Tier t);  // "interpret", ...
+// SHOAL_CPU_TIER, or Auto; *problem says why a value was not understood.
+Tier tier_from_env(std::string* problem = nullptr);
+
+// A plan's kernels as native code: an entry per kernel (null: interpreted).
+class NativePlan {
+public:
+    using Entry = int (*)(void* const* args, long long first_block, long long end_block, long long grid,
+                          void* error, const unsigned char* cancel);
+
+    bool runs(size_t kernel) const { return kernel < entries_.size() && entries_[kernel] != nullptr; }
+    // Runs one launch of kernel `kernel` (= k) natively, as run_kernel does
+    // on the interpreter; counters get the launch (no traffic figures).
+    KernelError launch(size_t kernel, const ir::Kernel& k, const LaunchArgs& args, const ExecOptions& options,
+                       Counters& counters) const;
+
+    double compile_seconds = 0;  // 0 when it came from the cache
+    bool cache_hit = false;
+
+private:
+    friend class NativeTier;
+    std::shared_ptr<native::NativeModule> module_;
+    std::vector<Entry> entries_;
+};
+
+// The tier of one executor: which plans run natively, their builds.
+class NativeTier {
+public:
+    explicit NativeTier(Tier tier);
+    ~NativeTier();  // waits for builds in flight
+    NativeTier(const NativeTier&) = delete;
+    NativeTier& operator=(const NativeTier&) = delete;
+
+    Tier tier() const { return tier_; }
+    // The native form to run `plan` with now, or null (interpret). Native:
+    // builds it first. Auto: counts the run and may start a background build.
+    std::shared_ptr<const NativePlan> for_run(const std::shared_ptr<const ir::LaunchPlan>& plan);
+    // Auto: after an interpreted run that took `seconds`.
+    void ran_interpreted(const std::shared_ptr<const ir::LaunchPlan>& plan, double seconds);
+    // A message for the session, once per reason (no compiler, a failed
+    // build), or "".
+    std::string take_notice();
+    // One line for the banner and `:device`.
+    std::string describe() const;
+
+private:
+    struct PlanState;
+    std::shared_ptr<PlanState> state_of(const std::shared_ptr<const ir::LaunchPlan>& plan);
+    void build(const std::shared_ptr<PlanState>& s, const std::shared_ptr<const ir::LaunchPlan>& plan);
+    void start_background_build(const std::shared_ptr<PlanState>& s, const std::shared_ptr<const ir::LaunchPlan>& plan);
+    void notice(const std::string& text);
+
+    Tier tier_;
+    mutable std::mutex mutex_;
+    std::map<const ir::LaunchPlan*, std::shared_ptr<PlanState>> plans_;
+    std::vector<std::thread> builders_;
+    std::vector<std::string> notices_;
+    std::vector<std::string> said_;
+    std::atomic<int> native_plans_{0}, failed_plans_{0};
+};
+
+}  // namespace shoal::cpu
