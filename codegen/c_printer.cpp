@@ -144,8 +144,8 @@ const char* CLikePrinter::helper_name(Helper h) {
     static const char* const names[] = {
         "error record", "NaN/infinity constants", "wrapping arithmetic", "division and remainder by zero",
         "integer abs", "saturating float-to-int", "atomic add", "atomic min", "atomic max", "atomic bitwise",
-        "atomic exchange", "atomic compare-and-swap", "integer min/max", "high half of a product", "bit casts",
-        "block memory"};
+        "atomic exchange", "atomic compare-and-swap", "integer min/max", "high half of a product",
+        "thread ranges"};
     return names[static_cast<int>(h)];
 }
 

@@ -41,7 +41,7 @@ protected:
         ErrorRecord, SpecialFloats, WrapArith, DivMod, IntAbs, FloatToInt,
         AtomicAdd, AtomicMin, AtomicMax, AtomicBitwise, AtomicExch, AtomicCAS,
         // the CPU dialect only
-        IntMinMax, MulHi, BitCasts, BlockMemory,
+        IntMinMax, MulHi, ThreadRange,
     };
     static const char* helper_name(Helper h);  // "wrapping arithmetic", ...
     // A helper group's text; the base knows the shared ones.

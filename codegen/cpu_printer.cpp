@@ -1,8 +1,10 @@
 #include "codegen/cpu_printer.h"
 
 #include <map>
+#include <memory>
 
 #include "codegen/ir_visitor.h"
+#include "codegen/thread_levels.h"
 #include "lang/diagnostics.h"
 
 namespace shoal::ir {
@@ -92,13 +94,24 @@ static inline unsigned long long shoal_mulhi(unsigned long long a, unsigned long
     return (unsigned long long)(((unsigned __int128)a * b) >> 64);
 }
 )"},
+        {14,  // ThreadRange
+         R"(// A range of threads [0, block) clipped from a uniform bound.
+static inline int shoal_clamp(long long v, int block) { return v < 0 ? 0 : v > block ? block : (int)v; }
+)"},
     };
     return texts;
 }
 
-// Per phase (in print order), the names its code mentions (reads, assigns)
-// and the names its top level declares.
-struct PhaseNames {
+// A phase in CPU loops: runs of statements every thread executes (a thread
+// loop each), grid-stride loops turned inside out, and guards that are a
+// range of threads.
+struct Segment {
+    enum Kind { AllThreads, Interchanged, Bounded } kind = AllThreads;
+    std::vector<StmtPtr> stmts;  // AllThreads: its statements; Interchanged: the For; Bounded: the If
+    // Interchanged: thread t's loop starts at base + t; Bounded: threads [lo, hi).
+    // Uniform, with lets inlined (ThreadLevels::inline_lets).
+    ExprPtr base, hi, step, lo;
+    // Names the segment mentions, and the names its top level declares.
     std::set<std::string> mentioned, declared;
 };
 
@@ -117,21 +130,61 @@ public:
     }
 };
 
-void collect_phases(const std::vector<BlockStmtPtr>& body, std::vector<PhaseNames>& phases) {
-    for (const auto& b : body) {
-        if (b->kind == BlockStmtKind::BlockFor) {
-            collect_phases(b->body, phases);
-            continue;
+bool is_zero(const ExprPtr& e) { return e->kind == ExprKind::Const && e->i == 0; }
+
+// b - base, without the subtraction when base is 0.
+ExprPtr minus(const ExprPtr& b, const ExprPtr& base) { return is_zero(base) ? b : binary(BinaryOp::Sub, b, base); }
+
+std::vector<Segment> segments_of(const StmtPtr& code, const ThreadLevels& levels) {
+    std::vector<Segment> out;
+    const std::vector<StmtPtr> top = code->kind == StmtKind::Seq ? code->body : std::vector{code};
+    for (const StmtPtr& s : top) {
+        Segment seg;
+        if (s->kind == StmtKind::For) {
+            // for (v = base + threadIdx; v < hi; v += step): every thread's
+            // iterations are base + k * step + threadIdx.
+            const auto lo = levels.affine(s->exprs[0]);
+            if (lo && lo->stride == 1 && levels.uniform(s->exprs[1]) && levels.uniform(s->exprs[2])) {
+                seg.kind = Segment::Interchanged;
+                seg.base = levels.inline_lets(lo->base);
+                seg.hi = levels.inline_lets(s->exprs[1]);
+                seg.step = levels.inline_lets(s->exprs[2]);
+            }
+        } else if (s->kind == StmtKind::If && s->else_body.empty() && s->exprs[0]->kind == ExprKind::Binary) {
+            // if (base + threadIdx < b) / if (base + threadIdx == b): a range of threads.
+            const Expr& c = *s->exprs[0];
+            const auto a = levels.affine(c.args[0]);
+            const bool bounded = (c.binary_op == BinaryOp::Lt || c.binary_op == BinaryOp::Eq) && a && a->stride == 1 &&
+                                 levels.uniform(c.args[1]) && is_signed_int(c.args[0]->type);
+            if (bounded) {
+                seg.kind = Segment::Bounded;
+                const ExprPtr first = levels.inline_lets(minus(c.args[1], a->base));
+                if (c.binary_op == BinaryOp::Lt) {
+                    seg.lo = const_int(0);
+                    seg.hi = first;
+                } else {
+                    seg.lo = first;
+                    seg.hi = binary(BinaryOp::Add, first, const_int(1, first->type));
+                }
+            }
         }
-        PhaseNames p;
-        NameCollector c;
-        c.into = &p.mentioned;
-        c.visit(b->phase);
-        const std::vector<StmtPtr> top = b->phase->kind == StmtKind::Seq ? b->phase->body : std::vector{b->phase};
-        for (const auto& s : top)
-            if (s->kind == StmtKind::Let) p.declared.insert(s->name);
-        phases.push_back(std::move(p));
+        if (seg.kind == Segment::AllThreads) {
+            if (out.empty() || out.back().kind != Segment::AllThreads) out.emplace_back();
+            out.back().stmts.push_back(s);
+        } else {
+            seg.stmts = {s};
+            out.push_back(std::move(seg));
+        }
     }
+    for (Segment& seg : out) {
+        NameCollector c;
+        c.into = &seg.mentioned;
+        for (const auto& s : seg.stmts) {
+            c.visit(s);
+            if (seg.kind == Segment::AllThreads && s->kind == StmtKind::Let) seg.declared.insert(s->name);
+        }
+    }
+    return out;
 }
 
 // Top-level Lets of every phase, with their types.
@@ -237,26 +290,84 @@ protected:
         return "[[maybe_unused]] " + std::string(p.access == Access::Read ? "const " : "") + t + "* __restrict__ " + p.name;
     }
 
-    // Variables declared at a phase's top level and used in another phase.
+    // The segments of every phase, in print order.
+    void segment_phases(const std::vector<BlockStmtPtr>& body) {
+        for (const auto& b : body) {
+            if (b->kind == BlockStmtKind::BlockFor) segment_phases(b->body);
+            else segments_[b->phase.get()] = segments_of(b->phase, *levels_);
+        }
+    }
+
+    // Variables declared at the top level of one segment and used in
+    // another live in per-thread arrays.
     void find_per_thread(const Kernel& k) {
-        std::vector<PhaseNames> phases;
-        collect_phases(k.body, phases);
+        levels_ = std::make_unique<ThreadLevels>(k);
+        segments_.clear();
+        segment_phases(k.body);
+        std::vector<const Segment*> all;
+        for (const auto& [phase, segs] : segments_)
+            for (const Segment& seg : segs) all.push_back(&seg);
         std::map<std::string, ScalarType> lets;
         collect_lets(k.body, lets);
         per_thread_.clear();
-        for (size_t p = 0; p < phases.size(); ++p)
-            for (const std::string& name : phases[p].declared)
-                for (size_t q = 0; q < phases.size(); ++q)
-                    if (q != p && phases[q].mentioned.count(name)) per_thread_[name] = lets.at(name);
+        for (const Segment* a : all)
+            for (const std::string& name : a->declared)
+                for (const Segment* b : all)
+                    if (b != a && b->mentioned.count(name)) per_thread_[name] = lets.at(name);
     }
 
-    // A phase is a loop over the block's threads; its end is the barrier.
+    std::string block_size() const { return std::to_string(kernel_->block_size); }
+
+    // A phase is loops over the block's threads; its end is the barrier.
     void print_phase(const StmtPtr& code) override {
-        open("for (int shoal_tid = 0; shoal_tid < " + std::to_string(kernel_->block_size) + "; ++shoal_tid)");
-        CLikePrinter::print_phase(code);
-        close();
+        for (const Segment& seg : segments_.at(code.get())) {
+            switch (seg.kind) {
+                case Segment::AllThreads:
+                    open("for (int shoal_tid = 0; shoal_tid < " + block_size() + "; ++shoal_tid)");
+                    print_body(seg.stmts);
+                    close();
+                    break;
+                case Segment::Interchanged: print_interchanged(seg); break;
+                case Segment::Bounded: print_bounded(seg); break;
+            }
+        }
     }
     void print_barrier() override {}
+
+    // A grid- or block-stride loop with the threads innermost: each step
+    // covers a contiguous run of indices (vectorisable), in every thread's
+    // own order of iterations.
+    void print_interchanged(const Segment& seg) {
+        const Stmt& loop = *seg.stmts[0];
+        need(Helper::ThreadRange);
+        const std::string base = "shoal_base_" + loop.name;
+        const std::string hi = "(long long)" + operand(seg.hi);
+        print_comment("threads innermost: " + loop.name + " = " + base + " + shoal_tid");
+        open("for (long long " + base + " = (long long)" + operand(seg.base) + "; " + base + " < " + hi + "; " + base +
+             " += (long long)" + operand(seg.step) + ")");
+        line("const int shoal_threads = shoal_clamp(" + hi + " - " + base + ", " + block_size() + ");");
+        open("for (int shoal_tid = 0; shoal_tid < shoal_threads; ++shoal_tid)");
+        line("const " + type_name(loop.type) + " " + loop.name + " = (" + type_name(loop.type) + ")(" + base +
+             " + shoal_tid);");
+        print_body(loop.body);
+        close();
+        close();
+    }
+
+    // A guard that selects a range of threads: the range is the loop.
+    void print_bounded(const Segment& seg) {
+        const Stmt& guard = *seg.stmts[0];
+        need(Helper::ThreadRange);
+        print_comment("threads where " + to_string(guard.exprs[0]));
+        line("{");
+        ++indent_;
+        line("const int shoal_first = shoal_clamp((long long)" + operand(seg.lo) + ", " + block_size() + ");");
+        line("const int shoal_end = shoal_clamp((long long)" + operand(seg.hi) + ", " + block_size() + ");");
+        open("for (int shoal_tid = shoal_first; shoal_tid < shoal_end; ++shoal_tid)");
+        print_body(guard.body);
+        close();
+        close();
+    }
 
     // ---------------------------------------------------------- statements
     std::string variable(const std::string& name) override {
@@ -399,6 +510,8 @@ protected:
 
 private:
     std::map<std::string, ScalarType> per_thread_;
+    std::unique_ptr<ThreadLevels> levels_;
+    std::map<const Stmt*, std::vector<Segment>> segments_;  // by phase
 };
 
 }  // namespace

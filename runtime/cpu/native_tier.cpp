@@ -52,8 +52,28 @@ const unsigned char kNeverCancelled = 0;
 
 }  // namespace
 
+bool buffers_overlap(const ir::Kernel& k, const LaunchArgs& args) {
+    struct Span {
+        uintptr_t start, end;
+        bool written;
+    };
+    std::vector<Span> spans;
+    for (const ir::Param& p : k.params) {
+        if (p.kind != ir::ParamKind::Buffer) continue;
+        const BufferArg& b = args.buffers.at(p.name);
+        const auto start = reinterpret_cast<uintptr_t>(b.data);
+        spans.push_back({start, start + uintptr_t(b.elements) * ir::scalar_size(p.type), p.access != ir::Access::Read});
+    }
+    for (size_t a = 0; a < spans.size(); ++a)
+        for (size_t b = a + 1; b < spans.size(); ++b)
+            if ((spans[a].written || spans[b].written) && spans[a].start < spans[b].end && spans[b].start < spans[a].end)
+                return true;
+    return false;
+}
+
 KernelError NativePlan::launch(size_t kernel, const ir::Kernel& k, const LaunchArgs& args, const ExecOptions& options,
                                Counters& counters) const {
+    if (buffers_overlap(k, args)) return run_kernel(k, args, options, counters);
     // Arguments in parameter order: buffers by address, scalars by the
     // address of their value in the parameter's type.
     std::vector<void*> pointers(k.params.size());
@@ -138,47 +158,63 @@ std::string NativeTier::take_notice() {
     return all;
 }
 
-// Prints the plan's kernels (those the printer supports) as one unit and
-// loads it; on any failure the plan stays interpreted with a notice.
-void NativeTier::build(const std::shared_ptr<PlanState>& s, const std::shared_ptr<const ir::LaunchPlan>& plan) {
+std::shared_ptr<NativePlan> NativePlan::build(const std::vector<ir::Kernel>& kernels, std::string* why,
+                                              std::vector<std::string>* skipped) {
     std::vector<ir::Kernel> printable;
-    std::vector<std::string> skipped;
-    for (const ir::Kernel& k : plan->kernels) {
-        const std::string why = ir::cpu_unsupported_reason(k);
-        if (why.empty()) printable.push_back(k);
-        else skipped.push_back(k.name + " (" + why + ")");
+    for (const ir::Kernel& k : kernels) {
+        const std::string reason = ir::cpu_unsupported_reason(k);
+        if (reason.empty()) printable.push_back(k);
+        else if (skipped) skipped->push_back(k.name + " (" + reason + ")");
     }
-    if (!skipped.empty()) {
-        std::string list;
-        for (const auto& k : skipped) list += (list.empty() ? "" : ", ") + k;
-        notice("native code: interpreted kernel " + list);
+    if (printable.empty()) {
+        *why = "no kernel the CPU printer supports";
+        return nullptr;
     }
-    if (printable.empty()) return;
     native::NativeCompiler& compiler = native::shared_native_compiler();
-    if (!compiler.toolchain().why_not.empty()) {
-        notice("native code: no C++ compiler (" + compiler.toolchain().why_not +
-               "): kernels run on the interpreter (set SHOAL_CXX to a compiler)");
-        ++failed_plans_;
-        return;
-    }
-    if (!compiler.disk_problem().empty())
-        notice("native code: not cached on disk: " + compiler.disk_problem());
     const std::string source = ir::print_cpu(printable);
     if (std::getenv("SHOAL_DUMP_NATIVE")) std::fprintf(stderr, "%s\n", source.c_str());  // to read what is compiled
     native::NativeBuild b = compiler.build(source);
     if (!b.module) {
-        const std::string first_lines = b.error.substr(0, std::min<size_t>(b.error.size(), 600));
-        notice("native code: building plan " + plan->name + " failed; it runs on the interpreter:\n" + first_lines);
-        ++failed_plans_;
-        return;
+        *why = b.error;
+        return nullptr;
     }
     auto n = std::make_shared<NativePlan>();
     n->module_ = b.module;
     n->compile_seconds = b.compile_seconds;
     n->cache_hit = b.cache_hit;
-    for (const ir::Kernel& k : plan->kernels) {
+    for (const ir::Kernel& k : kernels) {
         void* f = ir::cpu_unsupported_reason(k).empty() ? b.module->symbol(ir::cpu_entry_symbol(k.name)) : nullptr;
-        n->entries_.push_back(reinterpret_cast<NativePlan::Entry>(f));
+        n->entries_.push_back(reinterpret_cast<Entry>(f));
+    }
+    return n;
+}
+
+// Builds the plan's native form; on any failure the plan stays interpreted
+// with a notice.
+void NativeTier::build(const std::shared_ptr<PlanState>& s, const std::shared_ptr<const ir::LaunchPlan>& plan) {
+    const native::Toolchain& toolchain = native::shared_native_compiler().toolchain();
+    if (!toolchain.why_not.empty()) {
+        notice("native code: no C++ compiler (" + toolchain.why_not +
+               "): kernels run on the interpreter (set SHOAL_CXX to a compiler)");
+        ++failed_plans_;
+        return;
+    }
+    if (const std::string& p = native::shared_native_compiler().disk_problem(); !p.empty())
+        notice("native code is not cached on disk: " + p);
+    std::string why;
+    std::vector<std::string> skipped;
+    std::shared_ptr<NativePlan> n = NativePlan::build(plan->kernels, &why, &skipped);
+    if (!skipped.empty()) {
+        std::string list;
+        for (const auto& k : skipped) list += (list.empty() ? "" : ", ") + k;
+        notice("native code: interpreted kernel " + list);
+    }
+    if (!n) {
+        if (!skipped.empty() && skipped.size() == plan->kernels.size()) return;
+        notice("native code: building plan " + plan->name + " failed; it runs on the interpreter:\n" +
+               why.substr(0, std::min<size_t>(why.size(), 600)));
+        ++failed_plans_;
+        return;
     }
     ++native_plans_;
     std::lock_guard hold(mutex_);

@@ -42,12 +42,21 @@ Tier tier_from_env(std::string* problem = nullptr);
 // A plan's kernels as native code: an entry per kernel (null: interpreted).
 class NativePlan {
 public:
+    // Prints the kernels the CPU printer supports as one unit and builds it
+    // (runtime/native/native_compiler.h); null and *why on failure. Kernels
+    // it cannot print get no entry (*skipped lists them with the reason).
+    static std::shared_ptr<NativePlan> build(const std::vector<ir::Kernel>& kernels, std::string* why,
+                                             std::vector<std::string>* skipped = nullptr);
+
     using Entry = int (*)(void* const* args, long long first_block, long long end_block, long long grid,
                           void* error, const unsigned char* cancel);
 
     bool runs(size_t kernel) const { return kernel < entries_.size() && entries_[kernel] != nullptr; }
     // Runs one launch of kernel `kernel` (= k) natively, as run_kernel does
     // on the interpreter; counters get the launch (no traffic figures).
+    // Native code takes its buffers as __restrict__ pointers: a launch whose
+    // written buffer shares memory with another argument (buffers_overlap)
+    // runs on the interpreter instead, which defines that case.
     KernelError launch(size_t kernel, const ir::Kernel& k, const LaunchArgs& args, const ExecOptions& options,
                        Counters& counters) const;
 
@@ -55,10 +64,13 @@ public:
     bool cache_hit = false;
 
 private:
-    friend class NativeTier;
     std::shared_ptr<native::NativeModule> module_;
     std::vector<Entry> entries_;
 };
+
+// Whether a buffer the kernel writes shares memory with another of its
+// buffer arguments in this launch.
+bool buffers_overlap(const ir::Kernel& k, const LaunchArgs& args);
 
 // The tier of one executor: which plans run natively, their builds.
 class NativeTier {

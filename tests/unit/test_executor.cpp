@@ -13,6 +13,7 @@
 #include <limits>
 #include <numeric>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,7 @@
 #include "codegen/kernel_builder.h"
 #include "lang/diagnostics.h"
 #include "runtime/cpu/executor.h"
+#include "native_check.h"
 
 namespace {
 
@@ -98,7 +100,9 @@ struct Launch {
         args.scalars[name] = a;
         return *this;
     }
-    cpu::KernelError run(const ir::Kernel& k) { return cpu::run_kernel(k, args, options, counters); }
+    // Also natively, compared bit for bit (native_check.h).
+    cpu::KernelError run(const ir::Kernel& k) { return native_check::run_both(k, args, options, counters, scheduling_dependent); }
+    std::set<std::string> scheduling_dependent;  // buffers compared sorted
 };
 
 // Bool vectors cannot be std::vector<bool> (no data()): bytes stand for them.
@@ -592,6 +596,7 @@ TEST_CASE("executor: atomics across blocks (histogram, float min, slot claiming)
     Launch l((n + 255) / 256, 4);
     l.buffer("x", x).buffer("xf", xf).buffer("hist", hist).buffer("fmin", fmin).buffer("fsum", fsum);
     l.buffer("counter", counter).buffer("order", order).scalar_i("n", n);
+    l.scheduling_dependent = {"order"};
     l.run(k);
     std::vector<int32_t> want(16, 0);
     for (int32_t v : x) ++want[size_t(v % 16)];

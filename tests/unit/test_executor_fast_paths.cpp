@@ -16,6 +16,7 @@
 #include "codegen/ir.h"
 #include "lang/diagnostics.h"
 #include "runtime/cpu/executor.h"
+#include "native_check.h"
 
 namespace {
 
@@ -62,7 +63,7 @@ struct Launch {
     void run(const ir::Kernel& k) {
         cpu::ExecOptions options;
         options.check = true;
-        CHECK(cpu::run_kernel(k, args, options, counters).code < 0);
+        CHECK(native_check::run_both(k, args, options, counters).code < 0);  // also natively (native_check.h)
     }
 };
 

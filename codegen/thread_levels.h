@@ -1,0 +1,52 @@
+// How a kernel expression's value varies over the threads of a block: the
+// analysis that lets a CPU loop nest run a block's threads innermost and
+// contiguous (codegen/cpu_printer.cpp), in the spirit of the interpreter's
+// levels (runtime/cpu/compile.cpp) and of PoCL's "uniform" analysis.
+//
+//   Constant   a literal
+//   Uniform    the same for every thread of a block: parameters, blockIdx,
+//              blockDim, gridDim, BlockFor variables, and lets of uniform
+//              values that are never reassigned
+//   Affine     base + stride * threadIdx with a uniform base and a constant
+//              stride (`blockIdx.x * blockDim.x + threadIdx.x`)
+//   Varying    anything else (loads, reassigned variables, shuffles)
+//
+// Loads are Varying even at a uniform index: another thread may store to
+// the same address within the phase.
+#pragma once
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "codegen/ir.h"
+
+namespace shoal::ir {
+
+enum class ThreadLevel : uint8_t { Constant, Uniform, Affine, Varying };
+
+// e = base + stride * threadIdx, base uniform.
+struct AffineForm {
+    ExprPtr base;  // of e's type
+    int64_t stride = 0;
+};
+
+class ThreadLevels {
+public:
+    explicit ThreadLevels(const Kernel& k);
+
+    ThreadLevel level(const ExprPtr& e) const;
+    bool uniform(const ExprPtr& e) const { return level(e) <= ThreadLevel::Uniform; }
+    // e in affine form (a uniform e has stride 0), or nothing.
+    std::optional<AffineForm> affine(const ExprPtr& e) const;
+    // A uniform expression with every let variable replaced by its value, so
+    // that it can be evaluated outside any thread's scope (only parameters,
+    // block indices and BlockFor variables remain).
+    ExprPtr inline_lets(const ExprPtr& e) const;
+
+private:
+    std::map<std::string, ExprPtr> lets_;  // variables with one Let, never reassigned: their value
+    std::set<std::string> block_vars_;     // BlockFor variables
+};
+
+}  // namespace shoal::ir
