@@ -155,6 +155,7 @@ ir::PlanOutcome FusionEngine::run(const std::string& name, FuseContext& fc,
     options.cancel = fc.eval_context().cancel;  // Ctrl-C stops a running kernel
     options.origin = origin_;
     options.timed = profiling_ != nullptr;
+    options.counters = profiling_ && profiling_->counters;
     // The plan compiled: its advice applies (even if running it fails).
     if (std::vector<Warning>* w = fc.eval_context().warnings) w->insert(w->end(), fc.warnings.begin(), fc.warnings.end());
     ir::PlanOutcome r = executor_->run(found.plan, bind, options);
@@ -247,6 +248,7 @@ void FusionEngine::record_profile(const ir::LaunchPlan& plan, const ir::PlanOutc
 
 ProfileReport FusionEngine::profile(const std::function<void()>& run_it, const std::string& arch) {
     ProfileState state;
+    state.counters = !arch.empty();
     {
         const Restore<ProfileState*> during(profiling_, &state);
         const auto start = std::chrono::steady_clock::now();

@@ -141,6 +141,7 @@ private:
         std::vector<ir::Kernel> kernels;
         std::map<const void*, int64_t> read, results;  // bytes
         std::set<const void*> computed;
+        bool counters = false;  // :profile (the traffic counters), not :time
     };
     ProfileState* profiling_ = nullptr;
     void record_profile(const ir::LaunchPlan& plan, const ir::PlanOutcome& r, const FuseContext& fc);

@@ -82,6 +82,9 @@ struct RunOptions {
     // `:time`/`:profile`: each launch's time is measured (on a GPU with
     // events; the run then waits for its kernels).
     bool timed = false;
+    // `:profile`: the memory-traffic counters are wanted (the CPU executor
+    // then runs the kernels on its interpreter, which counts them).
+    bool counters = false;
     // The builtin call the plan computes, for errors that can only name a
     // kernel (a GPU that stopped): formatted by source_comment only then, so
     // runs pay nothing for it.

@@ -569,7 +569,10 @@ DisplayData time_display(const std::vector<KernelProfile>& kernels, double wall_
     else if (launches)
         d.plain += " (kernels " + duration_text(static_cast<double>(nanoseconds) * 1e-9) + " in " +
                    std::to_string(launches) + (launches == 1 ? " launch" : " launches") + " of " +
-                   std::to_string(kernels.size()) + (kernels.size() == 1 ? " kernel)" : " kernels)");
+                   std::to_string(kernels.size()) + (kernels.size() == 1 ? " kernel" : " kernels") +
+                   (total.native_launches == 0           ? ")"
+                    : total.native_launches == launches ? ", native code)"
+                                                        : ", " + std::to_string(total.native_launches) + " as native code)");
     d.plain += "; front end " + duration_text(breakdown.front_end_seconds);
     if (built.compiled)
         d.plain += "; compiled " + std::to_string(built.compiled) + (built.compiled == 1 ? " kernel (" : " kernels (") +

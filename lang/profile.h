@@ -22,6 +22,7 @@ struct KernelCounters {
     int64_t barriers = 0;               // barriers executed, summed over blocks
     int64_t flops = 0;                  // floating-point operations (one per active lane of a float op)
     int64_t nanoseconds = 0;            // wall time of the launches
+    int64_t native_launches = 0;        // launches the CPU executor ran as native code (no traffic counted)
 
     KernelCounters& operator+=(const KernelCounters& b) {
         launches += b.launches;
@@ -33,6 +34,7 @@ struct KernelCounters {
         barriers += b.barriers;
         flops += b.flops;
         nanoseconds += b.nanoseconds;
+        native_launches += b.native_launches;
         return *this;
     }
 };
@@ -54,7 +56,7 @@ struct TransferCounters {
 // Kernels an executor had to compile (the CUDA executor: NVRTC behind the
 // kernel caches), counted since it started; `:time` shows a statement's share.
 struct CompileCounters {
-    int64_t compiled = 0;     // NVRTC runs
+    int64_t compiled = 0;     // NVRTC runs, or kernels the C++ compiler built (the CPU's native tier)
     double seconds = 0;       // their time
     int64_t cache_hits = 0;   // memory and disk
 

@@ -56,7 +56,7 @@ public:
         if (tier_.tier() == Tier::Compare) return run_compared(plan, args, exec);
         // Checking mode and :profile's counters are the interpreter's.
         std::shared_ptr<const NativePlan> native;
-        if (!options.check && !options.timed) native = tier_.for_run(plan);
+        if (!options.check && !options.counters) native = tier_.for_run(plan);
         args.native = native.get();
         const auto start = std::chrono::steady_clock::now();
         ir::PlanOutcome out = run_into_arrays(*plan, args, exec);
@@ -66,6 +66,7 @@ public:
     }
 
     std::string take_notice() override { return tier_.take_notice(); }
+    CompileCounters compilation() const override { return tier_.waited_builds(); }
 
 private:
     // Runs the plan with results in new arrays (no copy).

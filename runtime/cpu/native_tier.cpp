@@ -91,6 +91,7 @@ KernelError NativePlan::launch(size_t kernel, const ir::Kernel& k, const LaunchA
         }
     }
     ++counters.launches;
+    ++counters.native_launches;
     if (args.grid <= 0) return {};
     const Entry entry = entries_.at(kernel);
     const auto* cancel = options.cancel ? reinterpret_cast<const unsigned char*>(options.cancel) : &kNeverCancelled;
@@ -242,7 +243,15 @@ std::shared_ptr<const NativePlan> NativeTier::for_run(const std::shared_ptr<cons
             first = !s->started;
             s->started = true;
         }
-        if (first) build(s, plan);
+        if (first) {
+            build(s, plan);
+            std::lock_guard hold(mutex_);
+            if (s->native) {
+                const auto kernels = int64_t(plan->kernels.size());
+                (s->native->cache_hit ? waited_.cache_hits : waited_.compiled) += kernels;
+                waited_.seconds += s->native->compile_seconds;
+            }
+        }
     }
     std::lock_guard hold(mutex_);
     ++s->runs;
@@ -259,6 +268,11 @@ void NativeTier::ran_interpreted(const std::shared_ptr<const ir::LaunchPlan>& pl
     }
     // Twice, or once for long: the build (0.1-1 s on another core) pays off.
     if (runs >= 2 || seconds > 0.05) start_background_build(s, plan);
+}
+
+CompileCounters NativeTier::waited_builds() const {
+    std::lock_guard hold(mutex_);
+    return waited_;
 }
 
 std::string NativeTier::describe() const {

@@ -91,6 +91,9 @@ public:
     std::string take_notice();
     // One line for the banner and `:device`.
     std::string describe() const;
+    // Builds the caller waited for (native and compare tiers), in kernels:
+    // what `:time` reports as compiled. Background builds are not counted.
+    CompileCounters waited_builds() const;
 
 private:
     struct PlanState;
@@ -106,6 +109,7 @@ private:
     std::vector<std::string> notices_;
     std::vector<std::string> said_;
     std::atomic<int> native_plans_{0}, failed_plans_{0};
+    CompileCounters waited_;  // under mutex_
 };
 
 }  // namespace shoal::cpu

@@ -87,6 +87,8 @@ std::string cpu_description() {
     return model + " |" + flags;
 }
 
+}  // namespace
+
 Toolchain probe_toolchain() {
     Toolchain t;
     std::vector<std::string> candidates;
@@ -114,12 +116,14 @@ Toolchain probe_toolchain() {
         // -fno-trapping-math: GCC 12 vectorises no guarded loop without it;
         // -fno-gnu-unique: no symbol that would keep an object loaded after
         // dlclose (its /proc/self/fd path is reused); -nostdlib: the code
-        // needs no start files or C++ library (a fifth of the build time),
-        // libm's functions are found in the process when it is loaded;
+        // needs no start files or C++ library (a fifth of the build time);
+        // -lm all the same: an unversioned reference to expf would bind to
+        // glibc's oldest, slowest version of it;
         // -ffp-contract=off: no fused multiply-add, the same bits as the
         // interpreter; -fno-math-errno: sqrt as an instruction.
         t.flags = {"-std=c++20", "-O2", "-march=native", "-fPIC", "-shared", "-fno-math-errno",
                    "-fno-trapping-math", "-ffp-contract=off", "-fno-exceptions", "-fno-rtti", "-fno-gnu-unique", "-nostdlib", "-w"};
+        t.libraries = {"-lm"};
         if (const char* extra = std::getenv("SHOAL_NATIVE_FLAGS")) {
             std::istringstream words(extra);
             for (std::string w; words >> w;) t.flags.push_back(w);
@@ -129,6 +133,8 @@ Toolchain probe_toolchain() {
     t.why_not = why;
     return t;
 }
+
+namespace {
 
 // dlopen of `image` through an anonymous memory file.
 std::shared_ptr<NativeModule> load_image(const std::string& image, std::string* why) {
@@ -187,8 +193,10 @@ NativeBuild NativeCompiler::build(const std::string& source) {
         b.error = toolchain_.why_not;
         return b;
     }
+    std::vector<std::string> options = toolchain_.flags;
+    options.insert(options.end(), toolchain_.libraries.begin(), toolchain_.libraries.end());
     const cache::Sha256Digest key =
-        cache::kernel_cache_key(source, toolchain_.flags, toolchain_.cpu, toolchain_.compiler + " | " + toolchain_.identity);
+        cache::kernel_cache_key(source, options, toolchain_.cpu, toolchain_.compiler + " | " + toolchain_.identity);
     const auto t0 = Clock::now();
     if (disk_) {
         if (std::optional<cache::CachedKernel> hit = disk_->load(key, cache::ImageKind::NativeObject)) {
@@ -217,6 +225,7 @@ NativeBuild NativeCompiler::build(const std::string& source) {
     std::vector<std::string> argv = {toolchain_.compiler};
     argv.insert(argv.end(), toolchain_.flags.begin(), toolchain_.flags.end());
     argv.insert(argv.end(), {"-o", obj.string(), src.string()});
+    argv.insert(argv.end(), toolchain_.libraries.begin(), toolchain_.libraries.end());  // after the source
     std::string why;
     const int status = run_command(argv, log, &why);
     b.compile_seconds = seconds_since(t0);

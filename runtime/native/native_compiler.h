@@ -33,11 +33,14 @@ struct Toolchain {
     std::string identity;  // the first line of its --version
     std::string cpu;       // model name and feature flags (/proc/cpuinfo)
     std::vector<std::string> flags;
+    std::vector<std::string> libraries;  // after the source ("-lm")
     std::string why_not;   // non-empty: no usable compiler (then the rest is empty)
 };
 
 // Probed on first use ($SHOAL_CXX is read then).
 const Toolchain& system_toolchain();
+// Probes $SHOAL_CXX (else c++, else g++) now.
+Toolchain probe_toolchain();
 
 // A loaded shared object; dlclose'd with its last reference. It keeps the
 // memory file it was loaded from open until then: dlopen knows a loaded
