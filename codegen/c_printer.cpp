@@ -145,7 +145,7 @@ const char* CLikePrinter::helper_name(Helper h) {
         "error record", "NaN/infinity constants", "wrapping arithmetic", "division and remainder by zero",
         "integer abs", "saturating float-to-int", "atomic add", "atomic min", "atomic max", "atomic bitwise",
         "atomic exchange", "atomic compare-and-swap", "integer min/max", "high half of a product",
-        "thread ranges"};
+        "thread ranges", "checked indices"};
     return names[static_cast<int>(h)];
 }
 
@@ -269,8 +269,10 @@ void CLikePrinter::print_let(const Stmt& s) {
 void CLikePrinter::print_assign(const Stmt& s) { line(variable(s.name) + " = " + print_expr(s.exprs[0]) + ";"); }
 
 void CLikePrinter::print_store(const Stmt& s) {
-    line(s.name + "[" + print_expr(s.exprs[0]) + "] = " + print_expr(s.exprs[1]) + ";");
+    line(s.name + "[" + index(s.name, s.space, s.exprs[0]) + "] = " + print_expr(s.exprs[1]) + ";");
 }
+
+std::string CLikePrinter::index(const std::string&, MemSpace, const ExprPtr& i) { return print_expr(i); }
 
 void CLikePrinter::print_if(const Stmt& s) {
     open("if (" + print_expr(s.exprs[0]) + ")");
@@ -293,9 +295,13 @@ void CLikePrinter::print_if(const Stmt& s) {
     close();
 }
 
+std::string CLikePrinter::for_header(const Stmt& s) {
+    return "for (" + type_name(s.type) + " " + s.name + " = " + print_expr(s.exprs[0]) + "; " + s.name + " < " +
+           print_expr(s.exprs[1]) + "; " + s.name + " += " + print_expr(s.exprs[2]) + ")";
+}
+
 void CLikePrinter::print_for(const Stmt& s) {
-    open("for (" + type_name(s.type) + " " + s.name + " = " + print_expr(s.exprs[0]) + "; " + s.name + " < " +
-         print_expr(s.exprs[1]) + "; " + s.name + " += " + print_expr(s.exprs[2]) + ")");
+    open(for_header(s));
     print_body(s.body);
     close();
 }
@@ -381,7 +387,7 @@ std::string CLikePrinter::print_const(const Expr& e) {
     return f32 ? shortest(static_cast<float>(e.f)) + "f" : shortest(e.f);
 }
 
-std::string CLikePrinter::print_load(const Expr& e) { return e.name + "[" + print_expr(e.args[0]) + "]"; }
+std::string CLikePrinter::print_load(const Expr& e) { return e.name + "[" + index(e.name, e.space, e.args[0]) + "]"; }
 
 std::string CLikePrinter::print_unary(const Expr& e) {
     const ExprPtr& a = e.args[0];

@@ -41,7 +41,7 @@ protected:
         ErrorRecord, SpecialFloats, WrapArith, DivMod, IntAbs, FloatToInt,
         AtomicAdd, AtomicMin, AtomicMax, AtomicBitwise, AtomicExch, AtomicCAS,
         // the CPU dialect only
-        IntMinMax, MulHi, ThreadRange,
+        IntMinMax, MulHi, ThreadRange, CheckedIndex,
     };
     static const char* helper_name(Helper h);  // "wrapping arithmetic", ...
     // A helper group's text; the base knows the shared ones.
@@ -67,6 +67,7 @@ protected:
     virtual void print_store(const Stmt& s);
     virtual void print_if(const Stmt& s);
     virtual void print_for(const Stmt& s);
+    std::string for_header(const Stmt& s);  // `for (T v = lo; v < hi; v += step)`
     virtual void print_while(const Stmt& s);
     virtual void print_atomic(const Stmt& s) = 0;
     virtual void print_error(const Stmt& s) = 0;
@@ -78,6 +79,9 @@ protected:
     // ---------------------------------------------------------- expressions
     std::string print_expr(const ExprPtr& e);
     std::string operand(const ExprPtr& e);  // parenthesised unless atomic
+    // The index of a load, store or atomic on `memory` as printed (a dialect
+    // may check it).
+    virtual std::string index(const std::string& memory, MemSpace space, const ExprPtr& i);
     // A variable where it is read or assigned (a name, or a per-thread slot).
     virtual std::string variable(const std::string& name) { return name; }
     virtual std::string print_const(const Expr& e);

@@ -16,10 +16,12 @@
 // -ffp-contract=off), math through the same libm functions.
 //
 // Entry contract (what the native tier calls), per kernel K:
-//   extern "C" int shoal_native_K(void* const* args, long long first_block, long long end_block,
-//                                 long long grid, ShoalError* error, const unsigned char* cancel);
+//   extern "C" int shoal_native_K(void* const* args, const long long* extents, long long first_block,
+//                                 long long end_block, long long grid, ShoalError* error,
+//                                 const unsigned char* cancel);
 // - args[i] is Kernel::params[i]: a Buffer's data pointer, or the address of
-//   a Scalar's value held in the parameter's exact C type;
+//   a Scalar's value held in the parameter's exact C type; extents[i] is a
+//   Buffer's number of elements (read only by checked code, below);
 // - runs blocks [first_block, end_block) of a grid of `grid` blocks;
 // - `error` is the caller's record for this chunk {key, code, lock, index,
 //   extent} set to {~0ull, -1, 0, 0, 0}: a failed check of a lower global
@@ -41,7 +43,11 @@ std::string cpu_unsupported_reason(const Kernel& k);
 
 // The kernels as one C++ unit with the entry contract above (every kernel
 // verified first; cpu_unsupported_reason must be empty for each).
-std::string print_cpu(const std::vector<Kernel>& kernels);
+// `checked`: every global load, store and atomic checks its index against
+// the buffer's extent and stops the process with a message naming the
+// kernel, the buffer, the index and the extent (native code has no bounds
+// checks otherwise: a lowering bug would corrupt memory; SHOAL_NATIVE_CHECKED).
+std::string print_cpu(const std::vector<Kernel>& kernels, bool checked = false);
 
 // The entry point's symbol for a kernel named `kernel`.
 std::string cpu_entry_symbol(const std::string& kernel);

@@ -423,7 +423,10 @@ std::string FusionEngine::memory_report(const std::vector<std::pair<std::string,
     return executor_->memory_report(names);
 }
 
-std::string FusionEngine::cache_report() const { return toolchain().cache_report(); }
+std::string FusionEngine::cache_report() const {
+    const std::string own = executor_->cache_report();
+    return toolchain().cache_report() + (own.empty() ? "" : "\n" + own);
+}
 std::string FusionEngine::clear_cache() {
     toolchain();
     return toolchain_->clear_cache();

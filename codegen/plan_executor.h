@@ -116,6 +116,9 @@ public:
     virtual std::string device_report() const = 0;
     // Host <-> device copies made since the executor started.
     virtual TransferCounters transfers() const { return {}; }
+    // `:cache`: what the executor's own compiler did (the CPU's native
+    // tier), after the GPU compiler's report; "" when it has none.
+    virtual std::string cache_report() const { return ""; }
     // Kernels compiled (or found in the caches) since the executor started.
     virtual CompileCounters compilation() const { return {}; }
     // The GPU architecture its kernels are compiled for ("sm_90"), or "".

@@ -67,6 +67,7 @@ public:
 
     std::string take_notice() override { return tier_.take_notice(); }
     CompileCounters compilation() const override { return tier_.waited_builds(); }
+    std::string cache_report() const override { return tier_.cache_report(); }
 
 private:
     // Runs the plan with results in new arrays (no copy).

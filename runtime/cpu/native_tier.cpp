@@ -78,10 +78,12 @@ KernelError NativePlan::launch(size_t kernel, const ir::Kernel& k, const LaunchA
     // address of their value in the parameter's type.
     std::vector<void*> pointers(k.params.size());
     std::vector<uint64_t> values(k.params.size());
+    std::vector<long long> extents(k.params.size(), 0);
     for (size_t i = 0; i < k.params.size(); ++i) {
         const ir::Param& p = k.params[i];
         if (p.kind == ir::ParamKind::Buffer) {
             pointers[i] = args.buffers.at(p.name).data;
+            extents[i] = args.buffers.at(p.name).elements;
         } else {
             const ScalarArg a = convert_scalar(p.type, args.scalars.at(p.name));
             const bool f = ir::is_float(p.type);
@@ -105,7 +107,7 @@ KernelError NativePlan::launch(size_t kernel, const ir::Kernel& k, const LaunchA
     run_in_chunks(args.grid, workers, chunk, [&]() -> ChunkWork {
         return [&](int64_t begin, int64_t end, const std::atomic<bool>&) {
             NativeError e;
-            if (entry(pointers.data(), begin, end, args.grid, &e, cancel) != 0) cancelled = true;
+            if (entry(pointers.data(), extents.data(), begin, end, args.grid, &e, cancel) != 0) cancelled = true;
             if (e.code >= 0) {
                 std::lock_guard hold(merge_mutex);
                 if (e.key < first.key) first = e;
@@ -172,7 +174,8 @@ std::shared_ptr<NativePlan> NativePlan::build(const std::vector<ir::Kernel>& ker
         return nullptr;
     }
     native::NativeCompiler& compiler = native::shared_native_compiler();
-    const std::string source = ir::print_cpu(printable);
+    static const bool checked = std::getenv("SHOAL_NATIVE_CHECKED") != nullptr;
+    const std::string source = ir::print_cpu(printable, checked);
     if (std::getenv("SHOAL_DUMP_NATIVE")) std::fprintf(stderr, "%s\n", source.c_str());  // to read what is compiled
     native::NativeBuild b = compiler.build(source);
     if (!b.module) {
@@ -268,6 +271,21 @@ void NativeTier::ran_interpreted(const std::shared_ptr<const ir::LaunchPlan>& pl
     }
     // Twice, or once for long: the build (0.1-1 s on another core) pays off.
     if (runs >= 2 || seconds > 0.05) start_background_build(s, plan);
+}
+
+std::string NativeTier::cache_report() const {
+    if (tier_ == Tier::Interpret) return "native code: none (SHOAL_CPU_TIER=interpret)";
+    const native::NativeCompiler& compiler = native::shared_native_compiler();
+    if (!compiler.toolchain().why_not.empty()) return "native code: none (" + compiler.toolchain().why_not + ")";
+    const native::NativeCompiler::Stats st = compiler.stats();
+    char seconds[32];
+    std::snprintf(seconds, sizeof seconds, "%.1f", st.compile_seconds * 1e3);
+    std::string text = "native code (" + compiler.toolchain().identity + ", one shared object per plan)\n  this process: " +
+                       std::to_string(st.compiles) + " built (" + seconds + " ms of the C++ compiler), " +
+                       std::to_string(st.hits) + " from the disk cache, " + std::to_string(st.compile_failures) +
+                       " failed; " + std::to_string(native_plans_.load()) + " plans run natively";
+    if (!compiler.disk_problem().empty()) text += "\n  not cached on disk: " + compiler.disk_problem();
+    return text;
 }
 
 CompileCounters NativeTier::waited_builds() const {

@@ -48,8 +48,8 @@ public:
     static std::shared_ptr<NativePlan> build(const std::vector<ir::Kernel>& kernels, std::string* why,
                                              std::vector<std::string>* skipped = nullptr);
 
-    using Entry = int (*)(void* const* args, long long first_block, long long end_block, long long grid,
-                          void* error, const unsigned char* cancel);
+    using Entry = int (*)(void* const* args, const long long* extents, long long first_block, long long end_block,
+                          long long grid, void* error, const unsigned char* cancel);
 
     bool runs(size_t kernel) const { return kernel < entries_.size() && entries_[kernel] != nullptr; }
     // Runs one launch of kernel `kernel` (= k) natively, as run_kernel does
@@ -91,6 +91,8 @@ public:
     std::string take_notice();
     // One line for the banner and `:device`.
     std::string describe() const;
+    // `:cache`: the native builds of this process.
+    std::string cache_report() const;
     // Builds the caller waited for (native and compare tiers), in kernels:
     // what `:time` reports as compiled. Background builds are not counted.
     CompileCounters waited_builds() const;

@@ -113,6 +113,9 @@ Toolchain probe_toolchain() {
         t.compiler = c;
         t.identity = first;
         t.cpu = cpu_description();
+        // -fvect-cost-model=dynamic: -O2's "very cheap" model vectorises no
+        // loop whose trip count is not a known multiple of the vector width
+        // (a thread range clipped at the array's end);
         // -fno-trapping-math: GCC 12 vectorises no guarded loop without it;
         // -fno-gnu-unique: no symbol that would keep an object loaded after
         // dlclose (its /proc/self/fd path is reused); -nostdlib: the code
@@ -121,7 +124,7 @@ Toolchain probe_toolchain() {
         // glibc's oldest, slowest version of it;
         // -ffp-contract=off: no fused multiply-add, the same bits as the
         // interpreter; -fno-math-errno: sqrt as an instruction.
-        t.flags = {"-std=c++20", "-O2", "-march=native", "-fPIC", "-shared", "-fno-math-errno",
+        t.flags = {"-std=c++20", "-O2", "-fvect-cost-model=dynamic", "-march=native", "-fPIC", "-shared", "-fno-math-errno",
                    "-fno-trapping-math", "-ffp-contract=off", "-fno-exceptions", "-fno-rtti", "-fno-gnu-unique", "-nostdlib", "-w"};
         t.libraries = {"-lm"};
         if (const char* extra = std::getenv("SHOAL_NATIVE_FLAGS")) {

@@ -9,7 +9,10 @@
 #include <doctest/doctest.h>
 
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -19,6 +22,7 @@
 #include "codegen/kernel_builder.h"
 #include "lang/session.h"
 #include "runtime/cache/kernel_cache.h"
+#include "runtime/cpu/native_tier.h"
 #include "runtime/executors.h"
 #include "runtime/native/native_compiler.h"
 #include "session_capture.h"
@@ -178,4 +182,77 @@ TEST_CASE("native: the auto tier interprets first, then runs native code with th
     CHECK(times.front().find("native code") == std::string::npos);  // the first run is interpreted
     CHECK(times.back().find("native code") != std::string::npos);
     for (const std::string& r : results) CHECK(r == results.front());
+}
+
+TEST_CASE("native: Ctrl-C stops a native kernel that would never end") {
+    if (!native::system_toolchain().why_not.empty()) return;
+    using ST = ir::ScalarType;
+    ir::Kernel k;
+    k.name = "spin";
+    k.block_size = 32;
+    k.params = {ir::Param{"flag", ir::ParamKind::Buffer, ST::I32, ir::Access::Read}};
+    k.body = {ir::phase(ir::while_loop(
+        ir::binary(ir::BinaryOp::Eq, ir::load("flag", ir::const_int(0), ST::I32), ir::const_int(0, ST::I32)), {}))};
+    std::string why;
+    const auto plan = cpu::NativePlan::build({k}, &why);
+    REQUIRE_MESSAGE(plan, why);
+    std::vector<int32_t> flag{0};
+    cpu::LaunchArgs args;
+    args.grid = 4;
+    args.buffers["flag"] = cpu::BufferArg{flag.data(), 1};
+    std::atomic<bool> cancel{false};
+    cpu::ExecOptions options;
+    options.cancel = &cancel;
+    std::thread stopper([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        cancel = true;
+    });
+    cpu::Counters counters;
+    const auto start = std::chrono::steady_clock::now();
+    bool interrupted = false;
+    try {
+        plan->launch(0, k, args, options, counters);
+    } catch (const Error& e) {
+        interrupted = e.kind == ErrorKind::Interrupted;
+    }
+    stopper.join();
+    CHECK(interrupted);
+    CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(2));
+}
+
+TEST_CASE("native: checked code stops at an index outside its buffer, with a message") {
+    if (!native::system_toolchain().why_not.empty()) return;
+    using ST = ir::ScalarType;
+    ir::Kernel k = doubling_kernel();  // out[tid] for 32 threads
+    const std::string text = ir::print_cpu({k}, /*checked=*/true);
+    CHECK(text.find("shoal_checked_index(") != std::string::npos);
+    native::NativeCompiler compiler(native::system_toolchain(), nullptr);
+    const native::NativeBuild b = compiler.build(text);
+    REQUIRE(b.module);
+    using Entry = int (*)(void* const*, const long long*, long long, long long, long long, void*, const unsigned char*);
+    const auto entry = reinterpret_cast<Entry>(b.module->symbol("shoal_native_doubling"));
+    REQUIRE(bool(entry));
+    int pipe_fds[2];
+    REQUIRE(::pipe(pipe_fds) == 0);
+    const pid_t child = ::fork();
+    if (child == 0) {  // 16 elements where 32 threads store: the 17th store must stop it
+        ::dup2(pipe_fds[1], 2);
+        std::vector<float> out(16), x(32, 1.0f);
+        void* args[] = {out.data(), x.data()};
+        const long long extents[] = {16, 32};
+        unsigned char cancel = 0;
+        long long record[4] = {-1, -1, 0, 0};
+        entry(args, extents, 0, 1, 1, record, &cancel);
+        ::_exit(0);
+    }
+    ::close(pipe_fds[1]);
+    std::string message;
+    char buf[256];
+    for (ssize_t n; (n = ::read(pipe_fds[0], buf, sizeof buf)) > 0;) message.append(buf, size_t(n));
+    ::close(pipe_fds[0]);
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    CHECK(WIFSIGNALED(status));
+    CHECK(message.find("native kernel doubling: index 16 of buffer out is outside its 16 elements") != std::string::npos);
+    (void)ST::F32;
 }
