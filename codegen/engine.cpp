@@ -75,7 +75,7 @@ std::vector<ir::ArrayData> FusionEngine::materialise(const NodeGroup& g) {
         ir::PlanOutcome r = run("map", fc, [&](ir::PlanBuilder& pb) {
             const ir::LoweringFacts facts = fc.facts(pb);
             ir::LoweringOptions opt;
-            opt.shared_memory = optimisations.shared_memory;
+            opt.shared_memory = optimisations.shared_memory && shared_tiles_pay();
             opt.facts = &facts;
             ir::lower_map(pb, "map", g.pull(fc), outs, opt);
         });
@@ -421,6 +421,15 @@ std::string FusionEngine::memory_report(const std::vector<std::pair<std::string,
         }
     }
     return executor_->memory_report(names);
+}
+
+// `:cuda`, `:compile`, `:explain` and `:profile` show the GPU's form of a
+// plan; other runs ask the executor whether shared tiles pay on it.
+bool FusionEngine::shared_tiles_pay() const {
+    if (recording_ || compiling_ || !explaining_.empty()) return true;
+    ir::RunOptions options = options_;
+    options.counters = profiling_ && profiling_->counters;
+    return executor_->shared_tiles_pay(options);
 }
 
 std::string FusionEngine::cache_report() const {

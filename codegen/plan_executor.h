@@ -116,6 +116,12 @@ public:
     virtual std::string device_report() const = 0;
     // Host <-> device copies made since the executor started.
     virtual TransferCounters transfers() const { return {}; }
+    // Whether a map's overlapping reads should go through shared tiles
+    // (shared_tiles.h) for a run with these options: on a GPU they save
+    // global traffic; the CPU's native code reads its caches directly and a
+    // tile is only a copy, so it declines them unless the GPU's form is what
+    // the run is for (checking mode, `:profile`'s counters).
+    virtual bool shared_tiles_pay(const RunOptions&) const { return true; }
     // `:cache`: what the executor's own compiler did (the CPU's native
     // tier), after the GPU compiler's report; "" when it has none.
     virtual std::string cache_report() const { return ""; }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The CPU tiers side by side (issue 21): each program of tiers.shoal (n = 2^22
-# floats) timed with :time inside one session on the interpreter and as native
+# floats) timed with :time inside one session (best of 7 after a first run) on the interpreter and as native
 # code (SHOAL_CPU_TIER=native: built before the first run, which is dropped),
 # then numpy, numexpr and JAX on the CPU (peers.py, from a venv made on first
 # use in $BUILD/bench-venv-tiers). Prints a table of best times in ms and the
@@ -28,8 +28,8 @@ def ms(t):
 shoal = {}
 for tier in ("interpret", "native"):
     times = [ms(l) for l in open(out + "/" + tier)]
-    # four runs per program; the first (the build, a cold cache) is dropped
-    shoal[tier] = {n: min(times[4 * i + 1:4 * i + 4]) for i, n in enumerate(names)}
+    # eight runs per program; the first (the build, fresh pages) is dropped
+    shoal[tier] = {n: min(times[8 * i + 1:8 * i + 8]) for i, n in enumerate(names)}
 peers = collections.defaultdict(dict)
 for line in open(out + "/peers"):
     prog, peer, t = line.split()

@@ -66,6 +66,13 @@ public:
     }
 
     std::string take_notice() override { return tier_.take_notice(); }
+    // Native code reads its caches directly: a tile is only a copy (the
+    // forward difference ran 4x slower tiled). The interpreter and the
+    // compare tier keep the GPU's form (its counters, its tiled code tested).
+    bool shared_tiles_pay(const ir::RunOptions& options) const override {
+        const Tier t = tier_.tier();
+        return options.check || options.counters || t == Tier::Interpret || t == Tier::Compare;
+    }
     CompileCounters compilation() const override { return tier_.waited_builds(); }
     std::string cache_report() const override { return tier_.cache_report(); }
 
