@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 
 #include "codegen/cpu_printer.h"
 #include "runtime/cpu/thread_pool.h"
@@ -130,7 +131,7 @@ struct NativeTier::PlanState {
 NativeTier::NativeTier(Tier tier) : tier_(tier) {}
 
 NativeTier::~NativeTier() {
-    for (auto& t : builders_) t.join();
+    for (auto& b : builders_) b.thread.join();
 }
 
 std::shared_ptr<NativeTier::PlanState> NativeTier::state_of(const std::shared_ptr<const ir::LaunchPlan>& plan) {
@@ -233,7 +234,22 @@ void NativeTier::start_background_build(const std::shared_ptr<PlanState>& s,
         s->started = true;
     }
     std::lock_guard hold(mutex_);
-    builders_.emplace_back([this, s, plan] { build(s, plan); });
+    std::erase_if(builders_, [](Builder& b) {
+        if (!b.done->load()) return false;
+        b.thread.join();
+        return true;
+    });
+    auto done = std::make_shared<std::atomic<bool>>(false);
+    builders_.push_back(Builder{std::thread([this, s, plan, done] {
+                                    try {  // nothing may escape a thread: the plan stays interpreted
+                                        build(s, plan);
+                                    } catch (const std::exception& e) {
+                                        notice(std::string("native code: building plan ") + plan->name +
+                                               " failed: " + e.what());
+                                    }
+                                    *done = true;
+                                }),
+                                done});
 }
 
 std::shared_ptr<const NativePlan> NativeTier::for_run(const std::shared_ptr<const ir::LaunchPlan>& plan) {

@@ -107,7 +107,13 @@ private:
     Tier tier_;
     mutable std::mutex mutex_;
     std::map<const ir::LaunchPlan*, std::shared_ptr<PlanState>> plans_;
-    std::vector<std::thread> builders_;
+    // Background builds; a finished one is joined when the next starts (an
+    // unjoined thread keeps its stack), the rest when the tier ends.
+    struct Builder {
+        std::thread thread;
+        std::shared_ptr<std::atomic<bool>> done;
+    };
+    std::vector<Builder> builders_;
     std::vector<std::string> notices_;
     std::vector<std::string> said_;
     std::atomic<int> native_plans_{0}, failed_plans_{0};
