@@ -403,7 +403,8 @@ std::string FusionEngine::compile_report(const std::function<void()>& run_it, co
     }
     if (kernels.empty()) return "no kernels: this expression is evaluated by the reference evaluator";
     const std::string target = !arch.empty() ? arch : !executor_->gpu_arch().empty() ? executor_->gpu_arch() : "sm_90";
-    return toolchain_->compile_report(kernels, shown_kernels, target);
+    const std::string own = executor_->native_compile_report(run);
+    return toolchain_->compile_report(kernels, shown_kernels, target) + (own.empty() ? "" : "\n" + own);
 }
 
 std::string FusionEngine::memory_report(const std::vector<std::pair<std::string, Value>>& bindings) const {

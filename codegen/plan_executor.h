@@ -122,6 +122,9 @@ public:
     // tile is only a copy, so it declines them unless the GPU's form is what
     // the run is for (checking mode, `:profile`'s counters).
     virtual bool shared_tiles_pay(const RunOptions&) const { return true; }
+    // `:compile`: the executor's own build of these plans (the CPU's native
+    // code: per plan, the C++ compiler's time or a cache hit), or "".
+    virtual std::string native_compile_report(const std::vector<LaunchPlan>&) { return ""; }
     // `:cache`: what the executor's own compiler did (the CPU's native
     // tier), after the GPU compiler's report; "" when it has none.
     virtual std::string cache_report() const { return ""; }

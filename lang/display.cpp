@@ -524,7 +524,11 @@ DisplayData profile_display(const ProfileReport& report, double wall_seconds, co
         rows, true,
         engine + "; the statement took " + duration_text(wall_seconds) + " in all" +
             (traffic ? " (bytes and sectors are what a GPU would move; coalesced: bytes used / bytes of the sectors "
-                       "touched; least: each input byte read once, each result byte written once)\n" + estimate + ": " +
+                       "touched; least: each input byte read once, each result byte written once)\n"
+                       "times are the CPU interpreter's, which counts the traffic, running the plans as a GPU would "
+                       "(shared tiles included); outside :profile and checking mode the CPU executor runs them as native code "
+                       "when a C++ compiler is there (`:device`, `:time`)\n" +
+                       estimate + ": " +
                        roofline_text(gpu) + ", from the counters above: an estimate, not a measurement (`:set gpu`)"
                      : " (kernel times from CUDA events; the CPU executor also counts memory traffic)\n" + estimate +
                            " from the least: " + roofline_text(gpu) + ", with the least traffic the kernel needs: a lower "

@@ -1,6 +1,7 @@
 #include "runtime/cpu/cpu_executor.h"
 
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <exception>
 #include <optional>
@@ -75,6 +76,23 @@ public:
     }
     CompileCounters compilation() const override { return tier_.waited_builds(); }
     std::string cache_report() const override { return tier_.cache_report(); }
+    std::string native_compile_report(const std::vector<ir::LaunchPlan>& plans) override {
+        if (tier_.tier() == Tier::Interpret) return "native code: not built (SHOAL_CPU_TIER=interpret)";
+        std::string text = "native code for this CPU (one shared object per plan):";
+        for (const ir::LaunchPlan& plan : plans) {
+            std::string why;
+            std::vector<std::string> skipped;
+            const auto native = NativePlan::build(plan.kernels, &why, &skipped);
+            char ms[32];
+            std::snprintf(ms, sizeof ms, "%.1f ms", native ? native->compile_seconds * 1e3 : 0.0);
+            text += "\n  " + plan.name + " (" + std::to_string(plan.kernels.size()) +
+                    (plan.kernels.size() == 1 ? " kernel): " : " kernels): ") +
+                    (!native ? "not built: " + why.substr(0, why.find('\n'))
+                             : native->cache_hit ? std::string("from the cache") : std::string("built in ") + ms);
+            for (const std::string& k : skipped) text += "; interpreted: " + k;
+        }
+        return text;
+    }
 
 private:
     // Runs the plan with results in new arrays (no copy).

@@ -182,6 +182,19 @@ TEST_CASE("native: the auto tier interprets first, then runs native code with th
     CHECK(times.front().find("native code") == std::string::npos);  // the first run is interpreted
     CHECK(times.back().find("native code") != std::string::npos);
     for (const std::string& r : results) CHECK(r == results.front());
+    // :compile also reports the native build of each plan; :cache the native builds.
+    out.clear();
+    s.execute(":compile sum (map (\\v -> cos v) x)", "<t>", out);
+    std::string compiled;
+    for (const std::string& t : out.texts) compiled += t;
+    INFO(compiled);
+    CHECK(compiled.find("native code for this CPU") != std::string::npos);
+    CHECK((compiled.find("(2 kernels): built in ") != std::string::npos ||
+           compiled.find("(2 kernels): from the cache") != std::string::npos));
+    out.clear();
+    s.execute(":cache", "<t>", out);
+    CHECK(!out.texts.empty());
+    CHECK(out.texts.back().find("plans run natively") != std::string::npos);
 }
 
 TEST_CASE("native: Ctrl-C stops a native kernel that would never end") {
