@@ -524,10 +524,9 @@ DisplayData profile_display(const ProfileReport& report, double wall_seconds, co
         rows, true,
         engine + "; the statement took " + duration_text(wall_seconds) + " in all" +
             (traffic ? " (bytes and sectors are what a GPU would move; coalesced: bytes used / bytes of the sectors "
-                       "touched; least: each input byte read once, each result byte written once)\n"
-                       "times are the CPU interpreter's, which counts the traffic, running the plans as a GPU would "
-                       "(shared tiles included); outside :profile and checking mode the CPU executor runs them as native code "
-                       "when a C++ compiler is there (`:device`, `:time`)\n" +
+                       "touched; least: each input byte read once, each result byte written once; times are the CPU "
+                       "interpreter's, which counts the traffic of the plans a GPU runs, shared tiles included: "
+                       "elsewhere the CPU executor runs native code when a C++ compiler is there, see :time)\n" +
                        estimate + ": " +
                        roofline_text(gpu) + ", from the counters above: an estimate, not a measurement (`:set gpu`)"
                      : " (kernel times from CUDA events; the CPU executor also counts memory traffic)\n" + estimate +
