@@ -127,8 +127,9 @@ struct Segment {
     // Interchanged: thread t's loop starts at base + t; Bounded: threads [lo, hi).
     // Uniform, with lets inlined (ThreadLevels::inline_lets).
     ExprPtr base, hi, step, lo;
-    // Names the segment mentions, and the names its top level declares.
-    std::set<std::string> mentioned, declared;
+    // Names the segment mentions, and the variables its top level declares.
+    std::set<std::string> mentioned;
+    std::map<std::string, ScalarType> declared;
 };
 
 class NameCollector : public IRVisitor {
@@ -197,23 +198,10 @@ std::vector<Segment> segments_of(const StmtPtr& code, const ThreadLevels& levels
         c.into = &seg.mentioned;
         for (const auto& s : seg.stmts) {
             c.visit(s);
-            if (seg.kind == Segment::AllThreads && s->kind == StmtKind::Let) seg.declared.insert(s->name);
+            if (seg.kind == Segment::AllThreads && s->kind == StmtKind::Let) seg.declared[s->name] = s->type;
         }
     }
     return out;
-}
-
-// Top-level Lets of every phase, with their types.
-void collect_lets(const std::vector<BlockStmtPtr>& body, std::map<std::string, ScalarType>& lets) {
-    for (const auto& b : body) {
-        if (b->kind == BlockStmtKind::BlockFor) {
-            collect_lets(b->body, lets);
-            continue;
-        }
-        const std::vector<StmtPtr> top = b->phase->kind == StmtKind::Seq ? b->phase->body : std::vector{b->phase};
-        for (const auto& s : top)
-            if (s->kind == StmtKind::Let) lets[s->name] = s->type;
-    }
 }
 
 bool has_shuffle(const Kernel& k) {
@@ -280,7 +268,7 @@ protected:
             line(unused + type_name(s.type) + " " + s.name + "[" + std::to_string(s.size) + "];  // shared memory");
         }
         for (const auto& [name, type] : per_thread_)
-            line(type_name(type) + " " + name + "[" + std::to_string(k.block_size) + "];  // per thread, used in a later phase");
+            line(type_name(type) + " " + name + "[" + std::to_string(k.block_size) + "];  // per thread, used by another loop of the block");
         print_blocks(k.body, true);
         close();
         line("return 0;");
@@ -334,13 +322,11 @@ protected:
         std::vector<const Segment*> all;
         for (const auto& [phase, segs] : segments_)
             for (const Segment& seg : segs) all.push_back(&seg);
-        std::map<std::string, ScalarType> lets;
-        collect_lets(k.body, lets);
         per_thread_.clear();
         for (const Segment* a : all)
-            for (const std::string& name : a->declared)
+            for (const auto& [name, type] : a->declared)
                 for (const Segment* b : all)
-                    if (b != a && b->mentioned.count(name)) per_thread_[name] = lets.at(name);
+                    if (b != a && b->mentioned.count(name)) per_thread_[name] = type;
     }
 
     std::string block_size() const { return std::to_string(kernel_->block_size); }

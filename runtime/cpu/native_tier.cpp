@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 #include <exception>
 
 #include "codegen/cpu_printer.h"
@@ -165,8 +166,10 @@ std::string NativeTier::take_notice() {
 std::shared_ptr<NativePlan> NativePlan::build(const std::vector<ir::Kernel>& kernels, std::string* why,
                                               std::vector<std::string>* skipped) {
     std::vector<ir::Kernel> printable;
+    std::vector<bool> runs_natively;  // by kernel
     for (const ir::Kernel& k : kernels) {
         const std::string reason = ir::cpu_unsupported_reason(k);
+        runs_natively.push_back(reason.empty());
         if (reason.empty()) printable.push_back(k);
         else if (skipped) skipped->push_back(k.name + " (" + reason + ")");
     }
@@ -187,8 +190,8 @@ std::shared_ptr<NativePlan> NativePlan::build(const std::vector<ir::Kernel>& ker
     n->module_ = b.module;
     n->compile_seconds = b.compile_seconds;
     n->cache_hit = b.cache_hit;
-    for (const ir::Kernel& k : kernels) {
-        void* f = ir::cpu_unsupported_reason(k).empty() ? b.module->symbol(ir::cpu_entry_symbol(k.name)) : nullptr;
+    for (size_t i = 0; i < kernels.size(); ++i) {
+        void* f = runs_natively[i] ? b.module->symbol(ir::cpu_entry_symbol(kernels[i].name)) : nullptr;
         n->entries_.push_back(reinterpret_cast<Entry>(f));
     }
     return n;
@@ -201,7 +204,6 @@ void NativeTier::build(const std::shared_ptr<PlanState>& s, const std::shared_pt
     if (!toolchain.why_not.empty()) {
         notice("native code: no C++ compiler (" + toolchain.why_not +
                "): kernels run on the interpreter (set SHOAL_CXX to a compiler)");
-        ++failed_plans_;
         return;
     }
     if (const std::string& p = native::shared_native_compiler().disk_problem(); !p.empty())
@@ -218,7 +220,6 @@ void NativeTier::build(const std::shared_ptr<PlanState>& s, const std::shared_pt
         if (!skipped.empty() && skipped.size() == plan->kernels.size()) return;
         notice("native code: building plan " + plan->name + " failed; it runs on the interpreter:\n" +
                why.substr(0, std::min<size_t>(why.size(), 600)));
-        ++failed_plans_;
         return;
     }
     ++native_plans_;
@@ -226,14 +227,13 @@ void NativeTier::build(const std::shared_ptr<PlanState>& s, const std::shared_pt
     s->native = std::move(n);
 }
 
+// Whether the caller is the one to build s (once per plan); under mutex_.
+bool NativeTier::claim_build(PlanState& s) { return !std::exchange(s.started, true); }
+
 void NativeTier::start_background_build(const std::shared_ptr<PlanState>& s,
                                         const std::shared_ptr<const ir::LaunchPlan>& plan) {
-    {
-        std::lock_guard hold(mutex_);
-        if (s->started) return;
-        s->started = true;
-    }
     std::lock_guard hold(mutex_);
+    if (!claim_build(*s)) return;
     std::erase_if(builders_, [](Builder& b) {
         if (!b.done->load()) return false;
         b.thread.join();
@@ -259,8 +259,7 @@ std::shared_ptr<const NativePlan> NativeTier::for_run(const std::shared_ptr<cons
         bool first;
         {
             std::lock_guard hold(mutex_);
-            first = !s->started;
-            s->started = true;
+            first = claim_build(*s);
         }
         if (first) {
             build(s, plan);

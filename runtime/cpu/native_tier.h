@@ -101,6 +101,7 @@ private:
     struct PlanState;
     std::shared_ptr<PlanState> state_of(const std::shared_ptr<const ir::LaunchPlan>& plan);
     void build(const std::shared_ptr<PlanState>& s, const std::shared_ptr<const ir::LaunchPlan>& plan);
+    bool claim_build(PlanState& s);
     void start_background_build(const std::shared_ptr<PlanState>& s, const std::shared_ptr<const ir::LaunchPlan>& plan);
     void notice(const std::string& text);
 
@@ -116,7 +117,7 @@ private:
     std::vector<Builder> builders_;
     std::vector<std::string> notices_;
     std::vector<std::string> said_;
-    std::atomic<int> native_plans_{0}, failed_plans_{0};
+    std::atomic<int> native_plans_{0};
     CompileCounters waited_;  // under mutex_
 };
 
