@@ -194,7 +194,7 @@ private:
     }
 
     std::string why_no_gpu_;
-    NativeTier tier_{tier_from_env()};
+    NativeTier tier_;  // SHOAL_CPU_TIER
 };
 
 }  // namespace

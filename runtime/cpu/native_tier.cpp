@@ -131,6 +131,12 @@ struct NativeTier::PlanState {
 
 NativeTier::NativeTier(Tier tier) : tier_(tier) {}
 
+NativeTier::NativeTier() {
+    std::string problem;
+    tier_ = tier_from_env(&problem);
+    if (!problem.empty()) notices_.push_back(problem);
+}
+
 NativeTier::~NativeTier() {
     for (auto& b : builders_) b.thread.join();
 }

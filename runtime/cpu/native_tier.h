@@ -76,6 +76,9 @@ bool buffers_overlap(const ir::Kernel& k, const LaunchArgs& args);
 class NativeTier {
 public:
     explicit NativeTier(Tier tier);
+    // The tier SHOAL_CPU_TIER asks for; a value it does not know is said in
+    // the session's first notice (and auto is used).
+    NativeTier();
     ~NativeTier();  // waits for builds in flight
     NativeTier(const NativeTier&) = delete;
     NativeTier& operator=(const NativeTier&) = delete;
