@@ -345,7 +345,9 @@ std::optional<Value> FusionEngine::sort(bool by_key, std::span<const Value> args
     const char* name = by_key ? "sortByKey" : "sort";
     const ir::PlanOutcome r = run(name, fc, [&](ir::PlanBuilder& pb) {
         const std::vector<PullArray> vals = by_key ? pulls_of(args[1], fc) : std::vector<PullArray>{};
-        ir::lower_sort(pb, name, pull_of(keys, fc), vals, "keys", outs);
+        ir::LoweringOptions opt;
+        opt.cpu_cores = lowering_target().cpu_cores;
+        ir::lower_sort(pb, name, pull_of(keys, fc), vals, "keys", outs, opt);
     });
     const Value sorted = result(r.outputs.at("keys"), elem_of(keys), ks);
     if (!by_key) return sorted;
@@ -392,7 +394,9 @@ std::optional<Value> FusionEngine::permute(std::span<const Value> args, EvalCont
         }
         const Type et = elem_type(vals);
         const UserOp combine{&fc, f, et};
-        ir::lower_permute_ordered(pb, "permute", ir::tuple_of(d), target, ir::tuple_of(v), combine, outs);
+        ir::LoweringOptions opt;
+        opt.cpu_cores = lowering_target().cpu_cores;  // its sort by target
+        ir::lower_permute_ordered(pb, "permute", ir::tuple_of(d), target, ir::tuple_of(v), combine, outs, opt);
     });
     return rebuild(dest, results(r, outs, prims, like_shape(dest)));
 }

@@ -75,7 +75,7 @@ std::vector<ir::ArrayData> FusionEngine::materialise(const NodeGroup& g) {
         ir::PlanOutcome r = run("map", fc, [&](ir::PlanBuilder& pb) {
             const ir::LoweringFacts facts = fc.facts(pb);
             ir::LoweringOptions opt;
-            opt.shared_memory = optimisations.shared_memory && shared_tiles_pay();
+            opt.shared_memory = optimisations.shared_memory && lowering_target().shared_tiles;
             opt.facts = &facts;
             ir::lower_map(pb, "map", g.pull(fc), outs, opt);
         });
@@ -425,12 +425,12 @@ std::string FusionEngine::memory_report(const std::vector<std::pair<std::string,
 }
 
 // `:cuda`, `:compile`, `:explain` and `:profile` show the GPU's form of a
-// plan; other runs ask the executor whether shared tiles pay on it.
-bool FusionEngine::shared_tiles_pay() const {
-    if (recording_ || compiling_ || !explaining_.empty()) return true;
+// plan; other runs ask the executor what shape suits it.
+ir::LoweringTarget FusionEngine::lowering_target() const {
+    if (recording_ || compiling_ || !explaining_.empty()) return {};
     ir::RunOptions options = options_;
     options.counters = profiling_ && profiling_->counters;
-    return executor_->shared_tiles_pay(options);
+    return executor_->lowering_target(options);
 }
 
 std::string FusionEngine::cache_report() const {

@@ -144,7 +144,7 @@ private:
         bool counters = false;  // :profile (the traffic counters), not :time
     };
     ProfileState* profiling_ = nullptr;
-    bool shared_tiles_pay() const;
+    ir::LoweringTarget lowering_target() const;
     void record_profile(const ir::LaunchPlan& plan, const ir::PlanOutcome& r, const FuseContext& fc);
     EvalContext last_ctx_;  // the context of the last builtin (slices have none of their own)
     std::map<std::string, std::vector<ir::Kernel>> emitted_kernels_;

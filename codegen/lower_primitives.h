@@ -57,6 +57,11 @@ struct LoweringOptions {
     int transpose_rows = 8;            // transpose: block = tile x rows threads, each thread tile/rows elements
     int radix_bits = 4;                // sort: bits per LSD radix pass (2^radix_bits digits, < block_size)
     int sort_items_per_thread = 8;     // sort: each thread ranks this many adjacent keys per tile
+    // > 0: the plan runs as native CPU code on this many cores, each logical
+    // block one OS thread's loops. Sorts then take their CPU form (one thread
+    // per block walks a contiguous chunk, 8-bit digits; the same bits as the
+    // GPU form). 0: the GPU's form, which :cuda, :compile and :emit show.
+    int cpu_cores = 0;
     // map: overlapping reads of one array served from shared tiles (shared_tiles.h);
     // needs `facts` (the offsets' values).
     bool shared_memory = true;

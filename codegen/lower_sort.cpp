@@ -17,6 +17,14 @@
 // No atomics: the result is deterministic. Ping-pong buffers alternate so that
 // the last pass writes the output. The first pass reads the keys through the
 // PullArray, so a producer is fused into it.
+//
+// The CPU form (LoweringOptions::cpu_cores > 0, native code) is the textbook
+// parallel radix sort of a multicore CPU: a few blocks of one thread each, as
+// many as the cores can share, walk their contiguous chunks sequentially with
+// 8-bit digits (half the passes): hist counts in one pass over the chunk,
+// offsets is a sequential scan, scatter places each record at its digit's
+// next slot. Both forms are stable LSD sorts by the same digits' order, and a
+// stable sort's result is unique: the same records, bit for bit.
 #include <algorithm>
 #include <map>
 #include <tuple>
@@ -88,20 +96,33 @@ class RadixSort {
 public:
     RadixSort(PlanBuilder& pb, std::string name, ExprPtr n, std::vector<Field> fields, const LoweringOptions& opt)
         : pb_(pb), name_(std::move(name)), n_(std::move(n)), fields_(std::move(fields)), opt_(opt),
-          bs_(opt.block_size), radix_(1 << opt.radix_bits), tile_(int64_t{opt.block_size} * opt.sort_items_per_thread) {
-        SHOAL_INTERNAL_ASSERT(opt.radix_bits >= 1 && radix_ < bs_ && bs_ % radix_ == 0,
+          chunked_(opt.cpu_cores > 0), bits_(radix_bits(opt)), bs_(chunked_ ? 1 : opt.block_size), radix_(1 << bits_),
+          tile_(int64_t{opt.block_size} * opt.sort_items_per_thread) {
+        SHOAL_INTERNAL_ASSERT(chunked_ || (bits_ >= 1 && radix_ < bs_ && bs_ % radix_ == 0),
                               "sort: 2^radix_bits digits must be fewer than the threads of a block");
         SHOAL_INTERNAL_ASSERT(opt.sort_items_per_thread >= 1, "sort: sort_items_per_thread >= 1");
-        // Chunks of whole tiles, at most max_blocks of them (as in scans).
-        const ExprPtr tiles = param(pb.derived(pb.fresh(name_ + "_tiles"), ceil_div(n_, i64(tile_))), ScalarType::I64);
-        blocks_ = param(pb.derived(pb.fresh(name_ + "_blocks"), min_expr(tiles, i64(opt.max_blocks))), ScalarType::I64);
-        chunk_ = param(pb.derived(pb.fresh(name_ + "_chunk"), mul(ceil_div(tiles, blocks_), i64(tile_))),
-                       ScalarType::I64);
+        if (chunked_) {
+            // A few chunks per core (a slow core does not hold up the pass), none
+            // shorter than kCpuMinChunk (each clears and writes its radix counters).
+            const ExprPtr most = i64(int64_t{kCpuChunksPerCore} * opt.cpu_cores);
+            blocks_ = param(pb.derived(pb.fresh(name_ + "_blocks"), min_expr(ceil_div(n_, i64(kCpuMinChunk)), most)),
+                            ScalarType::I64);
+            chunk_ = param(pb.derived(pb.fresh(name_ + "_chunk"), ceil_div(n_, blocks_)), ScalarType::I64);
+        } else {
+            // Chunks of whole tiles, at most max_blocks of them (as in scans).
+            const ExprPtr tiles = param(pb.derived(pb.fresh(name_ + "_tiles"), ceil_div(n_, i64(tile_))), ScalarType::I64);
+            blocks_ = param(pb.derived(pb.fresh(name_ + "_blocks"), min_expr(tiles, i64(opt.max_blocks))), ScalarType::I64);
+            chunk_ = param(pb.derived(pb.fresh(name_ + "_chunk"), mul(ceil_div(tiles, blocks_), i64(tile_))),
+                           ScalarType::I64);
+        }
         hist_ = pb.temp_buffer(pb.fresh(name_ + "_hist"), ScalarType::I64, mul(i64(radix_), blocks_));
         offsets_ = pb.temp_buffer(pb.fresh(name_ + "_offsets"), ScalarType::I64, mul(i64(radix_), blocks_));
         pass_ = pb.temp_buffer(pb.fresh(name_ + "_pass"), ScalarType::I32, i64(1));
-        scan_kernel_ = add_offsets_kernel();
+        scan_kernel_ = chunked_ ? add_sequential_offsets_kernel() : add_offsets_kernel();
     }
+
+    // Bits per pass: the CPU form's counters fit a core's L1 cache at 8 bits.
+    static int radix_bits(const LoweringOptions& opt) { return opt.cpu_cores > 0 ? 8 : opt.radix_bits; }
 
     // Passes that differ only in their digit share kernels: those read the
     // pass number from the device (set by the first pass, advanced by the
@@ -113,14 +134,17 @@ public:
             const auto key = std::make_tuple(ps.field, ps.from[ps.field], ps.to[ps.field]);
             if (!kernels_.count(key)) {
                 const std::string id = std::to_string(kernels_.size());
-                kernels_[key] = {add_hist_kernel(name_ + "_histogram" + id, ps), add_scatter_kernel(name_ + "_scatter" + id, ps)};
+                const std::string hist = name_ + "_histogram" + id, scatter = name_ + "_scatter" + id;
+                kernels_[key] = chunked_ ? std::pair{add_chunk_hist_kernel(hist, ps), add_chunk_scatter_kernel(scatter, ps)}
+                                         : std::pair{add_hist_kernel(hist, ps), add_scatter_kernel(scatter, ps)};
             }
             auto when = [&](ExprPtr grid) { return ps.active ? select(ps.active, grid, i64(0)) : grid; };
             const std::string what = "pass " + std::to_string(p) + " (" + (fields_[ps.field].is_key ? "key" : "row") +
                                      " bits " + std::to_string(ps.shift) + "+): ";
             pb_.launch(kernels_[key].first, when(blocks_), what + "digit counts of each block's chunk");
             pb_.launch(scan_kernel_, when(min_expr(blocks_, i64(1))), what + "exclusive scan of the digit counts");
-            pb_.launch(kernels_[key].second, when(blocks_), what + "block-local sort, coalesced scatter");
+            pb_.launch(kernels_[key].second, when(blocks_),
+                       what + (chunked_ ? "each chunk scattered in order" : "block-local sort, coalesced scatter"));
         }
     }
 
@@ -138,7 +162,7 @@ private:
         if (ps.from[ps.field].empty()) return i32(0);
         kb.buffer_param(pass_, ScalarType::I32, Access::Read);
         ExprPtr pass = binary(BinaryOp::Sub, load(pass_, i64(0), ScalarType::I32), i32(first_pass_.at(ps.field) + lag));
-        return kb.bind("shift", mul(pass, i32(opt_.radix_bits)));
+        return kb.bind("shift", mul(pass, i32(bits_)));
     }
 
     // The digit of a field value at this shift, as I32.
@@ -363,12 +387,86 @@ private:
         return pb_.add_kernel(kb.finish(/*verify=*/false));
     }
 
+    // ---- the CPU form: one thread per block walks its chunk
+    // The first pass starts the pass count (see digit_shift).
+    void start_pass_count(KernelBuilder& kb, const Pass& ps) const {
+        if (!ps.from[ps.field].empty()) return;
+        kb.buffer_param(pass_, ScalarType::I32, Access::Write);
+        emit_if(kb, binary(BinaryOp::Eq, block_idx(), i64(0)), [&] { kb.emit(store(pass_, i64(0), i32(0))); });
+    }
+    ExprPtr hist_slot(KernelBuilder& kb, ExprPtr d) const {
+        return add(mul(cast(ScalarType::I64, d), use_params(kb, blocks_)), block_idx());
+    }
+
+    int add_chunk_hist_kernel(const std::string& kname, const Pass& ps) {
+        KernelBuilder kb(kname, 1);
+        const std::string counts = kb.shared_array("counts", ScalarType::I64, radix_);
+        kb.buffer_param(hist_, ScalarType::I64, Access::Write);
+        start_pass_count(kb, ps);
+        auto [lo, hi] = chunk(kb);
+        ExprPtr shift = digit_shift(kb, ps, 0);
+        thread_loop(kb, "d", i32(0), i32(radix_), i32(1),
+                    [&](ExprPtr d) { kb.emit(store(counts, d, i64(0), MemSpace::Shared)); });
+        thread_loop(kb, "g", lo, hi, i64(1), [&](ExprPtr g) {
+            ExprPtr d = digit(kb, ps, shift, kb.bind("x", read(kb, ps.field, ps.from[ps.field], g)));
+            kb.emit(store(counts, d, add(load(counts, d, ScalarType::I64, MemSpace::Shared), i64(1)), MemSpace::Shared));
+        });
+        thread_loop(kb, "d", i32(0), i32(radix_), i32(1), [&](ExprPtr d) {
+            kb.emit(store(hist_, hist_slot(kb, d), load(counts, d, ScalarType::I64, MemSpace::Shared)));
+        });
+        return pb_.add_kernel(kb.finish(/*verify=*/false));
+    }
+
+    // offsets = the exclusive scan of hist, in digit-major order; advances the pass number.
+    int add_sequential_offsets_kernel() {
+        KernelBuilder kb(name_ + "_scan", 1);
+        kb.buffer_param(hist_, ScalarType::I64, Access::Read);
+        kb.buffer_param(offsets_, ScalarType::I64, Access::Write);
+        ExprPtr run = kb.bind("run", i64(0));
+        thread_loop(kb, "k", i64(0), use_params(kb, mul(i64(radix_), blocks_)), i64(1), [&](ExprPtr k) {
+            ExprPtr c = kb.bind("c", load(hist_, k, ScalarType::I64));
+            kb.emit(store(offsets_, k, run));
+            kb.emit(assign(run->name, add(run, c)));
+        });
+        kb.buffer_param(pass_, ScalarType::I32, Access::ReadWrite);
+        kb.emit(store(pass_, i64(0), add(load(pass_, i64(0), ScalarType::I32), i32(1))));
+        return pb_.add_kernel(kb.finish(/*verify=*/false));
+    }
+
+    // Each record in chunk order goes to its digit's next slot: equal digits keep their order.
+    int add_chunk_scatter_kernel(const std::string& kname, const Pass& ps) {
+        const size_t f = ps.field;
+        KernelBuilder kb(kname, 1);
+        const std::string next = kb.shared_array("next", ScalarType::I64, radix_);
+        kb.buffer_param(offsets_, ScalarType::I64, Access::Read);
+        for (size_t c = 0; c < fields_.size(); ++c) kb.buffer_param(ps.to[c], fields_[c].type, Access::Write);
+        ExprPtr shift = digit_shift(kb, ps, 1);
+        thread_loop(kb, "d", i32(0), i32(radix_), i32(1), [&](ExprPtr d) {
+            kb.emit(store(next, d, load(offsets_, hist_slot(kb, d), ScalarType::I64), MemSpace::Shared));
+        });
+        auto [lo, hi] = chunk(kb);
+        thread_loop(kb, "g", lo, hi, i64(1), [&](ExprPtr g) {
+            ExprPtr x = kb.bind("x", read(kb, f, ps.from[f], g));
+            ExprPtr d = digit(kb, ps, shift, x);
+            ExprPtr dest = kb.bind("dest", load(next, d, ScalarType::I64, MemSpace::Shared));
+            kb.emit(store(next, d, add(dest, i64(1)), MemSpace::Shared));
+            kb.emit(store(ps.to[f], dest, x));
+            for (size_t c = 0; c < fields_.size(); ++c)
+                if (c != f) kb.emit(store(ps.to[c], dest, read(kb, c, ps.from[c], g)));
+        });
+        return pb_.add_kernel(kb.finish(/*verify=*/false));
+    }
+
+    static constexpr int64_t kCpuMinChunk = 16384;
+    static constexpr int kCpuChunksPerCore = 4;
+
     PlanBuilder& pb_;
     std::string name_;
     ExprPtr n_;
     std::vector<Field> fields_;
     const LoweringOptions& opt_;
-    int bs_, radix_;
+    bool chunked_;
+    int bits_, bs_, radix_;
     int64_t tile_;
     ExprPtr blocks_, chunk_;
     std::string hist_, offsets_, pass_;
@@ -439,7 +537,7 @@ void lower_sort(PlanBuilder& pb, const std::string& name, const PullArray& keys,
     // Key digits above max_key are skipped in pairs too, the same way (the
     // skipped passes are always the last key passes, and no row passes
     // follow with vals); an odd number of key passes is never skipped.
-    const int rb = opt.radix_bits;
+    const int rb = RadixSort::radix_bits(opt);
     SHOAL_INTERNAL_ASSERT(!max_key || (!is_float(t) && !rows), "sort: max_key bounds integer keys of a vector");
     const bool skip_keys = max_key && ((key_bits(t) + rb - 1) / rb) % 2 == 0;
     std::vector<Pass> passes;

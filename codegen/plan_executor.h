@@ -71,6 +71,13 @@ struct PlanOutcome {
     KernelCounters total;                         // summed over all launches
 };
 
+// The machine a plan is lowered for, as its executor describes it (what
+// LoweringOptions takes from it).
+struct LoweringTarget {
+    bool shared_tiles = true;  // a map's overlapping reads go through shared-memory tiles
+    int cpu_cores = 0;         // > 0: native CPU code on this many cores (LoweringOptions::cpu_cores)
+};
+
 struct RunOptions {
     // Checking mode (`:set check on`, on in the tests): the executor checks
     // what it can (the CPU executor: shared-memory races, divergent barriers
@@ -116,12 +123,13 @@ public:
     virtual std::string device_report() const = 0;
     // Host <-> device copies made since the executor started.
     virtual TransferCounters transfers() const { return {}; }
-    // Whether a map's overlapping reads should go through shared tiles
-    // (shared_tiles.h) for a run with these options: on a GPU they save
-    // global traffic; the CPU's native code reads its caches directly and a
-    // tile is only a copy, so it declines them unless the GPU's form is what
-    // the run is for (checking mode, `:profile`'s counters).
-    virtual bool shared_tiles_pay(const RunOptions&) const { return true; }
+    // How plans for a run with these options should be shaped. The GPU's
+    // form is the default. The CPU's native code asks for its own where that
+    // is faster with the same bits: no shared tiles (it reads its caches
+    // directly; a tile is only a copy) and sorts walking chunks on its cores,
+    // unless the GPU's form is what the run is for (checking mode, `:profile`'s
+    // counters, the interpreter and compare tiers).
+    virtual LoweringTarget lowering_target(const RunOptions&) const { return {}; }
     // `:compile`: the executor's own build of these plans (the CPU's native
     // code: per plan, the C++ compiler's time or a cache hit), or "".
     virtual std::string native_compile_report(const std::vector<LaunchPlan>&) { return ""; }

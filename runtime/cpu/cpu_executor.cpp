@@ -4,11 +4,13 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <limits>
 #include <optional>
 #include <thread>
 
 #include "runtime/cpu/native_tier.h"
 #include "runtime/cpu/run_plan.h"
+#include "runtime/cpu/thread_pool.h"
 
 namespace shoal::cpu {
 
@@ -59,9 +61,12 @@ public:
         std::shared_ptr<const NativePlan> native;
         if (!options.check && !options.counters) native = tier_.for_run(plan);
         args.native = native.get();
+        std::shared_ptr<const NativePlan> switched;  // built while this run was interpreted
+        if (!native && !options.check && !options.counters && tier_.tier() == Tier::Auto)
+            args.native_when_ready = [&](double seconds) { return (switched = tier_.when_ready(plan, seconds)).get(); };
         const auto start = std::chrono::steady_clock::now();
         ir::PlanOutcome out = run_into_arrays(*plan, args, exec);
-        if (!native)
+        if (!native && !switched)
             tier_.ran_interpreted(plan, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
         return out;
     }
@@ -69,11 +74,15 @@ public:
     std::string take_notice() override { return tier_.take_notice(); }
     // Native code reads its caches directly: a tile is only a copy (tiled and
     // untiled code run alike natively), and the interpreter, which runs a plan
-    // first in the auto tier, pays 2.6x for one. The interpreter tier and the
-    // compare tier keep the GPU's form (its counters, its tiled code tested).
-    bool shared_tiles_pay(const ir::RunOptions& options) const override {
+    // first in the auto tier, pays 2.6x for one. Sorts take the CPU form
+    // (lower_sort.cpp: 10x faster natively, the same bits). Checking mode,
+    // the counters and the interpreter tier keep the GPU's form; the compare
+    // tier keeps its tiles (their code tested natively) and sorts as users get them.
+    ir::LoweringTarget lowering_target(const ir::RunOptions& options) const override {
         const Tier t = tier_.tier();
-        return options.check || options.counters || t == Tier::Interpret || t == Tier::Compare;
+        if (options.check || options.counters || t == Tier::Interpret) return {};
+        const int cores = worker_count(0, std::numeric_limits<int64_t>::max());
+        return {.shared_tiles = t == Tier::Compare, .cpu_cores = cores};
     }
     CompileCounters compilation() const override { return tier_.waited_builds(); }
     std::string cache_report() const override { return tier_.cache_report(); }

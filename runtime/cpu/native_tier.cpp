@@ -282,6 +282,15 @@ std::shared_ptr<const NativePlan> NativeTier::for_run(const std::shared_ptr<cons
     return s->native;
 }
 
+std::shared_ptr<const NativePlan> NativeTier::when_ready(const std::shared_ptr<const ir::LaunchPlan>& plan,
+                                                         double seconds) {
+    if (tier_ != Tier::Auto) return nullptr;
+    const std::shared_ptr<PlanState> s = state_of(plan);
+    if (seconds > kLongRun) start_background_build(s, plan);
+    std::lock_guard hold(mutex_);
+    return s->native;
+}
+
 void NativeTier::ran_interpreted(const std::shared_ptr<const ir::LaunchPlan>& plan, double seconds) {
     if (tier_ != Tier::Auto) return;
     const std::shared_ptr<PlanState> s = state_of(plan);
@@ -291,7 +300,7 @@ void NativeTier::ran_interpreted(const std::shared_ptr<const ir::LaunchPlan>& pl
         runs = s->runs;
     }
     // Twice, or once for long: the build (0.1-1 s on another core) pays off.
-    if (runs >= 2 || seconds > 0.05) start_background_build(s, plan);
+    if (runs >= 2 || seconds > kLongRun) start_background_build(s, plan);
 }
 
 std::string NativeTier::cache_report() const {

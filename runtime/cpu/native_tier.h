@@ -9,7 +9,8 @@
 //   native     a plan is built before its first run (the caller waits)
 //   auto       (default) the interpreter runs a plan until it has run twice
 //              or one run took long; then it is built in the background and
-//              the next run after the build uses it: never a wait at the prompt
+//              the next launch after the build uses it (a long first run
+//              switches between two of its launches): never a wait at the prompt
 //   compare    (tests) every run on both tiers, outputs compared bit for bit
 //              (NaNs as NaNs); a difference is an internal error
 // Checking mode (`:set check on`) and `:profile` (traffic counters) run on
@@ -87,8 +88,14 @@ public:
     // The native form to run `plan` with now, or null (interpret). Native:
     // builds it first. Auto: counts the run and may start a background build.
     std::shared_ptr<const NativePlan> for_run(const std::shared_ptr<const ir::LaunchPlan>& plan);
+    // Auto: during an interpreted run that has taken `seconds` so far: the
+    // native form if it is ready (the rest of the run switches to it), else
+    // null; a long run starts its build now.
+    std::shared_ptr<const NativePlan> when_ready(const std::shared_ptr<const ir::LaunchPlan>& plan, double seconds);
     // Auto: after an interpreted run that took `seconds`.
     void ran_interpreted(const std::shared_ptr<const ir::LaunchPlan>& plan, double seconds);
+    // An interpreted run this long (seconds) is worth a build (0.1-1 s on another core).
+    static constexpr double kLongRun = 0.05;
     // A message for the session, once per reason (no compiler, a failed
     // build), or "".
     std::string take_notice();

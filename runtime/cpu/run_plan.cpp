@@ -16,7 +16,7 @@ namespace {
 class PlanRun {
 public:
     PlanRun(const ir::LaunchPlan& plan, const PlanArgs& args, const ExecOptions& options)
-        : plan_(plan), args_(args), options_(options) {
+        : plan_(plan), args_(args), options_(options), native_(args.native) {
         result_.kernel_counters.resize(plan.kernels.size());
         errors_.resize(plan.kernels.size());
         for (const auto& [name, v] : args.scalars) result_.scalars[name] = v;
@@ -111,9 +111,11 @@ private:
         }
         Counters c;
         const auto start = std::chrono::steady_clock::now();
+        if (!native_ && args_.native_when_ready)
+            native_ = args_.native_when_ready(std::chrono::duration<double>(start - started_).count());
         const auto index = static_cast<size_t>(s.kernel);
-        KernelError err = args_.native && args_.native->runs(index) ? args_.native->launch(index, k, la, options_, c)
-                                                                    : run_kernel(k, la, options_, c);
+        KernelError err = native_ && native_->runs(index) ? native_->launch(index, k, la, options_, c)
+                                                          : run_kernel(k, la, options_, c);
         c.nanoseconds = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
         result_.kernel_counters[static_cast<size_t>(s.kernel)] += c;
         result_.total += c;
@@ -139,6 +141,8 @@ private:
     const ir::LaunchPlan& plan_;
     const PlanArgs& args_;
     const ExecOptions& options_;
+    const NativePlan* native_;  // args_.native, or the native form switched to during the run
+    const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
     PlanResult result_;
     std::map<std::string, HostBuffer> owned_;   // allocated here (temporaries, outputs the caller did not bind)
     std::map<std::string, BufferArg> bound_;    // every allocated buffer's memory

@@ -43,6 +43,11 @@ struct PlanArgs {
     // Optional: the plan's kernels as native code (native_tier.h); a kernel
     // it does not run goes to the interpreter.
     const NativePlan* native = nullptr;
+    // Optional, without `native` (the auto tier): asked before each launch
+    // with the seconds the run has taken so far; the native form to run the
+    // rest of the plan with once it is ready, else null. A long first run
+    // starts its build and switches between two launches.
+    std::function<const NativePlan*(double seconds)> native_when_ready;
 };
 
 struct PlanResult {

@@ -11,6 +11,8 @@
 
 #include "lang/array_ops.h"
 #include "lowering_harness.h"
+#include "runtime/cpu/native_tier.h"
+#include "runtime/native/native_compiler.h"
 
 using namespace shoal;
 using namespace shoal::ir;
@@ -163,7 +165,9 @@ TEST_CASE("sort: each innermost row of a matrix or rank-3 array (row digits abov
     check_bits(lowered_sort(d, {400, 5}, narrow), reference_sort(d, {400, 5}));
 }
 
-TEST_CASE("sortByKey: stable; values of several types and ranks follow their keys") {
+namespace {
+
+void check_sort_by_key(const LoweringOptions& opt) {
     for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{2}, int64_t{257}, int64_t{2049}, int64_t{100003}}) {
         CAPTURE(n);
         const int64_t cols = 3;
@@ -179,7 +183,7 @@ TEST_CASE("sortByKey: stable; values of several types and ranks follow their key
             lower_sort(pb, "sbk", k,
                        {vec("index", ScalarType::I64), vec("vals", ScalarType::F64),
                         buffer_array("rows", ScalarType::I32, {"n", "cols"})},
-                       "keys_out", {"index_out", "vals_out", "rows_out"});
+                       "keys_out", {"index_out", "vals_out", "rows_out"}, opt);
             Args args;
             if (float_keys) args.buffer("keys", keys);
             else args.buffer("keys", ikeys);
@@ -202,6 +206,58 @@ TEST_CASE("sortByKey: stable; values of several types and ranks follow their key
             check_bits(output<double>(r, "vals_out"), want_vals);
             check_bits(output<int32_t>(r, "rows_out"), want_rows);
         }
+    }
+}
+
+}  // namespace
+
+TEST_CASE("sortByKey: stable; values of several types and ranks follow their keys") { check_sort_by_key({}); }
+
+// The CPU form (one thread per block walking a chunk, 8-bit digits) sorts the
+// same records: a stable sort's result is unique, bit for bit.
+TEST_CASE("sort: the CPU form gives the GPU form's bits (keys, rows, sortByKey), interpreted and native") {
+    for (int cores : {1, 3}) {
+        CAPTURE(cores);
+        LoweringOptions cpu;
+        cpu.cpu_cores = cores;
+        for (int64_t n : kSizes) {
+            check_sort<int32_t>(n, 41, cpu);
+            check_sort<int64_t>(n, 42, cpu);
+            check_sort<float>(n, 43, cpu);
+            check_sort<double>(n, 44, cpu);
+            check_sort<Bool>(n, 45, cpu);
+        }
+        for (const Shape& shape : std::vector<Shape>{{0, 5}, {1, 3000}, {300, 7}, {70000, 2}}) {
+            auto f = special_keys<float>(shape_size(shape), 46);
+            check_bits(lowered_sort(f, shape, cpu), reference_sort(f, shape));
+        }
+        check_sort_by_key(cpu);
+    }
+    // As the native tier runs it: more chunks than one per core; two workers.
+    LoweringOptions cpu;
+    cpu.cpu_cores = 2;
+    for (int64_t n : {int64_t{100003}, int64_t{1} << 20}) {
+        CAPTURE(n);
+        auto keys = special_keys<float>(n, 47);
+        PlanBuilder pb("sort");
+        lower_sort(pb, "sort", vec("keys", ScalarType::F32), {}, "out", {}, cpu);
+        LaunchPlan plan = pb.finish();
+        optimize(plan);
+        if (!native::system_toolchain().why_not.empty()) {
+            MESSAGE("native half skipped: " << native::system_toolchain().why_not);
+            break;
+        }
+        std::string why;
+        const auto compiled = cpu::NativePlan::build(plan.kernels, &why);
+        REQUIRE_MESSAGE(compiled, why);
+        Args args;
+        args.buffer("keys", keys).scalar("n", n);
+        args.a.native = compiled.get();
+        cpu::ExecOptions two;
+        two.threads = 2;
+        const PlanResult r = cpu::run_plan(plan, args.a, two);
+        CHECK(r.total.native_launches == r.total.launches);
+        check_bits(output<float>(r, "out"), reference_sort(keys, {n}));
     }
 }
 
