@@ -75,10 +75,6 @@ SHOAL_FN unsigned long long shoal_to_u64(double x) { return shoal_saturate<unsig
     return texts;
 }
 
-std::string replace_all(std::string s, const std::string& from, const std::string& to) {
-    for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) s.replace(at, from.size(), to);
-    return s;
-}
 
 // Shortest decimal that reads back as the same value: exact round trip and
 // readable ("0.1f", not "0x1.99999ap-4f").
@@ -145,7 +141,7 @@ const char* CLikePrinter::helper_name(Helper h) {
         "error record", "NaN/infinity constants", "wrapping arithmetic", "division and remainder by zero",
         "integer abs", "saturating float-to-int", "atomic add", "atomic min", "atomic max", "atomic bitwise",
         "atomic exchange", "atomic compare-and-swap", "integer min/max", "high half of a product",
-        "thread ranges", "checked indices"};
+        "thread ranges", "checked indices", "float exp and log"};
     return names[static_cast<int>(h)];
 }
 
@@ -315,7 +311,7 @@ void CLikePrinter::print_while(const Stmt& s) {
 void CLikePrinter::print_check_comment(const Stmt& s) {
     const Check& c = kernel_->checks.at(s.error_code);
     std::string what = "check " + std::to_string(s.error_code) + ": " + c.message;
-    if (c.loc.valid())
+    if (c.loc.valid() && check_positions_)
         what += " (" + c.loc.position() + ")";
     print_comment(what);
 }
@@ -498,6 +494,11 @@ std::string CLikePrinter::atomic_suffix(AtomicOp op) {
         case AtomicOp::CAS: return "cas";
     }
     return "?";
+}
+
+std::string replace_all(std::string s, const std::string& from, const std::string& to) {
+    for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) s.replace(at, from.size(), to);
+    return s;
 }
 
 }  // namespace shoal::ir

@@ -41,7 +41,7 @@ protected:
         ErrorRecord, SpecialFloats, WrapArith, DivMod, IntAbs, FloatToInt,
         AtomicAdd, AtomicMin, AtomicMax, AtomicBitwise, AtomicExch, AtomicCAS,
         // the CPU dialect only
-        IntMinMax, MulHi, ThreadRange, CheckedIndex,
+        IntMinMax, MulHi, ThreadRange, CheckedIndex, FloatExpLog,
     };
     static const char* helper_name(Helper h);  // "wrapping arithmetic", ...
     // A helper group's text; the base knows the shared ones.
@@ -109,6 +109,8 @@ protected:
 
     std::ostringstream out_;
     int indent_ = 0;
+    // Check comments name the source position (file:line:col) of the check.
+    bool check_positions_ = true;
     std::set<Helper> helpers_;
     const Kernel* kernel_ = nullptr;
     std::set<std::string> read_;      // variables and shared arrays some expression reads
@@ -122,5 +124,8 @@ std::string int_literal(int64_t v, ScalarType t);
 // Whether a constant divisor divides exactly as C++ does (not 0, not -1).
 bool plain_divisor(const Expr& b);
 bool is_integer_type(ScalarType t);
+
+// s with every occurrence of `from` replaced by `to`.
+std::string replace_all(std::string s, const std::string& from, const std::string& to);
 
 }  // namespace shoal::ir

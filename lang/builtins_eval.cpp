@@ -416,8 +416,8 @@ const BuiltinDef kBuiltins[] = {
     {"~", 1, unary_op<ops::BitNot>},
     // math functions (elementwise)
     {"sqrt", 1, unary_op<Math<[](auto x) { return std::sqrt(x); }>>},
-    {"exp", 1, unary_op<Math<[](auto x) { return std::exp(x); }>>},
-    {"log", 1, unary_op<Math<[](auto x) { return std::log(x); }>>},
+    {"exp", 1, unary_op<Math<[](auto x) { return scalar::exp(x); }>>},
+    {"log", 1, unary_op<Math<[](auto x) { return scalar::log(x); }>>},
     {"sin", 1, unary_op<Math<[](auto x) { return std::sin(x); }>>},
     {"cos", 1, unary_op<Math<[](auto x) { return std::cos(x); }>>},
     {"tan", 1, unary_op<Math<[](auto x) { return std::tan(x); }>>},

@@ -83,6 +83,19 @@ template <class T> constexpr T abs(T a) {
     else if constexpr (std::is_signed_v<T>) return a < 0 ? neg(a) : a;  // abs minInt is minInt
     else return a;
 }
+// Float exp and log are Shoal's own (lang/math_kernels.inc: branch-free, so
+// that native loops calling them vectorise, within 1 ulp); the CPU printer
+// prints the same text into native code. Double uses the C library's.
+#define SHOAL_MATH_FN inline
+#include "lang/math_kernels.inc"
+#undef SHOAL_MATH_FN
+template <class T> T exp(T x) {
+    if constexpr (std::is_same_v<T, float>) return shoal_expf(x); else return std::exp(x);
+}
+template <class T> T log(T x) {
+    if constexpr (std::is_same_v<T, float>) return shoal_logf(x); else return std::log(x);
+}
+
 // x ** y. Integers: exact repeated squaring (wrapping); a negative exponent
 // gives 0 except for base 1 (1) and base -1 (+-1 by parity). Floats: pow.
 template <class T> constexpr T pow(T x, T y) {

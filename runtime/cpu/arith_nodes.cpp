@@ -264,8 +264,8 @@ template <class T> std::unique_ptr<ExprNode> binary_typed(BinaryOp op, const Bin
 
 // ---------------------------------------------------------------- math calls
 template <class T> T f_sqrt(T x) { return std::sqrt(x); }
-template <class T> T f_exp(T x) { return std::exp(x); }
-template <class T> T f_log(T x) { return std::log(x); }
+template <class T> T f_exp(T x) { return scalar::exp(x); }
+template <class T> T f_log(T x) { return scalar::log(x); }
 template <class T> T f_sin(T x) { return std::sin(x); }
 template <class T> T f_cos(T x) { return std::cos(x); }
 template <class T> T f_tan(T x) { return std::tan(x); }

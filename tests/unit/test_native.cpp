@@ -269,3 +269,29 @@ TEST_CASE("native: checked code stops at an index outside its buffer, with a mes
     CHECK(message.find("native kernel doubling: index 16 of buffer out is outside its 16 elements") != std::string::npos);
     (void)ST::F32;
 }
+
+// A vectorisable loop records a failed check as a flag and runs again as
+// written to find the failure (cpu_printer.cpp, print_interchanged): the
+// error is the interpreter's, the lowest thread's first failure.
+TEST_CASE("native: a failed check in a vectorised loop is the interpreter's error") {
+    if (!native::system_toolchain().why_not.empty()) return;
+    std::vector<std::string> errors;
+    for (const char* tier : {"native", "interpret"}) {
+        ScopedEnv env("SHOAL_CPU_TIER", tier);
+        runtime::install_compiled_backend();
+        Session s;
+        testing::SessionCapture out;
+        s.execute(":set backend compiled", "<t>", out);
+        s.execute(":set executor cpu", "<t>", out);
+        s.execute("let x = map (\\i -> float i) (iota 100000)", "<t>", out);
+        s.execute("let ys = map (\\i -> exp (x[i] * 0.001) + x[3 * i - 150000]) (iota 100000)", "<t>", out);
+        REQUIRE(out.errors.size() == 1);
+        errors.push_back(out.errors[0]);
+        out.clear();
+        s.execute("sum (map (\\i -> log (x[i] + 1.0)) (iota 100000))", "<t>", out);  // the session goes on
+        CHECK(out.errors.empty());
+    }
+    CHECK(errors[0] == errors[1]);
+    INFO(errors[0]);
+    CHECK(errors[0].find("index -150000 is out of bounds for axis 0 with extent 100000") != std::string::npos);
+}
