@@ -166,6 +166,12 @@ void CLikePrinter::close() {
     line("}");
 }
 
+void CLikePrinter::reopen(const std::string& header) {
+    --indent_;
+    line("} " + header + " {");
+    ++indent_;
+}
+
 std::string CLikePrinter::prelude() const {
     std::string s;
     for (Helper h : helpers_) s += helper_text(h) + "\n";
@@ -277,15 +283,11 @@ void CLikePrinter::print_if(const Stmt& s) {
     // else-if chains stay flat
     while (cur->else_body.size() == 1 && cur->else_body[0]->kind == StmtKind::If) {
         cur = cur->else_body[0].get();
-        --indent_;
-        line("} else if (" + print_expr(cur->exprs[0]) + ") {");
-        ++indent_;
+        reopen("else if (" + print_expr(cur->exprs[0]) + ")");
         print_body(cur->body);
     }
     if (!cur->else_body.empty()) {
-        --indent_;
-        line("} else {");
-        ++indent_;
+        reopen("else");
         print_body(cur->else_body);
     }
     close();

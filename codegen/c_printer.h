@@ -103,6 +103,7 @@ protected:
     void line(const std::string& text);
     void open(const std::string& header);  // `header {` and indent
     void close();                          // dedent and `}`
+    void reopen(const std::string& header);  // `} header {` between two blocks: `else`, `else if (...)`
     void need(Helper h) { helpers_.insert(h); }
     std::string prelude() const;
     static std::string type_name(ScalarType t) { return cuda_scalar_name(t); }

@@ -345,9 +345,7 @@ std::optional<Value> FusionEngine::sort(bool by_key, std::span<const Value> args
     const char* name = by_key ? "sortByKey" : "sort";
     const ir::PlanOutcome r = run(name, fc, [&](ir::PlanBuilder& pb) {
         const std::vector<PullArray> vals = by_key ? pulls_of(args[1], fc) : std::vector<PullArray>{};
-        ir::LoweringOptions opt;
-        opt.cpu_cores = lowering_target().cpu_cores;
-        ir::lower_sort(pb, name, pull_of(keys, fc), vals, "keys", outs, opt);
+        ir::lower_sort(pb, name, pull_of(keys, fc), vals, "keys", outs, lowering_options());
     });
     const Value sorted = result(r.outputs.at("keys"), elem_of(keys), ks);
     if (!by_key) return sorted;
@@ -386,7 +384,7 @@ std::optional<Value> FusionEngine::permute(std::span<const Value> args, EvalCont
         if (atomics) {
             // The number of targets picks a float permute's path (lower_permute.cpp).
             const ir::LoweringFacts facts = fc.facts(pb);
-            ir::LoweringOptions opt;
+            ir::LoweringOptions opt = lowering_options();
             opt.facts = &facts;
             ir::lower_permute(pb, "permute", d[0], target, v[0], ir::known_combine(*op, ir::scalar_of(prims[0])), outs[0],
                               opt);
@@ -394,9 +392,8 @@ std::optional<Value> FusionEngine::permute(std::span<const Value> args, EvalCont
         }
         const Type et = elem_type(vals);
         const UserOp combine{&fc, f, et};
-        ir::LoweringOptions opt;
-        opt.cpu_cores = lowering_target().cpu_cores;  // its sort by target
-        ir::lower_permute_ordered(pb, "permute", ir::tuple_of(d), target, ir::tuple_of(v), combine, outs, opt);
+        ir::lower_permute_ordered(pb, "permute", ir::tuple_of(d), target, ir::tuple_of(v), combine, outs,
+                                  lowering_options());  // its sort by target
     });
     return rebuild(dest, results(r, outs, prims, like_shape(dest)));
 }

@@ -445,9 +445,7 @@ protected:
             open("if (" + base + " >= 0 && " + base + " <= 2147483647LL - " + block_size() + ")");
             print_comment("every index of this step fits an int");
             threads();
-            --indent_;
-            line("} else {");
-            ++indent_;
+            reopen("else");
             threads();
             close();
         } else {

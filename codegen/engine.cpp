@@ -74,8 +74,7 @@ std::vector<ir::ArrayData> FusionEngine::materialise(const NodeGroup& g) {
         const std::vector<std::string> outs = leaf_buffers("out", g.elems.size(), true);
         ir::PlanOutcome r = run("map", fc, [&](ir::PlanBuilder& pb) {
             const ir::LoweringFacts facts = fc.facts(pb);
-            ir::LoweringOptions opt;
-            opt.shared_memory = optimisations.shared_memory && lowering_target().shared_tiles;
+            ir::LoweringOptions opt = lowering_options();
             opt.facts = &facts;
             ir::lower_map(pb, "map", g.pull(fc), outs, opt);
         });
@@ -426,11 +425,17 @@ std::string FusionEngine::memory_report(const std::vector<std::pair<std::string,
 
 // `:cuda`, `:compile`, `:explain` and `:profile` show the GPU's form of a
 // plan; other runs ask the executor what shape suits it.
-ir::LoweringTarget FusionEngine::lowering_target() const {
-    if (recording_ || compiling_ || !explaining_.empty()) return {};
-    ir::RunOptions options = options_;
-    options.counters = profiling_ && profiling_->counters;
-    return executor_->lowering_target(options);
+ir::LoweringOptions FusionEngine::lowering_options() const {
+    ir::LoweringTarget target;
+    if (!recording_ && !compiling_ && explaining_.empty()) {
+        ir::RunOptions options = options_;
+        options.counters = profiling_ && profiling_->counters;
+        target = executor_->lowering_target(options);
+    }
+    ir::LoweringOptions opt;
+    opt.shared_memory = optimisations.shared_memory && target.shared_tiles;
+    opt.cpu_cores = target.cpu_cores;
+    return opt;
 }
 
 std::string FusionEngine::cache_report() const {

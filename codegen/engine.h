@@ -144,7 +144,9 @@ private:
         bool counters = false;  // :profile (the traffic counters), not :time
     };
     ProfileState* profiling_ = nullptr;
-    ir::LoweringTarget lowering_target() const;
+    // Lowering options for the plan being built: shaped for the executor
+    // that will run it (PlanExecutor::lowering_target) and the optimisations.
+    ir::LoweringOptions lowering_options() const;
     void record_profile(const ir::LaunchPlan& plan, const ir::PlanOutcome& r, const FuseContext& fc);
     EvalContext last_ctx_;  // the context of the last builtin (slices have none of their own)
     std::map<std::string, std::vector<ir::Kernel>> emitted_kernels_;

@@ -176,6 +176,25 @@ private:
         return kb.bind("digit", d);
     }
 
+    // The pass number on the device (see digit_shift): the first pass's
+    // histogram starts it, each offsets kernel advances it.
+    void start_pass_count(KernelBuilder& kb, const Pass& ps) const {
+        if (!ps.from[ps.field].empty()) return;
+        kb.buffer_param(pass_, ScalarType::I32, Access::Write);
+        ExprPtr first = binary(BinaryOp::And, binary(BinaryOp::Eq, block_idx(), i64(0)),
+                               binary(BinaryOp::Eq, thread_idx(), i32(0)));
+        emit_if(kb, first, [&] { kb.emit(store(pass_, i64(0), i32(0))); });
+    }
+    void advance_pass_count(KernelBuilder& kb) const {
+        kb.buffer_param(pass_, ScalarType::I32, Access::ReadWrite);
+        kb.emit(store(pass_, i64(0), add(load(pass_, i64(0), ScalarType::I32), i32(1))));
+    }
+
+    // Where hist and offsets keep digit d (I32) of this block: digit-major.
+    ExprPtr hist_slot(KernelBuilder& kb, ExprPtr d) const {
+        return add(mul(cast(ScalarType::I64, d), use_params(kb, blocks_)), block_idx());
+    }
+
     // This block's chunk [lo, hi) (uniform expressions).
     std::pair<ExprPtr, ExprPtr> chunk(KernelBuilder& kb) const {
         ExprPtr lo = mul(block_idx(), use_params(kb, chunk_));
@@ -213,12 +232,7 @@ private:
         const std::string counts = counts_array(kb);
         const std::string partials = kb.shared_array("partials", ScalarType::I32, bs_);
         kb.buffer_param(hist_, ScalarType::I64, Access::Write);
-        if (ps.from[ps.field].empty()) {  // the first pass starts the pass count
-            kb.buffer_param(pass_, ScalarType::I32, Access::Write);
-            ExprPtr first = binary(BinaryOp::And, binary(BinaryOp::Eq, block_idx(), i64(0)),
-                                   binary(BinaryOp::Eq, thread_idx(), i32(0)));
-            emit_if(kb, first, [&] { kb.emit(store(pass_, i64(0), i32(0))); });
-        }
+        start_pass_count(kb, ps);
         auto [lo, hi] = chunk(kb);
         ExprPtr shift = digit_shift(kb, ps, 0);
         clear_column(kb, counts);
@@ -235,8 +249,7 @@ private:
                 ExprPtr part = shared_i32(partials, add(mul(thread_idx(), i32(per_digit)), q));
                 kb.emit(assign(total->name, add(total, part)));
             });
-            ExprPtr at = add(mul(tid64(), use_params(kb, blocks_)), block_idx());
-            kb.emit(store(hist_, at, cast(ScalarType::I64, total)));
+            kb.emit(store(hist_, hist_slot(kb, thread_idx()), cast(ScalarType::I64, total)));
         });
         return pb_.add_kernel(kb.finish(/*verify=*/false));
     }
@@ -256,10 +269,7 @@ private:
         ts.prepare(kb);
         std::vector<ExprPtr> carry = declare_vars(kb, "carry", plus.neutral);
         ts.emit(kb, i64(0), use_params(kb, mul(i64(radix_), blocks_)), carry);
-        kb.buffer_param(pass_, ScalarType::I32, Access::ReadWrite);
-        emit_if(kb, binary(BinaryOp::Eq, thread_idx(), i32(0)), [&] {
-            kb.emit(store(pass_, i64(0), add(load(pass_, i64(0), ScalarType::I32), i32(1))));
-        });
+        emit_if(kb, binary(BinaryOp::Eq, thread_idx(), i32(0)), [&] { advance_pass_count(kb); });
         return pb_.add_kernel(kb.finish(/*verify=*/false));
     }
 
@@ -318,8 +328,7 @@ private:
         ExprPtr shift = digit_shift(kb, ps, 1);
         clear_column(kb, counts);
         digit_thread([&] {
-            ExprPtr at = add(mul(tid64(), use_params(kb, blocks_)), block_idx());
-            kb.emit(store(base, tid, load(offsets_, at, ScalarType::I64), MemSpace::Shared));
+            kb.emit(store(base, tid, load(offsets_, hist_slot(kb, tid), ScalarType::I64), MemSpace::Shared));
         });
         emit_if(kb, binary(BinaryOp::Le, tid, i32(radix_)), [&] { kb.emit(store(start, tid, i32(0), MemSpace::Shared)); });
         auto [lo, hi] = chunk(kb);
@@ -388,15 +397,6 @@ private:
     }
 
     // ---- the CPU form: one thread per block walks its chunk
-    // The first pass starts the pass count (see digit_shift).
-    void start_pass_count(KernelBuilder& kb, const Pass& ps) const {
-        if (!ps.from[ps.field].empty()) return;
-        kb.buffer_param(pass_, ScalarType::I32, Access::Write);
-        emit_if(kb, binary(BinaryOp::Eq, block_idx(), i64(0)), [&] { kb.emit(store(pass_, i64(0), i32(0))); });
-    }
-    ExprPtr hist_slot(KernelBuilder& kb, ExprPtr d) const {
-        return add(mul(cast(ScalarType::I64, d), use_params(kb, blocks_)), block_idx());
-    }
 
     int add_chunk_hist_kernel(const std::string& kname, const Pass& ps) {
         KernelBuilder kb(kname, 1);
@@ -428,8 +428,7 @@ private:
             kb.emit(store(offsets_, k, run));
             kb.emit(assign(run->name, add(run, c)));
         });
-        kb.buffer_param(pass_, ScalarType::I32, Access::ReadWrite);
-        kb.emit(store(pass_, i64(0), add(load(pass_, i64(0), ScalarType::I32), i32(1))));
+        advance_pass_count(kb);
         return pb_.add_kernel(kb.finish(/*verify=*/false));
     }
 

@@ -60,6 +60,12 @@ struct ScopedEnv {
     }
 };
 
+// A session on the compiled backend and the CPU executor (its tier from SHOAL_CPU_TIER).
+void use_compiled_cpu(Session& s, testing::SessionCapture& out) {
+    s.execute(":set backend compiled", "<t>", out);
+    s.execute(":set executor cpu", "<t>", out);
+}
+
 }  // namespace
 
 TEST_CASE("native: the CPU printer's unit includes no header and names one entry per kernel") {
@@ -165,8 +171,7 @@ TEST_CASE("native: the auto tier interprets first, then runs native code with th
     runtime::install_compiled_backend();
     Session s;
     testing::SessionCapture out;
-    s.execute(":set backend compiled", "<t>", out);
-    s.execute(":set executor cpu", "<t>", out);
+    use_compiled_cpu(s, out);
     s.execute("let x = map (\\i -> float i * 0.37) (iota 5000)", "<t>", out);
     std::vector<std::string> results, times;
     // The third run of a plan at the latest starts its build; later runs use it once it is done.
@@ -281,8 +286,7 @@ TEST_CASE("native: a failed check in a vectorised loop is the interpreter's erro
         runtime::install_compiled_backend();
         Session s;
         testing::SessionCapture out;
-        s.execute(":set backend compiled", "<t>", out);
-        s.execute(":set executor cpu", "<t>", out);
+        use_compiled_cpu(s, out);
         s.execute("let x = map (\\i -> float i) (iota 100000)", "<t>", out);
         s.execute("let ys = map (\\i -> exp (x[i] * 0.001) + x[3 * i - 150000]) (iota 100000)", "<t>", out);
         REQUIRE(out.errors.size() == 1);
