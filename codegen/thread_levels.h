@@ -43,6 +43,9 @@ public:
     // that it can be evaluated outside any thread's scope (only parameters,
     // block indices and BlockFor variables remain).
     ExprPtr inline_lets(const ExprPtr& e) const;
+    // Whether a variable's level is known: a BlockFor variable, or one Let never
+    // reassigned (every other variable is Varying).
+    bool tracked(const std::string& var) const { return lets_.count(var) || block_vars_.count(var); }
 
 private:
     std::map<std::string, ExprPtr> lets_;  // variables with one Let, never reassigned: their value

@@ -42,9 +42,6 @@ using ir::MemSpace;
 using ir::ScalarType;
 using ir::StmtKind;
 
-// How an expression's value varies (see the top of the file).
-enum class Level : uint8_t { Constant, Invariant, Uniform, Affine, Varying };
-
 Level join(Level a, Level b) {
     if (a == b || b == Level::Constant) return a;
     if (a == Level::Constant) return b;
@@ -114,7 +111,9 @@ bool reads_buffer(const ir::Expr& e, const std::string& name) {
 
 class Compiler {
 public:
-    Compiler(const ir::Kernel& k, Program& p) : k_(k), p_(p) {}
+    // levels_seen: null, or where every compiled expression's level is recorded.
+    Compiler(const ir::Kernel& k, Program& p, ExpressionLevels* levels_seen = nullptr)
+        : k_(k), p_(p), levels_seen_(levels_seen) {}
 
     void run() {
         assigned_ = ir::assigned_variables(k_);
@@ -137,6 +136,7 @@ private:
     std::vector<int> free_temps_;
     std::vector<bool> narrow_;       // by register: holds a lane-0 scalar only
     std::set<std::string> assigned_;  // variables some Assign or Atomic changes
+    ExpressionLevels* levels_seen_;
     std::set<int> fixed_lets_;        // registers of lets never assigned: a load may leave them in place
     std::vector<std::string> affine_loops_;  // variables of the enclosing affine loops, innermost last
     // The lanes of affine values with constant parts, computed in the setup:
@@ -456,6 +456,11 @@ private:
     // those of a Constant/Invariant node stay inputs of the hoisted subtree,
     // those of an Affine one give its base and stride.
     Operand raw(const ir::ExprPtr& ep, int dest = -1) {
+        Operand o = raw_operand(ep, dest);
+        if (levels_seen_) levels_seen_->push_back({ep.get(), o.level});
+        return o;
+    }
+    Operand raw_operand(const ir::ExprPtr& ep, int dest) {
         const ir::Expr& e = *ep;
         Operand l = leaf(e);
         if (l.reg >= 0) return l;
@@ -959,6 +964,15 @@ std::unique_ptr<Program> compile(const ir::Kernel& k, const ExecOptions& options
     p->check = options.check;
     Compiler(k, *p).run();
     return p;
+}
+
+ExpressionLevels interpreter_levels(const ir::Kernel& k) {
+    Program p;
+    p.kernel_name = k.name;
+    p.block_size = k.block_size;
+    ExpressionLevels seen;
+    Compiler(k, p, &seen).run();
+    return seen;
 }
 
 }  // namespace shoal::cpu

@@ -204,6 +204,18 @@ struct Program {
 
 inline uint16_t* Frame::mask_buf(int slot) const { return masks + size_t(slot) * size_t(prog->block_size); }
 
+// How an expression's value varies over a block's lanes (compile.cpp):
+// Constant (literals, parameters, blockDim, gridDim), Invariant (of threadIdx
+// and constants only: the same lanes in every block), Uniform (the same in
+// every lane: blockIdx, BlockFor variables), Affine (base + lane * stride,
+// both uniform), Varying.
+enum class Level : uint8_t { Constant, Invariant, Uniform, Affine, Varying };
+
+// Every expression the compiler compiled for k with the level it gave it (a
+// test compares them with codegen/thread_levels.h, the native printer's view).
+using ExpressionLevels = std::vector<std::pair<const ir::Expr*, Level>>;
+ExpressionLevels interpreter_levels(const ir::Kernel& k);
+
 // Compiles k (buffer parameters get slots in parameter order). Throws
 // Error(Internal) for IR the executor cannot run (unknown names, unsupported
 // operation/type pairs). Arguments are checked by run_kernel when binding.

@@ -213,7 +213,7 @@ void check_sort_by_key(const LoweringOptions& opt) {
 
 TEST_CASE("sortByKey: stable; values of several types and ranks follow their keys") { check_sort_by_key({}); }
 
-// The CPU form (one thread per block walking a chunk, 8-bit digits) sorts the
+// The CPU form (one thread per block walking a chunk, 11-bit digits) sorts the
 // same records: a stable sort's result is unique, bit for bit.
 TEST_CASE("sort: the CPU form gives the GPU form's bits (keys, rows, sortByKey), interpreted and native") {
     for (int cores : {1, 3}) {

@@ -383,8 +383,14 @@ TEST_CASE("permute on floats: deterministic on any number of threads, no atomics
             for (const auto& b : k.body) walk_block(b);
         return count;
     };
+    // The CPU form sorts by target with 11-bit digits: up to 2^11 targets one
+    // pass, more all three (passes are skipped in pairs from the top).
+    LoweringOptions cpu_form;
+    cpu_form.cpu_cores = 2;
+    for (const LoweringOptions& form : {LoweringOptions{}, cpu_form})
     for (int64_t m : {int64_t{1}, int64_t{10}, int64_t{300}, int64_t{1008}, int64_t{1009}, int64_t{3000}}) {
         for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{777}, int64_t{200000}}) {
+            CAPTURE(form.cpu_cores);
             CAPTURE(m);
             CAPTURE(n);
             auto target = random_vector<int32_t>(n, 61, -2, static_cast<int32_t>(m + 1));  // some dropped
@@ -392,7 +398,7 @@ TEST_CASE("permute on floats: deterministic on any number of threads, no atomics
             auto vals = random_vector<float>(n, 63, 0, 1);
             PlanBuilder pb("wh");
             lower_permute(pb, "wh", vec("dest", ScalarType::F32, "m"), vec("target", ScalarType::I32),
-                          vec("vals", ScalarType::F32), known_combine(AssocOp::Add, ScalarType::F32), "out");
+                          vec("vals", ScalarType::F32), known_combine(AssocOp::Add, ScalarType::F32), "out", form);
             LaunchPlan plan = optimized(pb);
             CHECK(atomics_in(plan) == 0);
             Args args;

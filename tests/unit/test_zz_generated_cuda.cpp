@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <atomic>
 #include <mutex>
 #include <thread>
@@ -24,6 +25,8 @@
 #include "codegen/compiled_backend.h"
 #include "runtime/executors.h"
 #include "runtime/cuda/nvrtc.h"
+#include "runtime/cpu/program.h"
+#include "codegen/thread_levels.h"
 
 using namespace shoal;
 
@@ -80,26 +83,33 @@ std::string nvrtc_problem(const std::string& source) {
 }
 #endif
 
+// Every distinct kernel generated so far, after the examples (run once here,
+// so that a test case run alone still sees them).
+std::vector<ir::Kernel> all_generated_kernels() {
+    static const bool examples_ran = [] {
+        REQUIRE(registered);
+        runtime::install_compiled_backend();
+        for (const auto& e : std::filesystem::directory_iterator(std::string(SHOAL_SOURCE_DIR) + "/examples")) {
+            if (e.path().extension() != ".shoal") continue;
+            std::ifstream in(e.path());
+            std::stringstream text;
+            text << in.rdbuf();
+            Session s;
+            Quiet out;
+            s.execute(":set backend compiled", "<t>", out);
+            s.execute(text.str(), e.path().filename().string(), out);
+        }
+        return true;
+    }();
+    REQUIRE(examples_ran);
+    std::lock_guard<std::mutex> hold(generated().lock);
+    return generated().kernels;
+}
+
 }  // namespace
 
 TEST_CASE("nvrtc: every kernel the compiled backend generated in this run compiles for sm_80 and sm_90") {
-    REQUIRE(registered);
-    runtime::install_compiled_backend();
-    for (const auto& e : std::filesystem::directory_iterator(std::string(SHOAL_SOURCE_DIR) + "/examples")) {
-        if (e.path().extension() != ".shoal") continue;
-        std::ifstream in(e.path());
-        std::stringstream text;
-        text << in.rdbuf();
-        Session s;
-        Quiet out;
-        s.execute(":set backend compiled", "<t>", out);
-        s.execute(text.str(), e.path().filename().string(), out);
-    }
-    std::vector<ir::Kernel> kernels;
-    {
-        std::lock_guard<std::mutex> hold(generated().lock);
-        kernels = generated().kernels;
-    }
+    std::vector<ir::Kernel> kernels = all_generated_kernels();
     REQUIRE(kernels.size() >= 15);
     MESSAGE(kernels.size() << " distinct kernels generated");
     // SHOAL_DUMP_GENERATED_CUDA=file: every distinct kernel's CUDA, sorted, to
@@ -137,4 +147,75 @@ TEST_CASE("nvrtc: every kernel the compiled backend generated in this run compil
     for (const auto& f : failures) FAIL_CHECK(f);
     MESSAGE("NVRTC took " << std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() << " s");
 #endif
+}
+
+namespace {
+
+// Whether p holds for e or a subexpression.
+template <class P> bool any_part(const ir::ExprPtr& e, const P& p) {
+    if (p(*e)) return true;
+    for (const auto& a : e->args)
+        if (any_part(a, p)) return true;
+    return false;
+}
+
+}  // namespace
+
+// The native printer's thread levels (codegen/thread_levels.h: what it hoists
+// out of thread loops, which loops it interchanges) and the interpreter's
+// levels (runtime/cpu/compile.cpp, proven by every test on the interpreter)
+// on every expression of every kernel this run generated. They agree on what
+// is the same in every thread; where one finds an affine form the other does
+// not, the reason is one of those listed (any other difference fails).
+TEST_CASE("levels: the native printer's thread levels agree with the interpreter's on every generated kernel") {
+    const std::vector<ir::Kernel> kernels = all_generated_kernels();
+    REQUIRE(kernels.size() >= 15);
+    std::map<std::string, size_t> tally;
+    size_t expressions = 0;
+    for (const ir::Kernel& k : kernels) {
+        const ir::ThreadLevels threads(k);
+        for (const auto& [raw, interpreted] : cpu::interpreter_levels(k)) {
+            ++expressions;
+            const ir::ExprPtr e(ir::ExprPtr(), raw);  // not owned: the kernel holds it
+            const ir::ThreadLevel native = threads.level(e);
+            const bool native_uniform = native <= ir::ThreadLevel::Uniform;
+            const bool interpreted_uniform = interpreted == cpu::Level::Constant || interpreted == cpu::Level::Uniform;
+            const bool native_affine = native == ir::ThreadLevel::Affine;
+            const ir::ExprPtr value = threads.inline_lets(e);  // what its variables stand for
+            auto has = [&](auto p) { return any_part(value, p); };
+            const bool untracked = has([&](const ir::Expr& x) { return x.kind == ir::ExprKind::Var && !threads.tracked(x.name); });
+            const bool widens = has([](const ir::Expr& x) {
+                return x.kind == ir::ExprKind::Cast && ir::scalar_size(x.type) > ir::scalar_size(x.args[0]->type);
+            });
+            const bool narrows = has([](const ir::Expr& x) {
+                return x.kind == ir::ExprKind::Cast && ir::scalar_size(x.type) < ir::scalar_size(x.args[0]->type);
+            });
+            const bool scales = has([](const ir::Expr& x) {
+                return x.kind == ir::ExprKind::Binary && x.binary_op == ir::BinaryOp::Mul &&
+                       x.args[0]->kind != ir::ExprKind::Const && x.args[1]->kind != ir::ExprKind::Const;
+            });
+            std::string why;
+            if (native_uniform == interpreted_uniform && (native_affine == (interpreted == cpu::Level::Affine) || native_uniform)) {
+                why = "the same level";
+            } else if (native_affine && interpreted == cpu::Level::Invariant) {
+                why = "affine in threadIdx alone (the interpreter's Invariant)";
+            } else if (native == ir::ThreadLevel::Varying && interpreted == cpu::Level::Invariant) {
+                why = "of threadIdx alone, not affine (the interpreter's Invariant)";
+            } else if (!native_uniform && untracked) {
+                why = "reads a variable declared twice or assigned (native: varying; the interpreter tracks scopes)";
+            } else if (native_affine && interpreted == cpu::Level::Varying && widens) {
+                why = "a widening conversion (native: affine, threadIdx is far from any limit)";
+            } else if (native == ir::ThreadLevel::Varying && interpreted == cpu::Level::Affine && (narrows || scales)) {
+                why = "a narrowing conversion or a product of uniforms (the interpreter: affine, wrapping ring)";
+            } else {
+                FAIL_CHECK("levels differ: native " << int(native) << ", interpreter " << int(interpreted) << " for "
+                                                    << ir::to_string(value) << " in kernel " << k.name);
+                continue;
+            }
+            ++tally[why];
+        }
+    }
+    MESSAGE(expressions << " expressions of " << kernels.size() << " kernels");
+    for (const auto& [why, n] : tally) MESSAGE(n << ": " << why);
+    CHECK(tally["the same level"] * 2 > expressions);
 }
