@@ -43,6 +43,25 @@ ThreadLevels::ThreadLevels(const Kernel& k) {
 }
 
 ThreadLevel ThreadLevels::level(const ExprPtr& e) const {
+    if (auto known = levels_.find(e.get()); known != levels_.end()) return known->second.second;
+    const ThreadLevel l = compute_level(e);
+    levels_[e.get()] = {e, l};
+    return l;
+}
+
+std::optional<AffineForm> ThreadLevels::affine(const ExprPtr& e) const {
+    if (auto known = affine_forms_.find(e.get()); known != affine_forms_.end()) return known->second.second;
+    std::optional<AffineForm> a = compute_affine(e);
+    affine_forms_[e.get()] = {e, a};
+    return a;
+}
+
+ExprPtr ThreadLevels::let_value(const std::string& var) const {
+    auto it = lets_.find(var);
+    return it == lets_.end() || block_vars_.count(var) ? nullptr : it->second;
+}
+
+ThreadLevel ThreadLevels::compute_level(const ExprPtr& e) const {
     switch (e->kind) {
         case ExprKind::Const: return ThreadLevel::Constant;
         case ExprKind::Param:
@@ -65,7 +84,7 @@ ThreadLevel ThreadLevels::level(const ExprPtr& e) const {
     return affine(e) ? ThreadLevel::Affine : ThreadLevel::Varying;
 }
 
-std::optional<AffineForm> ThreadLevels::affine(const ExprPtr& e) const {
+std::optional<AffineForm> ThreadLevels::compute_affine(const ExprPtr& e) const {
     switch (e->kind) {
         case ExprKind::ThreadIdx: return AffineForm{zero(e->type), 1};
         case ExprKind::Var: {

@@ -18,6 +18,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
 
 #include "codegen/ir.h"
 
@@ -46,10 +47,21 @@ public:
     // Whether a variable's level is known: a BlockFor variable, or one Let never
     // reassigned (every other variable is Varying).
     bool tracked(const std::string& var) const { return lets_.count(var) || block_vars_.count(var); }
+    // The value of a tracked let variable, or null.
+    ExprPtr let_value(const std::string& var) const;
 
 private:
     std::map<std::string, ExprPtr> lets_;  // variables with one Let, never reassigned: their value
     std::set<std::string> block_vars_;     // BlockFor variables
+    // Each expression's level and affine form, computed once: level and
+    // affine ask each other about the operands, and a let's value is reached
+    // from every use, which without these is exponential in an expression's
+    // depth. Keyed by node; each entry holds its node, so that an address is
+    // never reused by another expression while it is a key.
+    ThreadLevel compute_level(const ExprPtr& e) const;
+    std::optional<AffineForm> compute_affine(const ExprPtr& e) const;
+    mutable std::unordered_map<const Expr*, std::pair<ExprPtr, ThreadLevel>> levels_;
+    mutable std::unordered_map<const Expr*, std::pair<ExprPtr, std::optional<AffineForm>>> affine_forms_;
 };
 
 }  // namespace shoal::ir

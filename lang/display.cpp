@@ -582,7 +582,7 @@ DisplayData time_display(const std::vector<KernelProfile>& kernels, double wall_
                    duration_text(built.seconds) + ")";
     if (built.cache_hits)
         d.plain += "; " + std::to_string(built.cache_hits) + (built.cache_hits == 1 ? " kernel" : " kernels") +
-                   " from the cache";
+                   " from the cache" + (built.cache_seconds > 0 ? " (" + duration_text(built.cache_seconds) + ")" : "");
     d.plain += transfers_text(breakdown.moved);
     d.rich["text/html"] = "<div style=\"color:#666;font-family:monospace;font-size:12px\">" + html_escape(d.plain) + "</div>";
     return d;

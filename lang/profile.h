@@ -59,9 +59,10 @@ struct CompileCounters {
     int64_t compiled = 0;     // NVRTC runs, or kernels the C++ compiler built (the CPU's native tier)
     double seconds = 0;       // their time
     int64_t cache_hits = 0;   // memory and disk
+    double cache_seconds = 0; // loading those (where the executor measures it)
 
     CompileCounters operator-(const CompileCounters& b) const {
-        return {compiled - b.compiled, seconds - b.seconds, cache_hits - b.cache_hits};
+        return {compiled - b.compiled, seconds - b.seconds, cache_hits - b.cache_hits, cache_seconds - b.cache_seconds};
     }
 };
 

@@ -8,10 +8,12 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <utility>
 #include <string>
 #include <vector>
 
+#include "host_blocks.h"
 #include "types.h"
 
 namespace shoal {
@@ -63,11 +65,20 @@ std::string shape_to_string(const Shape& s);  // "(3)", "(2, 3)"
 std::string human_bytes(int64_t bytes);       // "512 bytes", "3.2 GiB"
 
 // A byte vector whose resize() leaves new bytes uninitialised: an array
-// that a kernel is about to overwrite need not be zeroed first.
+// that a kernel is about to overwrite need not be zeroed first. Its memory
+// is recycled (lang/host_blocks.h): rebinding a large array and computing it
+// again reuses the pages of the one it replaces.
 template <class T> struct UninitialisedAllocator : std::allocator<T> {
     template <class U> struct rebind { using other = UninitialisedAllocator<U>; };
     UninitialisedAllocator() = default;
     template <class U> UninitialisedAllocator(const UninitialisedAllocator<U>&) noexcept {}
+    T* allocate(size_t n) {
+        if (n > SIZE_MAX / sizeof(T)) throw std::bad_alloc();
+        return reinterpret_cast<T*>(host_blocks::allocate(n * sizeof(T), /*exact=*/true).data);
+    }
+    void deallocate(T* p, size_t n) noexcept {
+        host_blocks::release({reinterpret_cast<std::byte*>(p), host_blocks::capacity_for(n * sizeof(T))});
+    }
     template <class U> void construct(U* p) noexcept { ::new (static_cast<void*>(p)) U; }
     template <class U, class... A> void construct(U* p, A&&... a) { ::new (static_cast<void*>(p)) U(std::forward<A>(a)...); }
 };

@@ -93,12 +93,14 @@ public:
             std::string why;
             std::vector<std::string> skipped;
             const auto native = NativePlan::build(plan.kernels, &why, &skipped);
-            char ms[32];
+            char ms[32], load_ms[32];
             std::snprintf(ms, sizeof ms, "%.1f ms", native ? native->compile_seconds * 1e3 : 0.0);
+            std::snprintf(load_ms, sizeof load_ms, "%.2f ms", native ? native->load_seconds * 1e3 : 0.0);
             text += "\n  " + plan.name + " (" + std::to_string(plan.kernels.size()) +
                     (plan.kernels.size() == 1 ? " kernel): " : " kernels): ") +
                     (!native ? "not built: " + why.substr(0, why.find('\n'))
-                             : native->cache_hit ? std::string("from the cache") : std::string("built in ") + ms);
+                     : native->cache_hit ? std::string("from the cache, loaded in ") + load_ms
+                                         : std::string("built in ") + ms);
             for (const std::string& k : skipped) text += "; interpreted: " + k;
         }
         return text;

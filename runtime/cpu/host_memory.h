@@ -1,10 +1,6 @@
 // Host memory for the buffers a plan allocates (outputs, temporaries):
-// uninitialised, as device memory is, and recycled. A freed block of at
-// least 1 MiB is kept (up to 1 GiB in all) for a later allocation of about
-// its size, so a statement run again does not page-fault and clear fresh
-// memory each time (a GPU runtime's caching allocator does the same for
-// device memory). Blocks of 2 MiB and more ask for transparent huge pages,
-// as numpy does for its arrays.
+// uninitialised, as device memory is, and recycled (lang/host_blocks.h), so
+// a statement run again does not page-fault and clear fresh memory each time.
 #pragma once
 #include <cstddef>
 

@@ -195,6 +195,7 @@ std::shared_ptr<NativePlan> NativePlan::build(const std::vector<ir::Kernel>& ker
     auto n = std::make_shared<NativePlan>();
     n->module_ = b.module;
     n->compile_seconds = b.compile_seconds;
+    n->load_seconds = b.load_seconds;
     n->cache_hit = b.cache_hit;
     for (size_t i = 0; i < kernels.size(); ++i) {
         void* f = runs_natively[i] ? b.module->symbol(ir::cpu_entry_symbol(kernels[i].name)) : nullptr;
@@ -273,7 +274,8 @@ std::shared_ptr<const NativePlan> NativeTier::for_run(const std::shared_ptr<cons
             if (s->native) {
                 const auto kernels = int64_t(plan->kernels.size());
                 (s->native->cache_hit ? waited_.cache_hits : waited_.compiled) += kernels;
-                waited_.seconds += s->native->compile_seconds;
+                (s->native->cache_hit ? waited_.cache_seconds : waited_.seconds) +=
+                    s->native->cache_hit ? s->native->load_seconds : s->native->compile_seconds;
             }
         }
     }

@@ -62,6 +62,7 @@ public:
                        Counters& counters) const;
 
     double compile_seconds = 0;  // 0 when it came from the cache
+    double load_seconds = 0;     // reading the cache entry (on a hit) and dlopen
     bool cache_hit = false;
 
 private:

@@ -5,9 +5,11 @@
 #include <doctest/doctest.h>
 
 #include <bit>
+#include <chrono>
 #include <cstring>
 #include <limits>
 #include <numeric>
+#include <thread>
 
 #include "lang/array_ops.h"
 #include "lowering_harness.h"
@@ -259,6 +261,41 @@ TEST_CASE("sort: the CPU form gives the GPU form's bits (keys, rows, sortByKey),
         CHECK(r.total.native_launches == r.total.launches);
         check_bits(output<float>(r, "out"), reference_sort(keys, {n}));
     }
+}
+
+// The auto tier's long first run: it starts the plan's build and, once the
+// build is ready, runs the rest of its launches as native code (here the
+// first launch is interpreted and the test waits for the build before the
+// second, so that the switch happens at a known launch).
+TEST_CASE("sort: a run that starts interpreted switches to native code between two launches, same bits") {
+    if (!native::system_toolchain().why_not.empty()) return;
+    LoweringOptions cpu;
+    cpu.cpu_cores = 2;
+    const int64_t n = 300007;
+    auto keys = special_keys<float>(n, 48);
+    PlanBuilder pb("sort");
+    lower_sort(pb, "sort", vec("keys", ScalarType::F32), {}, "out", {}, cpu);
+    auto plan = std::make_shared<LaunchPlan>(pb.finish());
+    optimize(*plan);
+    cpu::NativeTier tier(cpu::Tier::Auto);
+    std::shared_ptr<const cpu::NativePlan> ready;
+    int asked = 0;
+    Args args;
+    args.buffer("keys", keys).scalar("n", n);
+    args.a.native_when_ready = [&](double) -> const cpu::NativePlan* {
+        if (asked++ == 0) return nullptr;
+        const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+        while (!(ready = tier.when_ready(plan, 2 * cpu::NativeTier::kLongRun)) && std::chrono::steady_clock::now() < give_up)
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        return ready.get();
+    };
+    cpu::ExecOptions two;
+    two.threads = 2;
+    const PlanResult r = cpu::run_plan(*plan, args.a, two);
+    REQUIRE(ready);
+    CHECK(r.total.launches > 2);
+    CHECK(r.total.native_launches == r.total.launches - 1);
+    check_bits(output<float>(r, "out"), reference_sort(keys, {n}));
 }
 
 TEST_CASE("sort: a producer is fused into the first pass (keys = sqrt x - 1, NaN for x < 0)") {
