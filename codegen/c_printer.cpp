@@ -71,6 +71,27 @@ SHOAL_FN unsigned shoal_to_u32(double x) { return shoal_saturate<unsigned>(x, 0.
 SHOAL_FN unsigned long long shoal_to_u64(float x) { return shoal_saturate<unsigned long long>(x, 0.0f, 18446744073709551616.0f, 0ULL, 18446744073709551615ULL); }
 SHOAL_FN unsigned long long shoal_to_u64(double x) { return shoal_saturate<unsigned long long>(x, 0.0, 18446744073709551616.0, 0ULL, 18446744073709551615ULL); }
 )"},
+        {17,  // FloatPow
+         R"(// x ** y on floats (lang/scalar_semantics.h, float_pow): the shorthand
+// exponents are arithmetic, any other is pow. y = 0.5 keeps pow's special
+// cases: +0 for -0, +inf for -inf (below the lowest finite value).
+SHOAL_FN float shoal_pow(float x, float y) {
+    if (y == 2.0f) return x * x;
+    if (y == 1.0f) return x;
+    if (y == -1.0f) return 1.0f / x;
+    if (y == 3.0f) return x * x * x;
+    if (y == 0.5f) return x == 0.0f ? 0.0f : x < -3.40282347e38f ? -x : SHOAL_LIBM_sqrtf(x);
+    return SHOAL_LIBM_powf(x, y);
+}
+SHOAL_FN double shoal_pow(double x, double y) {
+    if (y == 2.0) return x * x;
+    if (y == 1.0) return x;
+    if (y == -1.0) return 1.0 / x;
+    if (y == 3.0) return x * x * x;
+    if (y == 0.5) return x == 0.0 ? 0.0 : x < -1.7976931348623157e308 ? -x : SHOAL_LIBM_sqrt(x);
+    return SHOAL_LIBM_pow(x, y);
+}
+)"},
     };
     return texts;
 }
@@ -141,7 +162,7 @@ const char* CLikePrinter::helper_name(Helper h) {
         "error record", "NaN/infinity constants", "wrapping arithmetic", "division and remainder by zero",
         "integer abs", "saturating float-to-int", "atomic add", "atomic min", "atomic max", "atomic bitwise",
         "atomic exchange", "atomic compare-and-swap", "integer min/max", "high half of a product",
-        "thread ranges", "checked indices", "float exp and log"};
+        "thread ranges", "checked indices", "float exp and log", "float powers"};
     return names[static_cast<int>(h)];
 }
 
@@ -149,7 +170,7 @@ std::string CLikePrinter::helper_text(Helper h) const {
     auto it = shared_helper_texts().find(static_cast<int>(h));
     SHOAL_INTERNAL_ASSERT(it != shared_helper_texts().end(),
                           std::string("the printer has no text for the helper group ") + helper_name(h));
-    return replace_all(it->second, "SHOAL_FN", function_qualifier());
+    return replace_all(replace_all(it->second, "SHOAL_FN", function_qualifier()), "SHOAL_LIBM_", libm_prefix());
 }
 
 // ---------------------------------------------------------------- output

@@ -42,12 +42,17 @@ protected:
         AtomicAdd, AtomicMin, AtomicMax, AtomicBitwise, AtomicExch, AtomicCAS,
         // the CPU dialect only
         IntMinMax, MulHi, ThreadRange, CheckedIndex, FloatExpLog,
+        // shared again
+        FloatPow,
     };
     static const char* helper_name(Helper h);  // "wrapping arithmetic", ...
     // A helper group's text; the base knows the shared ones.
     virtual std::string helper_text(Helper h) const;
     // What precedes every helper function: `__device__ __forceinline__`, `static inline`.
     virtual std::string function_qualifier() const = 0;
+    // What precedes a C math function's name: "" (CUDA's powf), "__builtin_"
+    // (the CPU's: the unit includes no header).
+    virtual std::string libm_prefix() const { return ""; }
 
     // ---------------------------------------------------------- kernels (the dialect's)
     virtual void print_kernel(const Kernel& k) = 0;

@@ -706,6 +706,7 @@ private:
             const ir::AssocOp op = ops.at(name);
             return fold(name, a, ir::neutral_of(op, a.elem), [op](IExpr acc, IExpr x) { return ir::apply_op(op, acc, x); });
         }
+        if (name == "argmin" || name == "argmax") return arg_extreme(name, vector_arg(args[0]));
         if (name == "reduce" && args[1].scalar) {
             const CVal& f = args[0];
             return fold(name, vector_arg(args[2]), args[1].scalar, [&](IExpr acc, IExpr x) {
@@ -809,16 +810,7 @@ private:
     // reference evaluator's order.
     CVal fold(const std::string& name, const ir::PullArray& a, IExpr init,
               const std::function<IExpr(IExpr, IExpr)>& step) {
-        // Why it is not hoisted: it depends on the element (or a loop
-        // variable), or hoisting is switched off.
-        fc_.warnings.push_back(
-            {loc_, name + " over a nested array runs sequentially inside each thread",
-             {fc_.hoisting() ? "the nested array depends on " + depends_text() +
-                                   ", so it cannot be computed once before the kernel; fine for short inner arrays, "
-                                   "slow for long ones (flatten the computation, e.g. with segscan)"
-                             : "hoisting is switched off (:set hoist off), so every thread computes the nested "
-                               "array again; `:set hoist on` computes it once before the kernel when it does not "
-                               "depend on the element"}});
+        warn_sequential(name);
         const std::string acc = kb_.fresh("acc");
         kb_.emit(let(acc, init));
         const IExpr n = kb_.bind("n", ir::use_params(kb_, a.shape[0]));
@@ -827,6 +819,50 @@ private:
             kb_.emit(assign(acc, step(ir::var(acc, init->type), x)));
         });
         return scalar_val(ir::var(acc, init->type));
+    }
+
+    // argmin / argmax of a nested vector, as the reference evaluator walks it:
+    // the first best element (a NaN never is, unless all are), an error if empty.
+    CVal arg_extreme(const std::string& name, const ir::PullArray& a) {
+        warn_sequential(name);
+        const bool largest = name == "argmax";
+        const IExpr n = kb_.bind("n", ir::use_params(kb_, a.shape[0]));
+        const int empty = kb_.add_check(name + " of an empty array", loc_);
+        kb_.emit(if_then(binary(BinaryOp::Eq, n, const_int(0)), {ir::error(empty, const_int(0), const_int(0))}));
+        const ScalarType t = a.elem;
+        const std::string best = kb_.fresh("best"), at = kb_.fresh("best_index");
+        kb_.emit(let(best, t == ScalarType::Bool ? ir::const_bool(false)
+                           : ir::is_float(t)   ? ir::const_float(0, t)
+                                               : const_int(0, t)));
+        kb_.emit(let(at, const_int(0)));
+        const IExpr best_v = ir::var(best, t), best_i = ir::var(at, ScalarType::I64);
+        auto nan = [&](const IExpr& x) { return ir::is_float(t) ? binary(BinaryOp::Ne, x, x) : ir::const_bool(false); };
+        ir::lowering::emit_if(kb_, binary(BinaryOp::Gt, n, const_int(0)), [&] {
+            kb_.emit(assign(best, a.at(kb_, {const_int(0)})));
+            ir::lowering::thread_loop(kb_, "k", const_int(1), n, const_int(1), [&](IExpr k) {
+                const IExpr x = kb_.bind("x", a.at(kb_, {k}));
+                const IExpr order = largest ? binary(BinaryOp::Lt, best_v, x) : binary(BinaryOp::Lt, x, best_v);
+                const IExpr better = kb_.bind(
+                    "better", binary(BinaryOp::And, ir::unary(ir::UnaryOp::Not, nan(x)),
+                                     binary(BinaryOp::Or, nan(best_v), order)));
+                kb_.emit(assign(best, select(better, x, best_v)));
+                kb_.emit(assign(at, select(better, k, best_i)));
+            });
+        });
+        return scalar_val(cast(ScalarType::I32, best_i));
+    }
+
+    // Why a nested reduction is not hoisted: it depends on the element (or a
+    // loop variable), or hoisting is switched off.
+    void warn_sequential(const std::string& name) {
+        fc_.warnings.push_back(
+            {loc_, name + " over a nested array runs sequentially inside each thread",
+             {fc_.hoisting() ? "the nested array depends on " + depends_text() +
+                                   ", so it cannot be computed once before the kernel; fine for short inner arrays, "
+                                   "slow for long ones (flatten the computation, e.g. with segscan)"
+                             : "hoisting is switched off (:set hoist off), so every thread computes the nested "
+                               "array again; `:set hoist on` computes it once before the kernel when it does not "
+                               "depend on the element"}});
     }
 
     CVal nested_map(const std::string& name, const std::vector<CVal>& args) {

@@ -615,8 +615,9 @@ protected:
         }
     }
 
+    std::string libm_prefix() const override { return "__builtin_"; }
     std::string float_function(const std::string& base, ScalarType t) override {
-        return "__builtin_" + CLikePrinter::float_function(base, t);
+        return libm_prefix() + CLikePrinter::float_function(base, t);
     }
 
     std::string int_min_max(const std::string& fn, const Expr& e) override {
@@ -633,6 +634,10 @@ protected:
         if (t == ScalarType::F32 && (f == "exp" || f == "log")) {  // Shoal's own (scalar_semantics.h)
             need(Helper::FloatExpLog);
             return "shoal_" + f + "f(" + args + ")";
+        }
+        if (f == "pow" && is_float(t)) {
+            need(Helper::FloatPow);
+            return "shoal_pow(" + args + ")";
         }
         if (is_float(t))
             return float_function(f == "abs" ? "fabs" : f == "min" ? "fmin" : f == "max" ? "fmax" : f, t) + "(" + args + ")";

@@ -190,7 +190,7 @@ std::string CudaPrinter::full_prelude() {
     std::string s;
     for (Helper h = Helper::ErrorRecord; h <= Helper::AtomicCAS; h = static_cast<Helper>(static_cast<int>(h) + 1))
         s += printer.helper_text(h) + "\n";
-    return s;
+    return s + printer.helper_text(Helper::FloatPow) + "\n";
 }
 
 std::string CudaPrinter::print(const std::vector<Kernel>& kernels) {
@@ -309,6 +309,10 @@ std::string CudaPrinter::print_call(const Expr& e) {
     if (f == "bits")
         return t == ScalarType::U32 ? "__float_as_uint(" + args + ")"
                                     : "(unsigned long long)__double_as_longlong(" + args + ")";
+    if (f == "pow" && is_float(t)) {
+        need(Helper::FloatPow);
+        return "shoal_pow(" + args + ")";
+    }
     if (is_float(t)) return float_function(f == "abs" ? "fabs" : f == "min" ? "fmin" : f == "max" ? "fmax" : f, t) + "(" + args + ")";
     if (f == "abs") {
         if (is_unsigned_int(t)) return print_expr(e.args[0]);

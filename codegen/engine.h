@@ -134,6 +134,7 @@ private:
     Loc origin_;              // the builtin call being compiled or forced
     std::string origin_name_;  // its name
     std::string forcing_why_;  // why arrays forced now are materialised (set by the session; `:profile`)
+    std::string declined_;     // why the last materialise did not compile (Decline::why)
     // During profile(): the report being made, the kernels of its rows and
     // the arrays the statement's plans read and computed (by identity).
     struct ProfileState {

@@ -40,6 +40,12 @@ TEST_CASE("compiled backend: expressions agree with the reference evaluator") {
         "fill (2, 3) 1.5\nsum (fill 10 2)\niota 0\nsum (iota 0)\nmaximum (map float (iota 0))",
         "map (\\x -> x + 1) [1, 2, 3]\nlet z = zipWith (+) (iota 3) (iota 4)",
         "let xs = map (\\i -> float i) (iota 50)\nlet ys = filter (\\v -> v > 10.0) xs\nsum ys\nscan (+) 0.0 (xs * 2.0)",
+        // Float powers: the shorthand exponents are arithmetic (lang/scalar_semantics.h, float_pow)
+        // on every path; the native tier's copy (unit_native) is compared with the interpreter bit for bit.
+        "let xs = [0.0, -0.0, 1.5, -2.5, 3.0, 1.0e30, -1.0e30, 1.0e-40, 1.0 / 0.0, -1.0 / 0.0, 0.0 / 0.0]\n"
+        "map (\\v -> v ** 2.0) xs\nmap (\\v -> v ** 3.0) xs\nmap (\\v -> v ** (-1.0)) xs\nmap (\\v -> v ** 0.5) xs\n"
+        "map (\\v -> v ** 1.0) xs\nmap (\\v -> v ** 0.0) xs\nmap (\\v -> v ** 2.5) xs\nmap (\\v -> pow (double v) 0.5) xs\n"
+        "map (\\v -> (double v) ** (-1.0)) xs\nxs ** 2.0\nsum (map (\\v -> v ** 2.0) (map float (iota 100)))",
     };
     for (const char* p : programs) differential(p);
 }
@@ -332,6 +338,37 @@ TEST_CASE("compiled backend: a nested reduction that runs sequentially in each t
     out.seen.clear();
     s.execute("map (\\x -> x + sum xs) (map float (iota 5))", "<t>", out);  // invariant: hoisted, no warning
     s.execute(":set backend reference\nmap (\\i -> sum (take i xs)) (iota 5)", "<t>", out);
+    CHECK(out.seen.empty());
+}
+
+TEST_CASE("compiled backend: argmin and argmax inside a function compile, as the reference walks them") {
+    const std::string program =
+        "let cx = [0.25, 0.5, 0.75, 0.5]\nlet px = map (\\i -> float i / 9.0) (iota 10)\n"
+        "map (\\i -> argmin (generate 4 (\\k -> (px[i] - cx[k]) * (px[i] - cx[k])))) (iota 10)\n"
+        "map (\\i -> argmax (generate 4 (\\k -> (px[i] - cx[k]) * (px[i] - cx[k])))) (iota 10)\n"
+        "map (\\i -> argmin (take (i + 1) [3.0, 1.0, 0.0 / 0.0, 1.0, -2.0])) (iota 5)\n"
+        "map (\\i -> argmax (take (i + 1) [0.0 / 0.0, 1.0, 0.0 / 0.0, 5.0, 5.0])) (iota 5)\n"
+        "map (\\i -> argmax (take (i + 1) [3, 9, 9, 1])) (iota 4)\n"
+        "map (\\i -> argmin (take i [3.0, 1.0])) (iota 3)";  // the first is empty: the reference's error
+    differential(program);
+    CHECK(reference_fallbacks(program) == "");
+}
+
+TEST_CASE("compiled backend: a function that does not compile is a warning at its builtin, never silent") {
+    struct Warnings : Capture {
+        std::vector<std::string> seen;
+        void warning(const std::string& w) override { seen.push_back(w); }
+    };
+    runtime::install_compiled_backend();
+    Session s;
+    Warnings out;
+    s.execute(":set backend compiled\nlet xs = map float (iota 50)", "<t>", out);
+    s.execute("map (\\i -> sum (sort (take i xs))) (iota 5)", "<t>", out);
+    REQUIRE(out.seen.size() == 1);
+    CHECK(out.seen[0].find("<t>:1:1: warning: `map` runs on the reference evaluator") == 0);
+    CHECK(out.seen[0].find("cannot compile the array function sort inside a function") != std::string::npos);
+    out.seen.clear();
+    s.execute(":set backend reference\nmap (\\i -> sum (sort (take i xs))) (iota 5)", "<t>", out);
     CHECK(out.seen.empty());
 }
 

@@ -251,6 +251,40 @@ TEST_CASE("prelude: float -> integer conversions and float atomics agree with la
     check_float_helpers<double>();
 }
 
+// x ** y on floats: the printers' shoal_pow is lang/scalar_semantics.h's
+// float_pow, and the shorthand exponents give the exactly rounded power
+// (pow's special cases kept).
+template <class F> void check_float_powers() {
+    const std::vector<F> values = edge_values<F>();
+    for (F y : {F(2), F(3), F(-1), F(0.5), F(1), F(0), F(-0.0), F(2.5), F(-2), F(4), F(-0.5)})
+        for (F x : values) {
+            CAPTURE(x);
+            CAPTURE(y);
+            CHECK(same(device::shoal_pow(x, y), scalar::pow(x, y)));
+        }
+    for (F x : values) {
+        CAPTURE(x);
+        CHECK(same(scalar::pow(x, F(2)), x * x));
+        CHECK(same(scalar::pow(x, F(-1)), F(1) / x));
+        CHECK(same(scalar::pow(x, F(0)), F(1)));
+        if constexpr (sizeof(F) == 4) {
+            // A float's square is exact in double, and the double square root
+            // rounded to float is the correctly rounded one: one rounding each
+            // (glibc's powf(x, 0.5) is not always: 2^64's neighbour).
+            CHECK(same(scalar::pow(x, F(2)), static_cast<F>(static_cast<double>(x) * x)));
+            if (x != 0 && x != -std::numeric_limits<F>::infinity())
+                CHECK(same(scalar::pow(x, F(0.5)), static_cast<F>(std::sqrt(static_cast<double>(x)))));
+        }
+    }
+    CHECK(!std::signbit(scalar::pow(F(-0.0), F(0.5))));
+    CHECK(scalar::pow(-std::numeric_limits<F>::infinity(), F(0.5)) == std::numeric_limits<F>::infinity());
+}
+
+TEST_CASE("prelude: float powers agree with lang/scalar_semantics.h; the shorthand exponents are exact") {
+    check_float_powers<float>();
+    check_float_powers<double>();
+}
+
 TEST_CASE("prelude: special float constants and 64-bit integer atomics") {
     CHECK(bits(device::shoal_inf_f32()) == bits(std::numeric_limits<float>::infinity()));
     CHECK(bits(device::shoal_inf_f64()) == bits(std::numeric_limits<double>::infinity()));
