@@ -39,6 +39,8 @@ public:
     std::optional<Value> apply_builtin(std::string_view name, const Type& type, std::span<const Value> args,
                                        EvalContext& ctx, const Loc& loc) override;
     std::optional<Value> slice(const Value& a, std::span<const ops::AxisSelect> sel, const Loc& loc) override;
+    std::optional<Value> update(const Value& a, std::span<const ops::AxisSelect> sel, const Value& v,
+                                const Loc& loc) override;
     void set_check(bool on) override { options_.check = on; }
     void set_optimisations(const Optimisations& on) override { optimisations = on; }
     void forcing_because(const std::string& why) override { forcing_why_ = why; }

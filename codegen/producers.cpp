@@ -6,6 +6,7 @@
 
 #include "codegen/engine.h"
 #include "codegen/kernel_code.h"
+#include "codegen/lower_common.h"
 #include "lang/array_ops.h"
 #include "lang/random.h"
 
@@ -95,6 +96,81 @@ std::optional<Value> FusionEngine::slice(const Value& a, std::span<const ops::Ax
         };
         return node(elem_of(leaf), out_shape, pull, leaf_replay(whole, k), last_ctx_, {leaf});
     });
+}
+
+// a with [sel] = v: element i is v's (at i's position in the selected part)
+// where i is selected on every axis, else a's: a node like any producer, so
+// a stencil step `u with [1:-1, 1:-1] = f (u[...])` is one kernel, and
+// nothing is forced. Arrays of tuples and mismatched element types stay the
+// host's.
+std::optional<Value> FusionEngine::update(const Value& original, std::span<const ops::AxisSelect> selection,
+                                          const Value& v, const Loc& loc) {
+    const bool scalar_value = v.is_scalar();
+    if (!is_operand(original) || (!scalar_value && !is_operand(v)) ||
+        elem_of(original) != (scalar_value ? v.scalar().type : elem_of(v)))
+        return std::nullopt;
+    // The array updated is computed (eval_with settles it before building
+    // the new part); here for any other caller.
+    const Value a = settle(original);
+    const Shape in = like_shape(a);
+    std::vector<ops::AxisSelect> sel(selection.begin(), selection.end());
+    for (size_t axis = sel.size(); axis < in.size(); ++axis) sel.push_back(ops::AxisSelect{false, 0, 1, in[axis]});
+    Shape part;
+    for (const ops::AxisSelect& s : sel)
+        if (!s.drops) part.push_back(s.count);
+    if (!scalar_value && like_shape(v) != part)
+        user_error(ErrorKind::Runtime, loc,
+                   "shape mismatch in with: the selected part has shape " + shape_to_string(part) +
+                       " but the value has shape " + shape_to_string(like_shape(v)));
+    if (std::any_of(sel.begin(), sel.end(), [](const ops::AxisSelect& s) { return s.count == 0; }))
+        return settle(original);  // nothing selected: the array itself
+    const Restore<Loc> during(origin_, loc);
+    const Restore<std::string> named(origin_name_, "with");
+    const Replay whole = [a, sel, v, loc] { return Value(ops::update_array(*force(a).array(), sel, force(v), loc)); };
+    auto pull = [a, v, sel, scalar_value](FuseContext& fc) {
+        const PullArray src = pull_of(a, fc);
+        std::optional<PullArray> part;
+        if (!scalar_value) part = pull_of(v, fc);
+        std::vector<ir::ExprPtr> starts, steps, counts;
+        for (const ops::AxisSelect& s : sel) {
+            starts.push_back(fc.extent(s.start));
+            steps.push_back(s.drops ? nullptr : s.step == 1 ? ir::i64(1) : fc.extent(s.step));
+            counts.push_back(fc.extent(s.count));
+        }
+        PullArray out{src.shape, src.elem, nullptr};
+        const Scalar value = scalar_value ? v.scalar() : Scalar{};
+        auto keep = std::make_shared<const Scalar>(value);
+        out.at = [&fc, src, part, starts, steps, counts, keep](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
+            using ir::BinaryOp;
+            ir::ExprPtr selected = ir::const_bool(true);
+            std::vector<ir::ExprPtr> j;  // the position in the selected part
+            for (size_t axis = 0; axis < starts.size(); ++axis) {
+                const ir::ExprPtr d = kb.bind("offset", ir::binary(BinaryOp::Sub, i[axis], use(kb, starts[axis])));
+                if (!steps[axis]) {
+                    selected = ir::binary(BinaryOp::And, selected, ir::binary(BinaryOp::Eq, d, ir::i64(0)));
+                    continue;
+                }
+                ir::ExprPtr q = d, on_step = ir::const_bool(true);
+                if (!(steps[axis]->kind == ir::ExprKind::Const && steps[axis]->i == 1)) {
+                    q = kb.bind("step_index", ir::binary(BinaryOp::Div, d, use(kb, steps[axis])));
+                    on_step = ir::binary(BinaryOp::Eq, ir::binary(BinaryOp::Mul, q, use(kb, steps[axis])), d);
+                }
+                const ir::ExprPtr within = ir::binary(BinaryOp::And, ir::binary(BinaryOp::Ge, q, ir::i64(0)),
+                                                      ir::binary(BinaryOp::Lt, q, use(kb, counts[axis])));
+                selected = ir::binary(BinaryOp::And, selected, ir::binary(BinaryOp::And, on_step, within));
+                j.push_back(q);
+            }
+            const ir::ExprPtr in_part = kb.bind("selected", selected);
+            // Both sides are read, so that the loop vectorises: outside the
+            // part, the part's element 0 (the part is not empty), which the
+            // reference computes too (no error it would not raise).
+            for (ir::ExprPtr& q : j) q = kb.bind("part_index", ir::select(in_part, q, ir::i64(0)));
+            const ir::ExprPtr new_value = part ? part->at(kb, j) : fc.lift(kb, *keep, keep.get());
+            return ir::select(in_part, kb.bind("new_value", new_value), src.at(kb, i));
+        };
+        return out;
+    };
+    return node(elem_of(a), in, pull, whole, last_ctx_, scalar_value ? std::vector<Value>{a} : std::vector<Value>{a, v});
 }
 
 // map/zipWith/zipWith3: the function compiled into the element code; its

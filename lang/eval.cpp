@@ -235,7 +235,21 @@ Value eval_index(const Expr& e, const Env& env, EvalContext& ctx) {
 }
 
 Value eval_with(const Expr& e, const Env& env, EvalContext& ctx) {
-    const Value a = force(eval(e.kids[0], env, ctx));
+    Value a = eval(e.kids[0], env, ctx);
+    // A backend computes the update as a kernel (fused with what reads it and
+    // with the new part), without bringing anything to the host (not while
+    // :emit traces). The array updated is computed first, before the new part
+    // is built: an update is typically a loop's step, whose new part reads
+    // the array at several offsets, and fusing the steps into each other
+    // would recompute every element many times over.
+    if (ctx.backend && !ctx.tracer && (a.is_delayed() || a.is_array())) {
+        a = settle(a);
+        const auto sel = selection(e, a.is_array() ? a.array()->shape : a.delayed()->shape(), env, ctx);
+        const Value v = eval(e.kids[1], env, ctx);
+        if (auto updated = ctx.backend->update(a, sel, v, e.loc)) return *updated;
+        return update_value(force(a), sel, force(v), e.loc);
+    }
+    a = force(a);
     const auto sel = selection(e, array_like_shape(a), env, ctx);
     return update_value(a, sel, force(eval(e.kids[1], env, ctx)), e.loc);
 }

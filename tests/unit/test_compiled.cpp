@@ -354,6 +354,32 @@ TEST_CASE("compiled backend: argmin and argmax inside a function compile, as the
     CHECK(reference_fallbacks(program) == "");
 }
 
+TEST_CASE("compiled backend: `with` updates are kernels, as the reference computes them, one per stencil step") {
+    const std::string program =
+        "let a = map float (iota 10)\n"
+        "a with [2:5] = [7.0, 8.0, 9.0]\na with [::3] = 0.5\na with [8:1:-2] = map float (iota 4)\n"
+        "a with [-1] = 42.0\na with [3:3] = 1.0\n(a * 2.0) with [1:-1] = a[2:] - a[:-2]\n"
+        "let m = generate (4, 5) (\\i j -> i * 10 + j)\n"
+        "m with [1:-1, 1:-1] = m[:-2, 1:-1] + m[2:, 1:-1]\nm with [2] = fill 5 -1\nm with [:, 4] = iota 4\n"
+        "m with [::2, ::-2] = generate (2, 3) (\\i j -> 100 + i + j)\n"
+        "let t = loop u = map float m for it < 4 do u with [1:-1, 1:-1] = 0.25 * (u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:])\n"
+        "t\n"
+        "a with [2:5] = [1.0, 2.0]";  // the reference's shape mismatch error
+    differential(program);
+    CHECK(reference_fallbacks(program) == "");
+    runtime::install_compiled_backend();
+    Session s;
+    Capture out;
+    s.execute(":set backend compiled\nlet h = generate (64, 64) (\\i j -> float (i + j))\nlet h1 = h with [0] = fill 64 1.0\nh1",
+              "<t>", out);
+    const compiled::BackendStats& st = compiled::backend_stats(*s.compiled_backend());
+    const int64_t before = st.plans_run;
+    s.execute("let h2 = loop u = h1 for it < 5 do u with [1:-1, 1:-1] = 0.25 * (u[:-2, 1:-1] + u[2:, 1:-1] + "
+              "u[1:-1, :-2] + u[1:-1, 2:])\nh2[1, 1]",
+              "<t>", out);
+    CHECK(st.plans_run - before == 5);  // each step one kernel: the stencil fused into the update
+}
+
 TEST_CASE("compiled backend: a function that does not compile is a warning at its builtin, never silent") {
     struct Warnings : Capture {
         std::vector<std::string> seen;
