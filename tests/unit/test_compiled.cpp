@@ -322,14 +322,16 @@ TEST_CASE("compiled backend: every example runs without the reference evaluator"
     }
 }
 
+// A session's output with its warnings kept apart, in order.
+struct WarningCapture : Capture {
+    std::vector<std::string> seen;
+    void warning(const std::string& w) override { seen.push_back(w); }
+};
+
 TEST_CASE("compiled backend: a nested reduction that runs sequentially in each thread is a warning, once") {
-    struct Warnings : Capture {
-        std::vector<std::string> seen;
-        void warning(const std::string& w) override { seen.push_back(w); }
-    };
     runtime::install_compiled_backend();
     Session s;
-    Warnings out;
+    WarningCapture out;
     s.execute(":set backend compiled\nlet xs = map float (iota 50)", "<t>", out);
     s.execute("map (\\i -> sum (take i xs) + sum (drop i xs)) (iota 5)", "<t>", out);
     REQUIRE(out.seen.size() == 2);  // two sites, each reported once
@@ -381,13 +383,9 @@ TEST_CASE("compiled backend: `with` updates are kernels, as the reference comput
 }
 
 TEST_CASE("compiled backend: a function that does not compile is a warning at its builtin, never silent") {
-    struct Warnings : Capture {
-        std::vector<std::string> seen;
-        void warning(const std::string& w) override { seen.push_back(w); }
-    };
     runtime::install_compiled_backend();
     Session s;
-    Warnings out;
+    WarningCapture out;
     s.execute(":set backend compiled\nlet xs = map float (iota 50)", "<t>", out);
     s.execute("map (\\i -> sum (sort (take i xs))) (iota 5)", "<t>", out);
     REQUIRE(out.seen.size() == 1);
