@@ -56,6 +56,20 @@ std::vector<Value> FusionEngine::results(const ir::PlanOutcome& r, const std::ve
 
 
 // ---------------------------------------------------------------- forcing
+namespace {
+
+// Never slow in silence: the reference evaluator computes every element on
+// the host, one at a time, typically 100x slower than a kernel.
+void warn_reference(const EvalContext& ctx, const Loc& loc, const std::string& what, const std::string& why,
+                    std::vector<std::string> notes = {}) {
+    if (ctx.warnings)
+        ctx.warnings->push_back(
+            {loc, "`" + what + "` runs on the reference evaluator (on the host, one element at a time): " + why,
+             std::move(notes)});
+}
+
+}  // namespace
+
 void FusionEngine::force_group(const NodeGroup& g, const std::string& why) {
     if (g.forced.empty()) g.why_forced = !why.empty() ? why : !forcing_why_.empty() ? forcing_why_ : kNeededWhole;
     {
@@ -64,17 +78,10 @@ void FusionEngine::force_group(const NodeGroup& g, const std::string& why) {
     }
     if (!g.forced.empty()) return;
     ++stats.reference_replays;
-    // Never slow in silence: the reference evaluator computes every element
-    // on the host, one at a time, typically 100x slower than a kernel.
-    if (g.ctx.warnings)
-        g.ctx.warnings->push_back(
-            {g.origin,
-             "`" + (g.what.empty() ? std::string("this array") : g.what) +
-                 "` runs on the reference evaluator (on the host, one element at a time): its function does not "
-                 "compile to a kernel",
-             {"the compiled backend cannot compile " + declined_ +
-              "; write it with builtins that compile (docs/language.md), or `:set backend reference` to say "
-              "that this is intended"}});
+    warn_reference(g.ctx, g.origin, g.what.empty() ? "this array" : g.what, "its function does not compile to a kernel",
+                   {"the compiled backend cannot compile " + declined_ +
+                    "; write it with builtins that compile (docs/language.md), or `:set backend reference` to say "
+                    "that this is intended"});
     for (const Value& x : leaves(g.replay())) g.forced.push_back(ir::ArrayData{x.array(), nullptr});
 }
 
@@ -340,15 +347,11 @@ std::optional<Value> FusionEngine::apply_builtin(std::string_view name_view, con
         const Restore<std::string> named(origin_name_, std::string(name_view));
         r = compile_builtin(std::string(name_view), type, args, ctx, loc);
     }
-    const bool file_io = std::any_of(args.begin(), args.end(), [](const Value& v) { return v.is_string(); });
     if (!r && (std::any_of(args.begin(), args.end(), holds_array) || (type && holds_array_type(type, args.size())))) {
         ++stats.reference_builtins[std::string(name_view)];
-        if (ctx.warnings && !file_io)  // never slow in silence (file I/O is the host's anyway)
-            ctx.warnings->push_back({loc,
-                                     "`" + std::string(name_view) +
-                                         "` runs on the reference evaluator (on the host, one element at a time): "
-                                         "the compiled backend has no kernel for it with these arguments",
-                                     {}});
+        const bool file_io = std::any_of(args.begin(), args.end(), [](const Value& v) { return v.is_string(); });
+        if (!file_io)  // file I/O is the host's anyway
+            warn_reference(ctx, loc, std::string(name_view), "the compiled backend has no kernel for it with these arguments");
     }
     return r;
 }

@@ -103,27 +103,17 @@ std::optional<Value> FusionEngine::slice(const Value& a, std::span<const ops::Ax
 // a stencil step `u with [1:-1, 1:-1] = f (u[...])` is one kernel, and
 // nothing is forced. Arrays of tuples and mismatched element types stay the
 // host's.
-std::optional<Value> FusionEngine::update(const Value& original, std::span<const ops::AxisSelect> selection,
-                                          const Value& v, const Loc& loc) {
+std::optional<Value> FusionEngine::update(const Value& a, std::span<const ops::AxisSelect> selection, const Value& v,
+                                          const Loc& loc) {
     const bool scalar_value = v.is_scalar();
-    if (!is_operand(original) || (!scalar_value && !is_operand(v)) ||
-        elem_of(original) != (scalar_value ? v.scalar().type : elem_of(v)))
+    if (!is_operand(a) || (!scalar_value && !is_operand(v)) || elem_of(a) != (scalar_value ? v.scalar().type : elem_of(v)))
         return std::nullopt;
-    // The array updated is computed (eval_with settles it before building
-    // the new part); here for any other caller.
-    const Value a = settle(original);
     const Shape in = like_shape(a);
-    std::vector<ops::AxisSelect> sel(selection.begin(), selection.end());
-    for (size_t axis = sel.size(); axis < in.size(); ++axis) sel.push_back(ops::AxisSelect{false, 0, 1, in[axis]});
-    Shape part;
-    for (const ops::AxisSelect& s : sel)
-        if (!s.drops) part.push_back(s.count);
-    if (!scalar_value && like_shape(v) != part)
-        user_error(ErrorKind::Runtime, loc,
-                   "shape mismatch in with: the selected part has shape " + shape_to_string(part) +
-                       " but the value has shape " + shape_to_string(like_shape(v)));
+    const std::vector<ops::AxisSelect> sel =
+        ops::full_selection(in, std::vector<ops::AxisSelect>(selection.begin(), selection.end()));
+    if (!scalar_value) ops::require_update_shape(ops::selected_shape(sel), like_shape(v), loc);
     if (std::any_of(sel.begin(), sel.end(), [](const ops::AxisSelect& s) { return s.count == 0; }))
-        return settle(original);  // nothing selected: the array itself
+        return a;  // nothing selected: the array itself
     const Restore<Loc> during(origin_, loc);
     const Restore<std::string> named(origin_name_, "with");
     const Replay whole = [a, sel, v, loc] { return Value(ops::update_array(*force(a).array(), sel, force(v), loc)); };

@@ -30,19 +30,6 @@ std::vector<int64_t> strides_of(const Shape& s) {
     return st;
 }
 
-// Completes a selection with whole-axis slices for the axes it leaves out.
-std::vector<AxisSelect> full_selection(const Shape& shape, std::vector<AxisSelect> sel) {
-    for (size_t k = sel.size(); k < shape.size(); ++k) sel.push_back(AxisSelect{false, 0, 1, shape[k]});
-    return sel;
-}
-
-Shape selected_shape(const std::vector<AxisSelect>& sel) {
-    Shape s;
-    for (const AxisSelect& a : sel)
-        if (!a.drops) s.push_back(a.count);
-    return s;
-}
-
 // Calls f(source flat index) for every selected element, in row-major order
 // of the result.
 template <class F>
@@ -100,6 +87,25 @@ Value fold_inner(const Array& a, T init, Op op) {
 }
 
 }  // namespace
+
+// ---------------------------------------------------------------- selections
+std::vector<AxisSelect> full_selection(const Shape& shape, std::vector<AxisSelect> sel) {
+    for (size_t k = sel.size(); k < shape.size(); ++k) sel.push_back(AxisSelect{false, 0, 1, shape[k]});
+    return sel;
+}
+
+Shape selected_shape(const std::vector<AxisSelect>& sel) {
+    Shape s;
+    for (const AxisSelect& a : sel)
+        if (!a.drops) s.push_back(a.count);
+    return s;
+}
+
+void require_update_shape(const Shape& part, const Shape& value, const Loc& loc) {
+    if (value != part)
+        runtime_error(loc, "shape mismatch in with: the selected part has shape " + shape_to_string(part) +
+                               " but the value has shape " + shape_to_string(value));
+}
 
 // ---------------------------------------------------------------- elementwise
 namespace {
@@ -294,10 +300,7 @@ ArrayPtr update_array(const Array& a, const std::vector<AxisSelect>& selection, 
     }
     SHOAL_INTERNAL_ASSERT(v.is_array() && v.array()->elem == a.elem, "with: value is not an array of the element type");
     const Array& src = *v.array();
-    const Shape shape = selected_shape(sel);
-    if (src.shape != shape)
-        runtime_error(loc, "shape mismatch in with: the selected part has shape " + shape_to_string(shape) +
-                               " but the value has shape " + shape_to_string(src.shape));
+    require_update_shape(selected_shape(sel), src.shape, loc);
     const int64_t w = width(a);
     int64_t from = 0;
     for_each_selected(a, sel, [&](int64_t dst) { std::memcpy(element_ptr(*out, dst), element_ptr(src, from++), w); });

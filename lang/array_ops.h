@@ -193,6 +193,13 @@ AxisSelect select_slice(std::optional<int64_t> lo, std::optional<int64_t> hi, st
 // The part of `a` selected by `sel` (fewer selections than the rank select
 // leading axes): a Scalar when every axis is indexed, else an Array.
 Value index_array(const Array& a, const std::vector<AxisSelect>& sel);
+// A selection completed with whole-axis slices for the axes it leaves out.
+std::vector<AxisSelect> full_selection(const Shape& shape, std::vector<AxisSelect> sel);
+// The shape of the part a (full) selection selects.
+Shape selected_shape(const std::vector<AxisSelect>& sel);
+// `with`'s rule: the new part has exactly the selected part's shape, else
+// "shape mismatch in with: ...".
+void require_update_shape(const Shape& part, const Shape& value, const Loc& loc);
 // A copy of `a` with the selected part replaced by `v` (a Scalar broadcast,
 // or an Array of exactly the selected shape).
 ArrayPtr update_array(const Array& a, const std::vector<AxisSelect>& sel, const Value& v, const Loc& loc);

@@ -50,7 +50,8 @@ public:
     // past the selection are kept whole); nullopt declines.
     virtual std::optional<Value> slice(const Value& a, std::span<const ops::AxisSelect> sel, const Loc& loc) = 0;
     // a with [s0, s1, ...] = v (an array of the selected part's shape, or a
-    // scalar), selections as for slice; nullopt declines (the host copies).
+    // scalar), selections as for slice; a is settled (computed, see eval_with);
+    // nullopt declines (the host copies).
     virtual std::optional<Value> update(const Value& a, std::span<const ops::AxisSelect> sel, const Value& v,
                                         const Loc& loc) {
         (void)a, (void)sel, (void)v, (void)loc;

@@ -273,9 +273,13 @@ std::shared_ptr<const NativePlan> NativeTier::for_run(const std::shared_ptr<cons
             std::lock_guard hold(mutex_);
             if (s->native) {
                 const auto kernels = int64_t(plan->kernels.size());
-                (s->native->cache_hit ? waited_.cache_hits : waited_.compiled) += kernels;
-                (s->native->cache_hit ? waited_.cache_seconds : waited_.seconds) +=
-                    s->native->cache_hit ? s->native->load_seconds : s->native->compile_seconds;
+                if (s->native->cache_hit) {
+                    waited_.cache_hits += kernels;
+                    waited_.cache_seconds += s->native->load_seconds;
+                } else {
+                    waited_.compiled += kernels;
+                    waited_.seconds += s->native->compile_seconds;
+                }
             }
         }
     }
