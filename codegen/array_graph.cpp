@@ -152,6 +152,12 @@ PullArray pull_of(const Value& v, FuseContext& fc) {
     return ir::buffer_array(in->buffer, ir::scalar_of(elem_of(v)), extents);
 }
 
+std::string memory_buffer(const Value& v, FuseContext& fc) {
+    if (v.is_array()) return fc.input(ir::ArrayData{v.array(), nullptr}, v.array()->elem, v.array()->shape, v.array().get()).buffer;
+    const Node& n = static_cast<const Node&>(*v.delayed());
+    return n.computed() ? fc.input(n.data(), n.elem(), n.shape(), &n).buffer : "";
+}
+
 std::vector<ir::ExprPtr> extents(FuseContext& fc, const Shape& s) {
     std::vector<ir::ExprPtr> out;
     for (int64_t n : s) out.push_back(fc.extent(n));

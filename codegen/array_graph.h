@@ -120,6 +120,9 @@ Value per_leaf(const Value& v, const std::function<Value(const Value& leaf, size
 // host or device memory) is an input buffer; a node not computed fuses.
 PullArray pull_of(const Value& v, FuseContext& fc);
 std::vector<PullArray> pulls_of(const Value& v, FuseContext& fc);
+// The input buffer holding an operand's elements (row-major) when they are
+// in memory (a host array, a computed node); "" for a node that would fuse.
+std::string memory_buffer(const Value& v, FuseContext& fc);
 // Extent parameters for a concrete shape.
 std::vector<ir::ExprPtr> extents(FuseContext& fc, const Shape& s);
 ir::ExprPtr use(ir::KernelBuilder& kb, const ir::ExprPtr& p);

@@ -284,7 +284,7 @@ std::optional<Value> FusionEngine::push(const std::string& name, std::span<const
         for (size_t k = 0; k < a.size(); ++k) {
             const std::string kernel = pb.fresh(name == "++" ? "concat" : name);
             if (name == "transpose")
-                ir::lower_transpose(pb, kernel, a[k], outs[k]);
+                ir::lower_transpose(pb, kernel, a[k], outs[k], lowering_options());
             else if (name == "++")
                 ir::lower_concat(pb, kernel, a[k], b[k], outs[k]);
             else
@@ -294,18 +294,37 @@ std::optional<Value> FusionEngine::push(const std::string& name, std::span<const
     return rebuild(args[0], results(r, outs, prims_of(args[0]), s));
 }
 
-// matmul a b / a @ b: one plan, the tiled kernel of lower_matmul with both
-// operands' producers fused into its tile loads. Mismatched extents
-// decline: the reference evaluator raises the error.
+// matmul a b / a @ b (NumPy's ranks: a vector on the left is a row, on the
+// right a column, and that axis is dropped from the result): one plan,
+// lower_product's library call or tiled kernel, the operands' producers
+// fused where they are not in memory. Mismatched extents decline: the
+// reference evaluator raises the error.
 std::optional<Value> FusionEngine::matmul(std::span<const Value> args, EvalContext& ctx) {
     if (!is_operand(args[0]) || !is_operand(args[1])) return std::nullopt;
     const Shape a = shape_of(args[0]), b = shape_of(args[1]);
-    if (a.size() != 2 || b.size() != 2 || a[1] != b[0]) return std::nullopt;
+    if (a.empty() || b.empty() || a.size() > 2 || b.size() > 2 || a.back() != b.front()) return std::nullopt;
+    const int64_t n = a.size() == 2 ? a[0] : 1, m = b.size() == 2 ? b[1] : 1;
     FuseContext fc(ctx);
+    auto operand = [&fc](const Value& v, bool row) {
+        ir::ProductOperand x{pull_of(v, fc), memory_buffer(v, fc)};
+        if (x.pull.rank() == 1) {  // the same elements as a 1 x k row or a k x 1 column
+            PullArray vec = x.pull;
+            x.pull.shape = row ? std::vector<ir::ExprPtr>{ir::i64(1), vec.shape[0]} : std::vector<ir::ExprPtr>{vec.shape[0], ir::i64(1)};
+            x.pull.at = [vec, row](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
+                return vec.at(kb, {i[row ? 1 : 0]});
+            };
+        }
+        return x;
+    };
     const ir::PlanOutcome r = run("matmul", fc, [&](ir::PlanBuilder& pb) {
-        ir::lower_matmul(pb, "matmul", pull_of(args[0], fc), pull_of(args[1], fc), "out");
+        ir::LoweringOptions opt = lowering_options();
+        ir::lower_product(pb, "matmul", operand(args[0], true), operand(args[1], false), "out", opt);
     });
-    return result(r.outputs.at("out"), elem_of(args[0]), {a[0], b[1]});
+    Shape shape;
+    if (a.size() == 2) shape.push_back(n);
+    if (b.size() == 2) shape.push_back(m);
+    if (shape.empty()) return Value(first_element(r.outputs.at("out"), elem_of(args[0])));
+    return result(r.outputs.at("out"), elem_of(args[0]), shape);
 }
 
 // filter p xs (rank 1, arrays of tuples too): the predicate compiled into the

@@ -157,6 +157,9 @@ LaunchPlan for_display(const LaunchPlan& plan, const DisplayNames& names) {
         s.buffer = renamed(s.buffer, to);
         s.grid = renamed(s.grid, rename);
         s.index = renamed(s.index, rename);
+        for (ExprPtr& a : s.call.args) a = renamed(a, rename);
+        for (auto* names : {&s.call.reads, &s.call.writes})
+            for (std::string& b : *names) b = renamed(b, to);
     }
     return out;
 }

@@ -457,6 +457,9 @@ private:
                          buffers_.at(step.buffer) + " + " + expr(step.index) + ", stream));");
                     break;
                 case ir::StepKind::Free: line("SHOAL_TRY(memory.release(" + buffers_.at(step.buffer) + "));"); break;
+                case ir::StepKind::Call:
+                    // `:emit` lowers products as generated kernels (engine.cpp, docs/emit.md).
+                    internal_error(__FILE__, __LINE__, "emit: a library call in a traced plan");
             }
         }
         --indent_;

@@ -261,6 +261,18 @@ void FusionEngine::record_profile(const ir::LaunchPlan& plan, const ir::PlanOutc
         profiling_->computed.insert(identity(data));
         profiling_->results[identity(data)] = buffer_bytes(plan, name, r, fc);
     }
+    for (const ir::CallCounters& c : r.calls) {
+        auto same = [&](const LibraryCallProfile& p) {
+            return p.plan == plan.name && p.implementation == c.implementation && p.source == source && p.why == c.comment;
+        };
+        auto it = std::find_if(report.calls.begin(), report.calls.end(), same);
+        if (it == report.calls.end())
+            it = report.calls.insert(report.calls.end(), {plan.name, c.function, c.implementation, c.comment, source});
+        it->calls += c.calls;
+        it->nanoseconds += c.nanoseconds;
+        it->flops += c.flops;
+        it->minimum_bytes += c.minimum_bytes;
+    }
     report.plans.push_back({plan.name, source, fc.fused(), fc.materialised()});
 }
 
@@ -329,6 +341,7 @@ void FusionEngine::trace(const std::function<void()>& run_it, const std::string&
                          std::vector<ir::LaunchPlan>& shown) {
     const Restore<std::vector<ir::LaunchPlan>*> recording(recording_, &shown);
     const Restore<std::string> naming(explaining_, function);
+    const Restore<bool> emitting(emitting_, true);
     run_it();
 }
 
@@ -458,6 +471,9 @@ ir::LoweringOptions FusionEngine::lowering_options() const {
     ir::LoweringOptions opt;
     opt.shared_memory = optimisations.shared_memory && target.shared_tiles;
     opt.cpu_cores = target.cpu_cores;
+    // `:emit` keeps products as generated kernels (docs/emit.md): an emitted
+    // project links no BLAS.
+    opt.library_gemm = target.library_gemm && optimisations.blas && !emitting_;
     return opt;
 }
 

@@ -41,6 +41,7 @@ public:
     std::optional<Value> slice(const Value& a, std::span<const ops::AxisSelect> sel, const Loc& loc) override;
     std::optional<Value> update(const Value& a, std::span<const ops::AxisSelect> sel, const Value& v,
                                 const Loc& loc) override;
+    int64_t plans_run() const override { return stats.plans_run; }
     void set_check(bool on) override { options_.check = on; }
     void set_optimisations(const Optimisations& on) override { optimisations = on; }
     void forcing_because(const std::string& why) override { forcing_why_ = why; }
@@ -133,6 +134,7 @@ private:
     std::vector<ir::LaunchPlan>* recording_ = nullptr;
     std::vector<ir::LaunchPlan>* compiling_ = nullptr;  // during compile_report(): each plan as run
     std::string explaining_;  // ExplainOptions::function during explain()
+    bool emitting_ = false;   // during `:emit`'s trace
     Loc origin_;              // the builtin call being compiled or forced
     std::string origin_name_;  // its name
     std::string forcing_why_;  // why arrays forced now are materialised (set by the session; `:profile`)

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "codegen/cuda_printer.h"
+#include "codegen/library_calls.h"
 #include "codegen/scalar_eval.h"
 #include "lang/diagnostics.h"
 
@@ -128,6 +129,19 @@ void PlanBuilder::launch(int kernel, ExprPtr grid, std::string comment) {
     plan_.steps.push_back(std::move(s));
 }
 
+void PlanBuilder::call(LibraryCall c, std::string comment) {
+    for (const ExprPtr& a : c.args) register_host_params(a);
+    for (const auto* names : {&c.reads, &c.writes})
+        for (const std::string& b : *names)
+            SHOAL_INTERNAL_ASSERT(plan_.find_buffer(b), "call " + c.function + ": undeclared buffer " + b);
+    PlanStep s;
+    s.kind = StepKind::Call;
+    s.grid = guard_;
+    s.call = std::move(c);
+    s.comment = std::move(comment);
+    plan_.steps.push_back(std::move(s));
+}
+
 std::string PlanBuilder::read_back(const std::string& scalar, const std::string& buffer, ExprPtr index,
                                    std::string comment) {
     const PlanBuffer* b = plan_.find_buffer(buffer);
@@ -179,6 +193,14 @@ public:
                     check.kernel = s.kernel;
                     emit(check);
                 }
+            } else if (s.kind == StepKind::Call) {
+                need_scalars(s.grid);
+                for (const ExprPtr& a : s.call.args) need_scalars(a);
+                for (const auto* names : {&s.call.reads, &s.call.writes})
+                    for (const std::string& b : *names) need_buffer(b);
+                emit(s);
+                for (const auto* names : {&s.call.reads, &s.call.writes})
+                    for (const std::string& b : *names) last_use_[b] = steps_.size() - 1;
             } else {
                 need_scalars(s.index);
                 need_buffer(s.buffer);
@@ -297,6 +319,13 @@ void verify_host_program(const LaunchPlan& plan) {
                 break;
             }
             case StepKind::Check: break;
+            case StepKind::Call:
+                verify_library_call(plan, s.call);
+                uses(i, s.grid);
+                for (const ExprPtr& a : s.call.args) uses(i, a);
+                for (const auto* names : {&s.call.reads, &s.call.writes})
+                    for (const std::string& b : *names) use_buffer(i, b);
+                break;
             case StepKind::ReadBack:
                 uses(i, s.index);
                 use_buffer(i, s.buffer);
@@ -555,6 +584,20 @@ void print_step(std::ostringstream& os, const LaunchPlan& plan, const PlanStep& 
         case StepKind::Check:
             os << "check the error record of " << plan.kernels[static_cast<size_t>(s.kernel)].name;
             break;
+        case StepKind::Call: {
+            if (s.grid) os << "if (" << strip_parens(host_expr_string(s.grid)) << ") ";
+            os << "call " << s.call.function << "(";
+            std::string sep;
+            for (const ExprPtr& a : s.call.args) {
+                os << sep << strip_parens(host_expr_string(a));
+                sep = ", ";
+            }
+            for (const std::string& b : s.call.reads) os << sep << b, sep = ", ";
+            for (const std::string& b : s.call.writes) os << sep << "&" << b, sep = ", ";
+            os << ")";
+            if (!s.comment.empty()) os << "   // " << s.comment;
+            break;
+        }
         case StepKind::ReadBack:
             os << "read back " << s.scalar << " = " << s.buffer << "[" << strip_parens(host_expr_string(s.index)) << "]";
             if (!s.comment.empty()) os << "   // " << s.comment;

@@ -6,7 +6,9 @@
 //   entry: the inputs (scalars, then buffers) and outputs, in order, with
 //          element types and their extents as plan scalars
 //   steps: compute a host scalar, allocate a buffer, launch a kernel, check
-//          its error record, read a scalar back from device memory, free
+//          its error record, call a library function (a vendor BLAS'
+//          product: codegen/library_calls.h), read a scalar back from
+//          device memory, free
 //
 // There is no second interpretation of a plan anywhere: a host never
 // allocates on first use or evaluates a scalar lazily; PlanBuilder::finish
@@ -73,12 +75,26 @@ enum class StepKind : uint8_t {
     Check,     // raise the failed check recorded by the last launch of kernels[kernel], if any
     ReadBack,  // scalar := buffer[index] (copies one element to the host; synchronises)
     Free,      // `buffer` (a Temp) is no longer used
+    Call,      // call.function(call.args..., call.reads..., call.writes...) where `grid` (a condition) holds
+};
+
+// A call of a library function in the host program (codegen/library_calls.h
+// lists the functions and what their arguments mean): every executor
+// implements each function with its device's library (the CPU's BLAS,
+// cuBLAS), on its stream, in order with the launches around it. Operands
+// are plan buffers and host expressions over plan scalars, as a launch's.
+struct LibraryCall {
+    std::string function;             // "gemm"
+    std::vector<ExprPtr> args;        // host expressions (extents, flags), in the function's order
+    std::vector<std::string> reads;   // buffers read
+    std::vector<std::string> writes;  // buffers written
 };
 
 struct PlanStep {
     StepKind kind = StepKind::Launch;
     int kernel = -1;            // Launch, Check
-    ExprPtr grid;               // Launch: number of blocks (host expression)
+    ExprPtr grid;               // Launch: number of blocks (host expression); Call: whether it runs (Bool, null: always)
+    LibraryCall call;           // Call
     std::string scalar;         // Compute, ReadBack: the plan scalar it defines
     std::string buffer;         // Alloc, ReadBack, Free
     ExprPtr index;              // ReadBack: host expression
@@ -140,6 +156,10 @@ public:
     // bins or sort when the lowering cannot know the number of targets).
     // Null clears it; read-backs are not allowed under a guard.
     void set_guard(ExprPtr cond);
+
+    // A library call (under the guard, if one is set). Its buffers must be
+    // declared: inputs, temporaries written by earlier launches, outputs.
+    void call(LibraryCall c, std::string comment = "");
 
     // Defines the ReadBack scalar `scalar` (type: the buffer's element type).
     std::string read_back(const std::string& scalar, const std::string& buffer, ExprPtr index,

@@ -13,6 +13,7 @@
 // The sum of each output runs over k in order from 0, as the reference
 // evaluator's does (sequential within a tile, tiles in order), so results
 // differ from it only where the GPU contracts a * b + c into one rounding.
+#include "codegen/library_calls.h"
 #include "codegen/lower_common.h"
 #include "lang/diagnostics.h"
 
@@ -94,6 +95,56 @@ void lower_matmul(PlanBuilder& pb, const std::string& name, const PullArray& a, 
     add_launch(pb, kb, min_expr(tiles, i64(opt.max_blocks)),
                "matmul: " + std::to_string(T) + "x" + std::to_string(T) + " shared tiles, " + std::to_string(per_thread) +
                    " outputs per thread");
+}
+
+// A product through the library: operands in memory are passed as they
+// are. A fused operand must be written to memory first, which the call
+// repays when the product reads each of its elements several times (the
+// other side has >= kLibraryReuse columns / rows) or when it is not the
+// larger operand (the copy is then cheap beside the product's own reads);
+// otherwise (a matrix-vector product of a fused matrix) the tiled kernel
+// reads the expression in place. The extents are known only at run time,
+// so the plan holds both paths under a guard. On the CPU the copy always
+// pays: the BLAS is 10-100x faster than the tiled kernel's native code,
+// which wastes most of a 32 x 32 tile on a vector.
+constexpr int64_t kLibraryReuse = 4;
+
+void lower_product(PlanBuilder& pb, const std::string& name, const ProductOperand& a, const ProductOperand& b,
+                   const std::string& out, const LoweringOptions& opt) {
+    if (!opt.library_gemm || !is_float(a.pull.elem)) {
+        lower_matmul(pb, name, a.pull, b.pull, out, opt);
+        return;
+    }
+    const ScalarType t = a.pull.elem;
+    const ExprPtr n = a.pull.shape[0], k = a.pull.shape[1], m = b.pull.shape[1];
+    pb.output_buffer(out, t, binary(BinaryOp::Mul, n, m));
+    auto worth = [&](ExprPtr reuse, ExprPtr mine, ExprPtr other) {
+        return binary(BinaryOp::Or, binary(BinaryOp::Ge, reuse, i64(kLibraryReuse)), binary(BinaryOp::Le, mine, other));
+    };
+    ExprPtr library;  // null: always
+    const bool always = opt.cpu_cores > 0;
+    if (a.buffer.empty() && !always) library = worth(m, n, m);  // |a| <= |b|  <=>  n <= m
+    if (b.buffer.empty() && !always) {
+        const ExprPtr w = worth(n, m, n);
+        library = library ? binary(BinaryOp::And, library, w) : w;
+    }
+    if (library) pb.set_guard(library);
+    auto in_memory = [&](const ProductOperand& x, const char* suffix) {
+        if (!x.buffer.empty()) return pb.input_buffer(x.buffer, t);  // its size: FuseContext::size_inputs
+        const std::string temp = pb.temp_buffer(pb.fresh(name + suffix), t, element_count(x.pull.shape));
+        lower_map(pb, pb.fresh(name + suffix + "_copy"), tuple_of(x.pull), {temp}, opt);
+        return temp;
+    };
+    const std::string ab = in_memory(a, "_a"), bb = in_memory(b, "_b");
+    const bool copied = a.buffer.empty() || b.buffer.empty();
+    pb.call(gemm_call(n, m, k, false, false, ab, bb, out),
+            !copied   ? "matmul: the BLAS (both operands in memory)"
+            : library ? "matmul: the BLAS, the fused operand written to memory first (it is read often enough)"
+                      : "matmul: the BLAS, the fused operand written to memory first (the BLAS beats the tiled kernel on the CPU)");
+    if (!library) return;
+    pb.set_guard(unary(UnaryOp::Not, library));
+    lower_matmul(pb, name, a.pull, b.pull, out, opt);
+    pb.set_guard(nullptr);
 }
 
 }  // namespace shoal::ir

@@ -67,6 +67,9 @@ struct LoweringOptions {
     bool shared_memory = true;
     int tile_rows = 16, tile_cols = 64;  // map, rank 2: the shared tile (tile_cols a power of two)
     int matmul_tile = 32;              // matmul: square tiles of the product (block_size a multiple of it)
+    // matmul: the executor calls a vendor BLAS' gemm (library_calls.h) for
+    // a product whose operands are in memory, or worth materialising.
+    bool library_gemm = false;
     const LoweringFacts* facts = nullptr;
 };
 
@@ -185,6 +188,20 @@ void lower_interleave(PlanBuilder& pb, const std::string& name, const PullArray&
 // sum runs over k in order (lower_matmul.cpp).
 void lower_matmul(PlanBuilder& pb, const std::string& name, const PullArray& a, const PullArray& b,
                   const std::string& out, const LoweringOptions& opt = {});
+
+// An operand of a product: its elements as a pull array (rank 2) and, when
+// they are in memory row-major, the buffer holding them.
+struct ProductOperand {
+    PullArray pull;
+    std::string buffer;  // "" for a fused expression
+};
+// matmul as the target does it best: with opt.library_gemm, a gemm library
+// call where both operands are in memory; where one is a fused expression,
+// a run-time choice (a plan guard) between materialising it for the call
+// and the tiled kernel with the expression fused (lower_matmul.cpp says
+// when); without a library, lower_matmul.
+void lower_product(PlanBuilder& pb, const std::string& name, const ProductOperand& a, const ProductOperand& b,
+                   const std::string& out, const LoweringOptions& opt = {});
 
 // transpose of a rank-2 array through shared-memory tiles.
 void lower_transpose(PlanBuilder& pb, const std::string& name, const PullArray& a, const std::string& out,

@@ -62,6 +62,18 @@ struct PlanBindings {
     std::map<std::string, SymbolPtr> symbols;
 };
 
+// One library call a run made (`:time`, `:profile`): which function, what
+// carried it out, its time and least work.
+struct CallCounters {
+    std::string function;        // "gemm"
+    std::string implementation;  // "OpenBLAS sgemm", "cuBLAS cublasSgemm"
+    std::string comment;         // the step's: why the plan calls it
+    int64_t calls = 0;
+    int64_t nanoseconds = 0;     // measured on the host (the call returns when done) or by events
+    int64_t flops = 0;
+    int64_t minimum_bytes = 0;   // operands read once, the result written once
+};
+
 struct PlanOutcome {
     // Every Output buffer, rank 1 of the buffer's count (the caller gives it
     // its shape): a host array on the CPU executor, device memory on a GPU's.
@@ -69,6 +81,7 @@ struct PlanOutcome {
     std::map<std::string, HostValue> scalars;   // every scalar that got a value (inputs, derived, read back)
     std::vector<KernelCounters> kernel_counters;  // per plan kernel (index as in plan.kernels)
     KernelCounters total;                         // summed over all launches
+    std::vector<CallCounters> calls;              // per library call made, in order
 };
 
 // The machine a plan is lowered for, as its executor describes it (what
@@ -76,6 +89,9 @@ struct PlanOutcome {
 struct LoweringTarget {
     bool shared_tiles = true;  // a map's overlapping reads go through shared-memory tiles
     int cpu_cores = 0;         // > 0: native CPU code on this many cores (LoweringOptions::cpu_cores)
+    // The executor implements the gemm library call (library_calls.h): a
+    // GPU's cuBLAS is what `:cuda` shows; an executor without a BLAS says no.
+    bool library_gemm = true;
 };
 
 struct RunOptions {

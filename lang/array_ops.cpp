@@ -225,10 +225,15 @@ ArrayPtr transpose_array(const Array& a) {
 }
 
 ArrayPtr matmul_array(const Array& a, const Array& b, const Loc& loc) {
-    if (a.rank() != 2 || b.rank() != 2 || a.shape[1] != b.shape[0])
+    const bool ranks = a.rank() >= 1 && a.rank() <= 2 && b.rank() >= 1 && b.rank() <= 2;
+    if (!ranks || a.shape.back() != b.shape.front())
         runtime_error(loc, "matmul: inner extents differ: " + shape_to_string(a.shape) + " @ " + shape_to_string(b.shape));
-    const int64_t n = a.shape[0], k = a.shape[1], m = b.shape[1];
-    auto out = std::make_shared<Array>(a.elem, Shape{n, m});
+    // A vector is a 1 x k row on the left, a k x 1 column on the right; that axis is dropped (NumPy).
+    const int64_t n = a.rank() == 2 ? a.shape[0] : 1, k = b.shape.front(), m = b.rank() == 2 ? b.shape[1] : 1;
+    Shape shape;
+    if (a.rank() == 2) shape.push_back(n);
+    if (b.rank() == 2) shape.push_back(m);
+    auto out = std::make_shared<Array>(a.elem, shape);
     with_prim(a.elem, [&]<class T>(T) {
         if constexpr (Floating<T>) {
             const T* x = a.data<T>();

@@ -173,6 +173,7 @@ ArrayPtr transpose_array(const Array& a);
 // The matrix product of a (n x k) and b (k x m), float or double: element
 // (i, j) sums a[i, l] * b[l, j] for l = 0, 1, ... in order, from 0. Mismatched
 // inner extents: "matmul: inner extents differ: (2, 3) @ (4, 5)".
+// Ranks 1 and 2 (NumPy's matmul); vector @ vector is a rank-0 array of one element.
 ArrayPtr matmul_array(const Array& a, const Array& b, const Loc& loc);  // rank 2: swap axes; rank 3: reverse them; rank 1: copy
 
 // ---------------------------------------------------------------- indexing

@@ -34,8 +34,9 @@ std::vector<BuiltinDoc> make_builtin_docs() {
         {"reshape", "shape -> arr a -> arr a", "the same elements in row-major order with a new shape (sizes must agree)"},
         {"flatten", "arr a -> [a]", "all elements in row-major order as a vector"},
         {"transpose", "[[a]] -> [[a]]", "swap rows and columns"},
-        {"matmul", "[[a]] -> [[a]] -> [[a]]   (a float or double)",
-         "matrix product: (n, k) by (k, m) gives (n, m); also the operator @"},
+        {"matmul", "[[a]] -> [[a]] -> [[a]]   (a float or double; either side may be a vector [a])",
+         "matrix product: (n, k) by (k, m) gives (n, m); a vector is a row on the left and a column on the right, "
+         "and that axis is dropped: (n, k) @ (k) gives (n), (k) @ (k) a scalar (NumPy's matmul); also the operator @"},
 
         // ---------------------------------------------------------- elementwise
         {"map", "(a -> b) -> [a] -> [b]", "apply a function to every element; a tuple result gives a tuple of arrays"},
@@ -152,7 +153,8 @@ std::vector<BuiltinDoc> make_builtin_docs() {
          "division; integers truncate toward zero and x / 0 is 0"},
         {"%", "a -> a -> a   (a numeric; elementwise on arrays)",
          "remainder with the sign of the dividend (C); x % 0 is 0; fmod on floats"},
-        {"@", "[[a]] -> [[a]] -> [[a]]   (a float or double)", "matrix product (matmul), with the precedence of *"},
+        {"@", "[[a]] -> [[a]] -> [[a]]   (a float or double; either side may be a vector [a])",
+         "matrix product (matmul; vectors as NumPy takes them), with the precedence of *"},
         {"**", "a -> a -> a   (a numeric; elementwise on arrays)",
          "power: pow on floats, exact repeated multiplication on integers"},
         {"negate", "a -> a   (a numeric; elementwise on arrays)", "negation, the prefix - as a function"},
@@ -169,7 +171,7 @@ std::vector<CommandDoc> make_command_docs() {
         {"reset", ":reset", "forget every binding and restore the default settings (print threshold, seed)"},
         {"env", ":env", "list the bindings with their types (and shapes of arrays)"},
         {"seed", ":seed [k]", "set the random seed to k (default 42) and restart the random stream; alone, show it"},
-        {"set", ":set print N | :set check on|off | :set backend reference|compiled | :set executor cpu|cuda | :set arch sm_XY | :set fusion|sharedmem|hoist on|off | :set gpu h100|h200|a100", "print arrays longer than N (at least 7) along an axis summarised (default 20); check: run compiled kernels in the CPU executor's checking mode (out-of-bounds accesses, shared-memory races, divergent barriers and shuffles); fusion, sharedmem, hoist: switch an optimisation of the array compiler off to see its effect (results stay the same; :profile shows the kernels); backend: evaluate array expressions with the reference evaluator or the array compiler; executor: run the compiled kernels on the CPU or the GPU (arrays move when next used); arch: the architecture :compile and :profile compile for; gpu: the GPU :profile estimates times for; alone, show the settings"},
+        {"set", ":set print N | :set check on|off | :set backend reference|compiled | :set executor cpu|cuda | :set arch sm_XY | :set fusion|sharedmem|hoist|blas on|off | :set gpu h100|h200|a100", "print arrays longer than N (at least 7) along an axis summarised (default 20); check: run compiled kernels in the CPU executor's checking mode (out-of-bounds accesses, shared-memory races, divergent barriers and shuffles); fusion, sharedmem, hoist, blas: switch an optimisation of the array compiler off to see its effect (results stay the same, products within float rounding; :profile shows the kernels); backend: evaluate array expressions with the reference evaluator or the array compiler; executor: run the compiled kernels on the CPU or the GPU (arrays move when next used); arch: the architecture :compile and :profile compile for; gpu: the GPU :profile estimates times for; alone, show the settings"},
         {"compile", ":compile e", "compile the kernels of e for the GPU (or :set arch sm_XY) through the kernel cache and show, per kernel, compile time or cache hit, registers, spills, shared memory and occupancy; works without a GPU"},
         {"mem", ":mem", "show the GPU memory Shoal holds and the pool caches, the device's free and total, and the largest arrays with their bindings"},
         {"cache", ":cache [clear]", "show the kernel cache (entries, hits, misses, compile time); clear: empty it"},

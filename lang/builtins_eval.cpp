@@ -145,7 +145,11 @@ Value b_flatten(const BuiltinCall& c, Args a) {
 
 Value b_transpose(const BuiltinCall&, Args a) { return ops::map_leaves(a[0], ops::transpose_array); }
 
-Value b_matmul(const BuiltinCall& c, Args a) { return Value(ops::matmul_array(*a[0].array(), *a[1].array(), c.loc)); }
+Value b_matmul(const BuiltinCall& c, Args a) {
+    ArrayPtr r = ops::matmul_array(*a[0].array(), *a[1].array(), c.loc);
+    if (r->rank() == 0) return Value(r->get(0));  // vector @ vector: the dot product
+    return Value(std::move(r));
+}
 
 // ---------------------------------------------------------------- elementwise functions
 // result[i] = f arrays[0][i] arrays[1][i] ... over every element of any rank.
@@ -348,7 +352,10 @@ Value b_sort_by_key(const BuiltinCall& c, Args a) {
 Value b_iterate(const BuiltinCall& c, Args a) {
     const Callable& f = as_callable(a[1]);
     Value x = a[2];
-    for (int64_t k = 0, n = int_arg(a[0]); k < n; ++k) x = call(c, f, Args(&x, 1));
+    for (int64_t k = 0, n = int_arg(a[0]); k < n; ++k) {
+        const int64_t before = plans_run(c.ctx);
+        x = carried(call(c, f, Args(&x, 1)), c.ctx, before);
+    }
     return x;
 }
 

@@ -473,6 +473,11 @@ void append(DisplayData& d, const DisplayData& part, const std::string& title = 
 DisplayData profile_display(const ProfileReport& report, double wall_seconds, const std::string& engine,
                             const TransferCounters& moved, const GpuModel& gpu) {
     const std::vector<KernelProfile>& kernels = report.kernels;
+    if (kernels.empty() && !report.calls.empty()) {
+        DisplayData d;
+        d.plain = engine + "; the statement took " + duration_text(wall_seconds) + " in all\n" + calls_text(report.calls);
+        return d;
+    }
     if (kernels.empty()) {
         DisplayData d;
         d.plain = "no kernels ran (" + duration_text(wall_seconds) +
@@ -557,11 +562,29 @@ DisplayData profile_display(const ProfileReport& report, double wall_seconds, co
     for (const PlanDecisions& p : report.plans)
         fusion.push_back({p.plan, p.source.empty() ? "-" : p.source, joined(p.fused), joined(p.materialised)});
     append(d, table_display(fusion, false, ""), "fusion decisions");
+    if (!report.calls.empty()) {
+        d.plain += "\n" + calls_text(report.calls);
+        d.rich["text/html"] += "<pre>" + html_escape(calls_text(report.calls)) + "</pre>";
+    }
     return d;
 }
 
+// "library calls: gemm 3.1 ms (1 call, OpenBLAS sgemm, 87.0 GFLOP/s) for a @ b -- matmul: the BLAS (...)"
+std::string calls_text(const std::vector<LibraryCallProfile>& calls) {
+    std::string t = "library calls:";
+    for (const LibraryCallProfile& c : calls) {
+        char rate[48] = "";
+        if (c.nanoseconds > 0)
+            std::snprintf(rate, sizeof rate, ", %.1f GFLOP/s", static_cast<double>(c.flops) / static_cast<double>(c.nanoseconds));
+        t += "\n  " + c.plan + " / " + c.function + ": " + duration_text(static_cast<double>(c.nanoseconds) * 1e-9) + " (" +
+             std::to_string(c.calls) + (c.calls == 1 ? " call, " : " calls, ") + c.implementation + rate + ")" +
+             (c.source.empty() ? "" : " for " + c.source) + (c.why.empty() ? "" : "\n    why: " + c.why);
+    }
+    return t;
+}
+
 DisplayData time_display(const std::vector<KernelProfile>& kernels, double wall_seconds, bool compiled,
-                         const TimeBreakdown& breakdown) {
+                         const TimeBreakdown& breakdown, const std::vector<LibraryCallProfile>& calls) {
     const CompileCounters& built = breakdown.compiled;
     KernelProfile total;
     for (const KernelProfile& k : kernels) total += k;
@@ -576,6 +599,18 @@ DisplayData time_display(const std::vector<KernelProfile>& kernels, double wall_
                    (total.native_launches == 0           ? ")"
                     : total.native_launches == launches ? ", native code)"
                                                         : ", " + std::to_string(total.native_launches) + " as native code)");
+    if (!calls.empty()) {
+        int64_t n = 0, ns = 0;
+        std::string names;
+        for (const LibraryCallProfile& c : calls) {
+            n += c.calls;
+            ns += c.nanoseconds;
+            if (names.find(c.implementation) == std::string::npos) names += (names.empty() ? "" : ", ") + c.implementation;
+        }
+        const std::string text = std::string("library ") + (n == 1 ? "call " : "calls ") +
+                                 duration_text(static_cast<double>(ns) * 1e-9) + " (" + names + ")";
+        d.plain += launches ? "; " + text : " (" + text + ")";
+    }
     d.plain += "; front end " + duration_text(breakdown.front_end_seconds);
     if (built.compiled)
         d.plain += "; compiled " + std::to_string(built.compiled) + (built.compiled == 1 ? " kernel (" : " kernels (") +

@@ -50,6 +50,8 @@ struct TimeBreakdown {
     TransferCounters moved;        // host <-> device copies
 };
 DisplayData time_display(const std::vector<KernelProfile>& kernels, double wall_seconds, bool compiled,
-                         const TimeBreakdown& breakdown = {});
+                         const TimeBreakdown& breakdown = {}, const std::vector<LibraryCallProfile>& calls = {});
+// The library calls of a statement, one per line with why the plan made them.
+std::string calls_text(const std::vector<LibraryCallProfile>& calls);
 
 }  // namespace shoal

@@ -264,7 +264,8 @@ Value eval_loop_for(const Expr& e, const Env& env, EvalContext& ctx) {
         Env inner = extend(env, *e.pattern, x);
         const Value index(convert_scalar(Scalar::of_long(i), counter));
         inner = std::make_shared<const Frame>(Frame{e.counter, index, inner});
-        x = eval(e.kids[2], inner, ctx);
+        const int64_t before = plans_run(ctx);
+        x = carried(eval(e.kids[2], inner, ctx), ctx, before);
     }
     return x;
 }
@@ -275,7 +276,8 @@ Value eval_loop_while(const Expr& e, const Env& env, EvalContext& ctx) {
         check_cancel(ctx, e.loc);
         const Env inner = extend(env, *e.pattern, x);
         if (!decided(e.kids[1], inner, ctx, "the condition of a `while` loop").scalar().b) return x;
-        x = eval(e.kids[2], inner, ctx);
+        const int64_t before = plans_run(ctx);
+        x = carried(eval(e.kids[2], inner, ctx), ctx, before);
     }
 }
 
@@ -449,6 +451,19 @@ Value settle(const Value& v) {
     for (const Value& x : v.tuple()) elems.push_back(settle(x));
     return Value(std::move(elems));
 }
+
+// A loop's state computed at the end of a step that ran plans (as JAX's
+// fori_loop materialises its carry): a consumer in the step (a product, a
+// sum) read the state fused, so without this every step would be a new,
+// deeper plan to compile (a 500-step gradient descent compiled 138 plans)
+// and would recompute earlier steps' work. A step that only builds delayed
+// arrays (Spencer's `acc + w[k] * x[k:k + m]`) still fuses into one kernel.
+Value carried(const Value& x, const EvalContext& ctx, int64_t plans_before) {
+    if (!ctx.backend || ctx.tracer || ctx.backend->plans_run() == plans_before) return x;
+    return settle(x);
+}
+
+int64_t plans_run(const EvalContext& ctx) { return ctx.backend ? ctx.backend->plans_run() : 0; }
 
 std::vector<std::pair<std::string, Value>> bind_pattern(const PatternPtr& pattern, const Value& value) {
     std::vector<std::pair<std::string, Value>> out;

@@ -57,6 +57,8 @@ public:
         (void)a, (void)sel, (void)v, (void)loc;
         return std::nullopt;
     }
+    // Plans run so far (a loop step that ran one settles its state, `carried`).
+    virtual int64_t plans_run() const { return 0; }
 };
 
 // The value with every Delayed array (also inside tuples) forced to host
@@ -67,6 +69,13 @@ Value force(const Value& v);
 // a host array becomes that array, one kept in device memory stays Delayed
 // until a choke point forces it. Bindings are settled.
 Value settle(const Value& v);
+// A loop's (or `iterate`'s) state after a step: settled with a backend
+// outside `:emit`'s trace when the step ran plans (`plans_before`: the
+// backend's plans_run() when the step began), so that steps do not fuse
+// into each other.
+Value carried(const Value& x, const EvalContext& ctx, int64_t plans_before);
+// The backend's plans_run(), 0 without one.
+int64_t plans_run(const EvalContext& ctx);
 
 // `:emit` traces a function through the evaluator (codegen/emit_trace.h):
 // its parameters are placeholders whose scalars carry symbols. The evaluator

@@ -96,9 +96,24 @@ struct PlanDecisions {
     std::vector<std::string> materialised;  // "x: a host array (a binding)", "the map at 1:9: a top-level let binds it"
 };
 
+// A library call a plan made (a product through the BLAS): `:time` and
+// `:profile` show which path ran and why.
+struct LibraryCallProfile {
+    std::string plan;            // "matmul"
+    std::string function;        // "gemm"
+    std::string implementation;  // "OpenBLAS sgemm"
+    std::string why;             // the plan step's comment
+    std::string source;          // the source expression
+    int64_t calls = 0;
+    int64_t nanoseconds = 0;
+    int64_t flops = 0;
+    int64_t minimum_bytes = 0;
+};
+
 // Everything `:profile e` shows.
 struct ProfileReport {
     std::vector<KernelProfile> kernels;   // in order of first launch
+    std::vector<LibraryCallProfile> calls;  // in order of first call
     std::vector<PlanDecisions> plans;     // in order of running
     // The least global traffic the statement needs: every array it reads
     // that it did not compute loaded once, every result it keeps stored once.

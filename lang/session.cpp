@@ -774,7 +774,7 @@ struct SessionCommands {
             return true;
         }
         if (!let && !v.is_unit()) out.value(v, t, format_value(v, s.settings_.print_threshold));
-        out.display(time_display(report.kernels, wall, backend != nullptr, breakdown));
+        out.display(time_display(report.kernels, wall, backend != nullptr, breakdown, report.calls));
         return true;
     }
 
@@ -1082,7 +1082,8 @@ struct SessionCommands {
                      "\narch " + (s.settings_.arch.empty() ? "the GPU's (sm_90 without one)" : s.settings_.arch) +
                      "\nfusion " + on_off(s.settings_.optimisations.fusion) + "\nsharedmem " +
                      on_off(s.settings_.optimisations.shared_memory) + "\nhoist " +
-                     on_off(s.settings_.optimisations.hoist) + "\ngpu " + s.settings_.gpu);
+                     on_off(s.settings_.optimisations.hoist) + "\nblas " + on_off(s.settings_.optimisations.blas) +
+                     "\ngpu " + s.settings_.gpu);
             return true;
         }
         size_t sp = arg.find_first_of(" \t");
@@ -1099,7 +1100,7 @@ struct SessionCommands {
         }
         Optimisations& o = s.settings_.optimisations;
         for (auto [name, flag] : {std::pair<const char*, bool*>{"check", &s.settings_.check}, {"fusion", &o.fusion},
-                                  {"sharedmem", &o.shared_memory}, {"hoist", &o.hoist}}) {
+                                  {"sharedmem", &o.shared_memory}, {"hoist", &o.hoist}, {"blas", &o.blas}}) {
             if (key != name) continue;
             if (value == "on" || value == "off") {
                 *flag = value == "on";

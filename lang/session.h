@@ -53,6 +53,7 @@ struct Optimisations {
     bool fusion = true;         // producers fused into their consumers' kernels
     bool shared_memory = true;  // overlapping reads of one array served from shared tiles
     bool hoist = true;          // invariant nested array expressions computed once, before the kernel
+    bool blas = true;           // products call the vendor BLAS (cuBLAS, OpenBLAS) instead of the tiled kernel
 };
 
 struct SessionSettings {

@@ -868,6 +868,7 @@ public:
                 return true;
             }
             case Constraint::Kind::ShapeArg: return solve_shape_arg(c, force);
+            case Constraint::Kind::Matmul: return solve_matmul(c, force);
             case Constraint::Kind::Generator: {
                 Type rank = prune(c.types[0]);
                 if (rank->kind != TypeKind::Rank) {
@@ -1045,6 +1046,32 @@ public:
         bool simple = text.find_first_of(" +-*/()") == std::string::npos;
         return "Shoal does not convert implicitly; write `" + std::string(prim_name(target)) + " " +
                (simple ? text : "(" + text + ")") + "` to convert it to " + prim_name(target);
+    }
+
+    // Matmul types: {left array, right array, result}. A matrix times a
+    // matrix is a matrix; a vector on either side drops that axis (NumPy's
+    // matmul): matrix @ vector and vector @ matrix are vectors, vector @
+    // vector a scalar. Unknown ranks are matrices.
+    bool solve_matmul(const Constraint& c, bool force) {
+        Type left = prune(c.types[0]), right = prune(c.types[1]);
+        Type lr = prune(left->args[0]), rr = prune(right->args[0]);
+        if (lr->kind != TypeKind::Rank || rr->kind != TypeKind::Rank) {
+            if (!force) return false;
+            if (lr->kind != TypeKind::Rank) unify(lr, t_rank(2));
+            if (rr->kind != TypeKind::Rank) unify(rr, t_rank(2));
+            lr = prune(lr);
+            rr = prune(rr);
+        }
+        for (const auto& [rank, side] : {std::pair{lr, "left"}, std::pair{rr, "right"}})
+            if (rank->rank > 2)
+                user_error(ErrorKind::Type, c.loc,
+                           "`" + c.what + "` multiplies matrices and vectors (rank 2 or 1); its " + side +
+                               " operand has rank " + std::to_string(rank->rank),
+                           {"for a product per leading index, map over it: `map (\\i -> a[i] @ b) (iota (rows a))`"});
+        const int rank = (lr->rank == 2) + (rr->rank == 2);
+        const Type elem = left->args[1];
+        expect(c.types[2], rank == 0 ? elem : t_array(rank, elem), c.loc, "result of `" + c.what + "`");
+        return true;
     }
 
     // ShapeArg types: {shape, rank}
@@ -1412,8 +1439,9 @@ std::map<std::string, SchemePtr> make_builtin_schemes() {
     }
     for (const char* f : {"matmul", "@"}) {
         SchemeBuilder b;
-        Type e = b.var(ClassFloating | ClassNum, true);
-        m[f] = b.done(t_func({t_array(2, e), t_array(2, e)}, t_array(2, e)));
+        Type e = b.var(ClassFloating | ClassNum, true), r1 = b.rank(), r2 = b.rank(), res = b.var();
+        b.constrain(K::Matmul, {arr(r1, e), arr(r2, e), res});
+        m[f] = b.done(t_func({arr(r1, e), arr(r2, e)}, res));
     }
     {
         SchemeBuilder b;

@@ -29,6 +29,7 @@ struct Constraint {
         Generator,    // fn = int -> ... -> elem, one int per dimension of rank r
         IndexResult,  // result of indexing an array with n_indices plain indices among n_args
         Assign,       // `a with [...] = v`: v is the selected part or one element (broadcast)
+        Matmul,       // {left, right, result} of `@`: NumPy's ranks (a vector is a row on the left, a column on the right)
     };
     Kind kind;
     std::vector<Type> types;  // layout per kind, see typecheck.cpp

@@ -1,5 +1,7 @@
 #include "runtime/cpu/cpu_executor.h"
 
+#include "runtime/cpu/blas.h"
+
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -59,14 +61,16 @@ public:
         if (tier_.tier() == Tier::Compare) return run_compared(plan, args, exec);
         // Checking mode and :profile's counters are the interpreter's.
         std::shared_ptr<const NativePlan> native;
-        if (!options.check && !options.counters) native = tier_.for_run(plan);
+        // A plan of library calls alone (a product) has nothing to build.
+        const bool builds = !options.check && !options.counters && !plan->kernels.empty();
+        if (builds) native = tier_.for_run(plan);
         args.native = native.get();
         std::shared_ptr<const NativePlan> switched;  // built while this run was interpreted
-        if (!native && !options.check && !options.counters && tier_.tier() == Tier::Auto)
+        if (!native && builds && tier_.tier() == Tier::Auto)
             args.native_when_ready = [&](double seconds) { return (switched = tier_.when_ready(plan, seconds)).get(); };
         const auto start = std::chrono::steady_clock::now();
         ir::PlanOutcome out = run_into_arrays(*plan, args, exec);
-        if (!native && !switched)
+        if (builds && !native && !switched)
             tier_.ran_interpreted(plan, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
         return out;
     }
@@ -80,9 +84,9 @@ public:
     // tier keeps its tiles (their code tested natively) and sorts as users get them.
     ir::LoweringTarget lowering_target(const ir::RunOptions& options) const override {
         const Tier t = tier_.tier();
-        if (options.check || options.counters || t == Tier::Interpret) return {};
+        if (options.check || options.counters || t == Tier::Interpret) return {.library_gemm = have_blas()};
         const int cores = worker_count(0, std::numeric_limits<int64_t>::max());
-        return {.shared_tiles = t == Tier::Compare, .cpu_cores = cores};
+        return {.shared_tiles = t == Tier::Compare, .cpu_cores = cores, .library_gemm = have_blas()};
     }
     CompileCounters compilation() const override { return tier_.waited_builds(); }
     std::string cache_report() const override { return tier_.cache_report(); }
@@ -119,6 +123,7 @@ private:
         out.scalars = std::move(r.scalars);
         out.kernel_counters = std::move(r.kernel_counters);
         out.total = r.total;
+        out.calls = std::move(r.calls);
         return out;
     }
 

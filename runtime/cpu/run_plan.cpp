@@ -1,5 +1,6 @@
 #include "runtime/cpu/run_plan.h"
 
+#include "runtime/cpu/blas.h"
 #include "runtime/cpu/native_tier.h"
 
 #include <chrono>
@@ -32,6 +33,7 @@ public:
                 case ir::StepKind::Launch: launch(s); break;
                 case ir::StepKind::Check: check(s); break;
                 case ir::StepKind::ReadBack: read_back(s); break;
+                case ir::StepKind::Call: call(s); break;
                 case ir::StepKind::Free:
                     bound_.erase(s.buffer);
                     owned_.erase(s.buffer);  // back to the recycling allocator
@@ -125,6 +127,25 @@ private:
     void check(const ir::PlanStep& s) {
         const KernelError err = std::exchange(errors_[static_cast<size_t>(s.kernel)], KernelError{});
         if (err.code >= 0) ir::raise_failed_check(plan_.kernels[static_cast<size_t>(s.kernel)], err.code, err.index, err.extent);
+    }
+
+    // A library call (codegen/library_calls.h) on the host's BLAS.
+    void call(const ir::PlanStep& s) {
+        if (s.grid && ir::eval_host_int(s.grid, lookup_) == 0) return;
+        SHOAL_INTERNAL_ASSERT(s.call.function == "gemm", "run_plan: no library function " + s.call.function);
+        const ir::GemmShape g = ir::gemm_shape(s.call, lookup_);
+        const ir::ScalarType t = plan_.find_buffer(s.call.writes[0])->elem;
+        const auto start = std::chrono::steady_clock::now();
+        gemm(t, g, buffer(s.call.reads[0]).data, buffer(s.call.reads[1]).data, buffer(s.call.writes[0]).data);
+        ir::CallCounters c;
+        c.function = s.call.function;
+        c.implementation = std::string("OpenBLAS ") + (t == ir::ScalarType::F32 ? "sgemm" : "dgemm");
+        c.comment = s.comment;
+        c.calls = 1;
+        c.nanoseconds = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
+        c.flops = g.flops();
+        c.minimum_bytes = g.elements() * static_cast<int64_t>(ir::scalar_size(t));
+        result_.calls.push_back(std::move(c));
     }
 
     void read_back(const ir::PlanStep& s) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "codegen/launch_plan.h"
+#include "codegen/plan_executor.h"
 #include "runtime/cpu/executor.h"
 #include "runtime/cpu/host_memory.h"
 
@@ -55,6 +56,7 @@ struct PlanResult {
     std::map<std::string, ir::HostValue> scalars;     // every scalar that got a value (inputs, derived, read back)
     std::vector<Counters> kernel_counters;            // per plan kernel (index as in plan.kernels)
     Counters total;                                   // summed over all launches
+    std::vector<ir::CallCounters> calls;              // per library call made
 };
 
 // Throws shoal::Error(Runtime) at the check's location when a kernel records

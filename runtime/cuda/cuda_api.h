@@ -13,6 +13,7 @@
 #include <string>
 
 #include "codegen/ir.h"
+#include "codegen/library_calls.h"
 
 namespace shoal::cuda {
 
@@ -69,6 +70,16 @@ public:
     virtual cudaError_t eventRecord(cudaEvent_t event, cudaStream_t stream) = 0;
     virtual cudaError_t eventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) = 0;
     virtual cudaError_t eventDestroy(cudaEvent_t event) = 0;
+
+    // cuBLAS (library_calls.h "gemm", in row-major terms) on the stream.
+    // The real runtime loads libcublas at the first call (Shoal starts
+    // without it); blas() says what implements it, or "" when nothing does
+    // (products then run as generated kernels). A cuBLAS failure is
+    // cudaErrorUnknown with `blas_error` saying what cuBLAS said.
+    virtual std::string blas() = 0;
+    virtual cudaError_t gemm(cudaStream_t stream, ir::ScalarType elem, const ir::GemmShape& shape, const void* a,
+                             const void* b, void* c) = 0;
+    virtual std::string blas_error() const { return ""; }
 
     // Errors.
     virtual cudaError_t getLastError() = 0;

@@ -243,6 +243,7 @@ public:
                 case ir::StepKind::Launch: launch(s); break;
                 case ir::StepKind::Check: copy_error_record(s.kernel); break;
                 case ir::StepKind::ReadBack: read_back(s); break;
+                case ir::StepKind::Call: call(s); break;
                 case ir::StepKind::Free: bound_.erase(s.buffer); break;
             }
         }
@@ -363,6 +364,38 @@ private:
         ++outcome_.total.launches;
     }
 
+    // A library call (codegen/library_calls.h): cuBLAS on the session's
+    // stream, in order with the launches around it.
+    void call(const ir::PlanStep& s) {
+        if (s.grid && ir::eval_host_int(s.grid, lookup_) == 0) return;
+        SHOAL_INTERNAL_ASSERT(s.call.function == "gemm", "cuda executor: no library function " + s.call.function);
+        const ir::GemmShape g = ir::gemm_shape(s.call, lookup_);
+        const ir::ScalarType t = buffer(s.call.writes[0])->elem();
+        Timing timing{0, nullptr, nullptr, outcome_.calls.size()};
+        if (options_.timed) {
+            timing.start = device_.take_event();
+            device_.check(device_.api().eventRecord(timing.start, device_.stream()), "cudaEventRecord");
+        }
+        const cudaError_t e = device_.api().gemm(device_.stream(), t, g, buffer(s.call.reads[0])->ptr(),
+                                                 buffer(s.call.reads[1])->ptr(), buffer(s.call.writes[0])->ptr());
+        if (e == cudaErrorUnknown && !device_.api().blas_error().empty())
+            user_error(ErrorKind::Runtime, Loc{}, "matmul: " + device_.api().blas_error());
+        device_.check(e, "cublasGemm");
+        if (options_.timed) {
+            timing.end = device_.take_event();
+            device_.check(device_.api().eventRecord(timing.end, device_.stream()), "cudaEventRecord");
+            timings_.push_back(timing);
+        }
+        ir::CallCounters c;
+        c.function = s.call.function;
+        c.implementation = device_.api().blas() + (t == ir::ScalarType::F32 ? ": gemm (float)" : ": gemm (double)");
+        c.comment = s.comment;
+        c.calls = 1;
+        c.flops = g.flops();
+        c.minimum_bytes = g.elements() * static_cast<int64_t>(ir::scalar_size(t));
+        outcome_.calls.push_back(std::move(c));
+    }
+
     // A Check step: the record comes to the host with the stream; it is
     // looked at when the host next waits (a read-back, or the plan's end).
     void copy_error_record(int kernel) {
@@ -406,8 +439,12 @@ private:
             float ms = 0;
             device_.check(device_.api().eventElapsedTime(&ms, t.start, t.end), "cudaEventElapsedTime");
             const auto ns = static_cast<int64_t>(static_cast<double>(ms) * 1e6);
-            outcome_.kernel_counters[t.kernel].nanoseconds += ns;
-            outcome_.total.nanoseconds += ns;
+            if (t.call != kNoCall) {
+                outcome_.calls[t.call].nanoseconds += ns;
+            } else {
+                outcome_.kernel_counters[t.kernel].nanoseconds += ns;
+                outcome_.total.nanoseconds += ns;
+            }
             device_.give_event(t.start);
             device_.give_event(t.end);
         }
@@ -418,9 +455,11 @@ private:
         int kernel;
         ErrorRecord record;
     };
+    static constexpr size_t kNoCall = SIZE_MAX;
     struct Timing {
         size_t kernel;
         cudaEvent_t start, end;
+        size_t call = kNoCall;  // a library call's (index in outcome_.calls), not a kernel's
     };
 
     Device& device_;
@@ -442,6 +481,10 @@ public:
         : device_(std::move(device)), compiler_(std::move(compiler)) {}
 
     std::string name() const override { return "cuda"; }
+    // Products call cuBLAS where it loads; else they stay generated kernels.
+    ir::LoweringTarget lowering_target(const ir::RunOptions&) const override {
+        return {.library_gemm = !device_->api().blas().empty()};
+    }
     std::string lost_reason() const override { return device_->lost_reason(); }
     TransferCounters transfers() const override { return device_->transfers(); }
     std::string gpu_arch() const override { return device_->info().arch(); }

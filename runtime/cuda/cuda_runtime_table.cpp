@@ -4,9 +4,89 @@
 // or cudaErrorNoDevice and the session stays on the CPU executor.
 #include "runtime/cuda/cuda_api.h"
 
+#include <cublas_api.h>
+#include <dlfcn.h>
+
+#include <mutex>
+
 namespace shoal::cuda {
 
 namespace {
+
+// cuBLAS, loaded at its first use (as NVRTC is): a machine without it still
+// runs Shoal, with products as generated kernels. One handle, on the
+// session's stream.
+class Cublas {
+public:
+    // "cuBLAS 13.0 (libcublas.so.13)", or "" with `why` saying what is missing.
+    std::string load(std::string& why) {
+        std::call_once(once_, [this] { open(); });
+        why = why_;
+        return name_;
+    }
+
+    cudaError_t gemm(cudaStream_t stream, ir::ScalarType elem, const ir::GemmShape& g, const void* a, const void* b,
+                     void* c, std::string& error) {
+        if (set_stream_(handle_, stream) != CUBLAS_STATUS_SUCCESS) return fail("cublasSetStream", error);
+        // cuBLAS is column-major: c^T (m x n) = op(b)^T op(a)^T, each row-major
+        // matrix read as its transpose.
+        const cublasOperation_t ob = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, oa = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+        const int n = int(g.n), m = int(g.m), k = int(g.k);
+        const int ldb = g.trans_b ? k : m, lda = g.trans_a ? n : k;
+        cublasStatus_t st;
+        if (elem == ir::ScalarType::F32) {
+            const float one = 1, zero = 0;
+            st = sgemm_(handle_, ob, oa, m, n, k, &one, static_cast<const float*>(b), ldb, static_cast<const float*>(a),
+                        lda, &zero, static_cast<float*>(c), m);
+        } else {
+            const double one = 1, zero = 0;
+            st = dgemm_(handle_, ob, oa, m, n, k, &one, static_cast<const double*>(b), ldb,
+                        static_cast<const double*>(a), lda, &zero, static_cast<double*>(c), m);
+        }
+        return st == CUBLAS_STATUS_SUCCESS ? cudaSuccess : fail(elem == ir::ScalarType::F32 ? "cublasSgemm" : "cublasDgemm", error, st);
+    }
+
+private:
+    cudaError_t fail(const char* call, std::string& error, cublasStatus_t st = CUBLAS_STATUS_INTERNAL_ERROR) {
+        error = std::string(call) + " failed with status " + std::to_string(int(st));
+        return cudaErrorUnknown;
+    }
+
+    void open() {
+        std::vector<std::string> names = {"libcublas.so.13", "libcublas.so.12", "libcublas.so"};
+#ifdef SHOAL_CUDA_LIBRARY_DIR
+        for (size_t i = 0, n = names.size(); i < n; ++i) names.push_back(std::string(SHOAL_CUDA_LIBRARY_DIR) + "/" + names[i]);
+#endif
+        for (const std::string& name : names) {
+            void* lib = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);  // never closed
+            if (!lib) continue;
+            auto bind = [lib](auto& slot, const char* symbol) {
+                slot = reinterpret_cast<std::remove_reference_t<decltype(slot)>>(dlsym(lib, symbol));
+                return slot != nullptr;
+            };
+            if (!bind(create_, "cublasCreate_v2") || !bind(set_stream_, "cublasSetStream_v2") ||
+                !bind(sgemm_, "cublasSgemm_v2") || !bind(dgemm_, "cublasDgemm_v2")) {
+                why_ = name + " lacks the gemm functions";
+                continue;
+            }
+            if (create_(&handle_) != CUBLAS_STATUS_SUCCESS) {
+                why_ = "cublasCreate failed (" + name + ")";
+                return;
+            }
+            name_ = "cuBLAS (" + name + ")";
+            return;
+        }
+        if (why_.empty()) why_ = "libcublas.so not found";
+    }
+
+    std::once_flag once_;
+    std::string name_, why_;
+    cublasHandle_t handle_ = nullptr;
+    decltype(&cublasCreate_v2) create_ = nullptr;
+    decltype(&cublasSetStream_v2) set_stream_ = nullptr;
+    decltype(&cublasSgemm_v2) sgemm_ = nullptr;
+    decltype(&cublasDgemm_v2) dgemm_ = nullptr;
+};
 
 class CudaRuntime final : public CudaApi {
 public:
@@ -64,9 +144,23 @@ public:
         return cudaEventElapsedTime(ms, start, end);
     }
     cudaError_t eventDestroy(cudaEvent_t event) override { return cudaEventDestroy(event); }
+    std::string blas() override {
+        std::string why;
+        return cublas_.load(why);
+    }
+    cudaError_t gemm(cudaStream_t stream, ir::ScalarType elem, const ir::GemmShape& shape, const void* a, const void* b,
+                     void* c) override {
+        if (blas().empty()) return cudaErrorNotSupported;
+        return cublas_.gemm(stream, elem, shape, a, b, c, blas_error_);
+    }
+    std::string blas_error() const override { return blas_error_; }
     cudaError_t getLastError() override { return cudaGetLastError(); }
     const char* getErrorName(cudaError_t error) override { return cudaGetErrorName(error); }
     const char* getErrorString(cudaError_t error) override { return cudaGetErrorString(error); }
+
+private:
+    Cublas cublas_;
+    std::string blas_error_;
 };
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <set>
 
 #include "lang/diagnostics.h"
+#include "runtime/cpu/blas.h"
 #include "runtime/cpu/executor.h"
 
 namespace shoal::cuda {
@@ -281,6 +282,30 @@ public:
         device_range(ptr, bytes, "memsetAsync");
         s.queue.push_back([this, ptr, value, bytes] {
             if (bytes) std::memset(device_range(ptr, bytes, "memsetAsync"), value, bytes);
+        });
+        return cudaSuccess;
+    }
+
+    // cuBLAS's gemm as the CPU BLAS on the allocations' host memory, in
+    // stream order; every operand must be device memory large enough for
+    // its matrix (as cuBLAS would read and write it).
+    std::string blas() override { return cpu::have_blas() ? "cuBLAS simulated by the CPU BLAS" : ""; }
+    cudaError_t gemm(cudaStream_t stream, ir::ScalarType elem, const ir::GemmShape& g, const void* a, const void* b,
+                     void* c) override {
+        std::lock_guard lock(mutex_);
+        Stream& s = find_stream(stream);
+        if (sticky_ != cudaSuccess) return sticky_;
+        if (!cpu::have_blas()) return cudaErrorNotSupported;
+        const size_t size = ir::scalar_size(elem);
+        const size_t a_bytes = size_t(g.n * g.k) * size, b_bytes = size_t(g.k * g.m) * size, c_bytes = size_t(g.n * g.m) * size;
+        for (const void* p : {a, b, static_cast<const void*>(c)})
+            if (!is_device(p)) violation("gemm given a host address");
+        device_range(a, a_bytes, "gemm operand a");
+        device_range(b, b_bytes, "gemm operand b");
+        device_range(c, c_bytes, "gemm result c");
+        s.queue.push_back([this, elem, g, a, b, c, a_bytes, b_bytes, c_bytes] {
+            cpu::gemm(elem, g, device_range(a, a_bytes, "gemm operand a"), device_range(b, b_bytes, "gemm operand b"),
+                      device_range(c, c_bytes, "gemm result c"));
         });
         return cudaSuccess;
     }

@@ -296,5 +296,50 @@ TEST_CASE("occupancy: threads, registers and shared memory limit resident blocks
     CHECK(smem.limited_by == "shared memory");
 }
 
+TEST_CASE("cuda executor: products call cuBLAS (the simulated device's CPU BLAS), stream-ordered, device pointers only") {
+    SimulatedSession s;
+    CHECK(s.run("let a = generate (64, 48) (\\i j -> float ((i + 2 * j) % 7) - 3.0)\n"
+                "let b = generate (48, 40) (\\i j -> float ((i * j) % 5) * 0.5)\nlet c = a @ b\n"
+                "let v = generate 48 (\\i -> float (i % 3))") == "");
+    CompiledBackend& b = *s.session.compiled_backend();
+    CHECK(!b.transfers().to_host_copies);  // the product stays on the device
+    // The same numbers as the CPU executor's BLAS and as the tiled kernel.
+    const char* products = "c[5, 0:6]\na @ v\nsum (flatten ((a * 2.0) @ b))\nsum (flatten c)";
+    const std::string cuda = s.run(products);
+    CHECK(cuda == "[0.0, 0.0, 0.0, -2.5, -2.5, 0.0]\n[-1.0, 5.0, 11.0, ..., -6.0, -7.0, -1.0] (64)\n-160.0\n-80.0\n");
+    s.run(":set executor cpu");
+    CHECK(s.run(products) == cuda);
+    s.run(":set executor cuda");
+    const std::string timed = s.run(":time a @ b");
+    INFO(timed);
+    CHECK(timed.find("library call") != std::string::npos);
+    CHECK(timed.find("cuBLAS simulated by the CPU BLAS") != std::string::npos);
+}
+
+TEST_CASE("simulated device: gemm reads and writes device memory in stream order; host pointers are violations") {
+    auto device = cuda::simulated_device();
+    Stream st(*device);
+    const float a[6] = {1, 2, 3, 4, 5, 6}, b[6] = {1, 0, 0, 1, 1, 1};  // 2 x 3 and 3 x 2
+    float c[4] = {};
+    void* da = st.alloc(sizeof a);
+    void* db = st.alloc(sizeof b);
+    void* dc = st.alloc(sizeof c);
+    CHECK(device->memcpyAsync(da, a, sizeof a, cudaMemcpyHostToDevice, st.s) == cudaSuccess);
+    CHECK(device->memcpyAsync(db, b, sizeof b, cudaMemcpyHostToDevice, st.s) == cudaSuccess);
+    const ir::GemmShape g{2, 2, 3, false, false};
+    CHECK(device->gemm(st.s, ir::ScalarType::F32, g, da, db, dc) == cudaSuccess);
+    CHECK(device->memcpyAsync(c, dc, sizeof c, cudaMemcpyDeviceToHost, st.s) == cudaSuccess);
+    CHECK(c[0] == 0);  // nothing ran before the synchronisation
+    CHECK(device->streamSynchronize(st.s) == cudaSuccess);
+    CHECK(c[0] == 4);
+    CHECK(c[1] == 5);
+    CHECK(c[2] == 10);
+    CHECK(c[3] == 11);
+    CHECK_THROWS_WITH_AS(device->gemm(st.s, ir::ScalarType::F32, g, a, db, dc), doctest::Contains("host address"), Error);
+    const ir::GemmShape big{4, 4, 3, false, false};  // c holds 4 elements, not 16
+    CHECK_THROWS_WITH_AS(device->gemm(st.s, ir::ScalarType::F32, big, da, db, dc), doctest::Contains("past its allocation"), Error);
+}
+
 }  // namespace shoal
 #endif
+

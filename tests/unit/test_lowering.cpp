@@ -639,6 +639,7 @@ std::vector<std::string> step_names(const LaunchPlan& plan) {
             case StepKind::Check: out.push_back("check " + plan.kernels[s.kernel].name); break;
             case StepKind::ReadBack: out.push_back("read back " + s.scalar); break;
             case StepKind::Free: out.push_back("free " + s.buffer); break;
+            case StepKind::Call: out.push_back("call " + s.call.function); break;
         }
     }
     return out;

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Issue 22's cases side by side: each case of cliffs.shoal timed with :time
+# in one native-tier session (best of 5 after a first run, which builds its
+# plans), then NumPy (peers.py, in the venv bench/tiers makes on first use).
+# Prints case, Shoal ms, NumPy ms and the ratio. BUILD=dir picks the build.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+build=${BUILD:-build}
+python=$build/bench-venv-tiers/bin/python
+if [ ! -x "$python" ]; then
+  python3 -m venv "$build/bench-venv-tiers" && "$build/bench-venv-tiers/bin/pip" install -q numpy numexpr "jax[cpu]"
+fi
+out=$(mktemp -d)
+SHOAL_CACHE_DIR=$out/cache SHOAL_CPU_TIER=native "$build/shoal" bench/cliffs/cliffs.shoal >"$out/shoal" 2>&1
+"$python" bench/cliffs/peers.py >"$out/peers"
+"$python" - "$out" bench/cliffs/cliffs.shoal <<'PY'
+import re, sys
+out, script = sys.argv[1], sys.argv[2]
+names = [l[3:].strip() for l in open(script) if re.match(r"-- [a-z0-9_x]+$", l.strip())]
+def ms(text):
+    v, unit = text.split()
+    return float(v) * {"ms": 1, "s": 1000, "us": 1e-3}[unit]
+times = [ms(m.group(1)) for m in (re.match(r"time: ([0-9.]+ [mu]?s)", l) for l in open(out + "/shoal")) if m]
+peers = dict(l.split() for l in open(out + "/peers"))
+print("%-18s %10s %10s %7s" % ("case", "shoal ms", "numpy ms", "ratio"))
+for i, n in enumerate(names):
+    s = min(times[6 * i + 1:6 * i + 6])
+    p = float(peers[n])
+    print("%-18s %10.2f %10.2f %6.2fx" % (n, s, p, s / p))
+PY
+rm -rf "$out"

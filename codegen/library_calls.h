@@ -1,0 +1,50 @@
+// The library functions a launch plan's host program may call (a Call step,
+// launch_plan.h), and what their arguments mean. Every executor implements
+// each of them with its device's vendor library: the CPU executor with the
+// CPU BLAS (OpenBLAS, runtime/cpu/blas.h), the CUDA executor with cuBLAS
+// (the simulated device with the CPU BLAS on its host-backed memory). The
+// later issues add LAPACK / cuSOLVER and collectives across ranks here.
+//
+//   gemm(n, m, k, trans_a, trans_b; a, b; c)
+//       c (n x m, row-major) = op(a) op(b), float or double (all three of
+//       one type), where op(a) is n x k: a stored row-major as n x k, or as
+//       k x n when trans_a != 0; op(b) is k x m: b stored as k x m, or as
+//       m x k when trans_b != 0. k == 0 gives zeros. Results are within
+//       float tolerance of the reference evaluator's sums in order (the one
+//       documented exception to bit-identical results, docs/semantics.md).
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "codegen/launch_plan.h"
+
+namespace shoal::ir {
+
+struct LibraryFunction {
+    const char* name;
+    int args, reads, writes;  // how many of each a call has
+    const char* summary;      // one line: `:cuda` and docs
+};
+
+// The function of that name, or null.
+const LibraryFunction* find_library_function(const std::string& name);
+
+// Checks a call against its function: arity, buffer element types
+// (an internal error names what is wrong).
+void verify_library_call(const LaunchPlan& plan, const LibraryCall& call);
+
+// ---------------------------------------------------------------- gemm
+struct GemmShape {
+    int64_t n = 0, m = 0, k = 0;
+    bool trans_a = false, trans_b = false;
+    // What it moves and computes at least (`:profile`).
+    int64_t flops() const { return 2 * n * m * k; }
+    int64_t elements() const { return n * k + k * m + n * m; }
+};
+LibraryCall gemm_call(ExprPtr n, ExprPtr m, ExprPtr k, bool trans_a, bool trans_b, const std::string& a,
+                      const std::string& b, const std::string& c);
+// The extents of a gemm call, its arguments evaluated.
+GemmShape gemm_shape(const LibraryCall& call, const std::function<HostValue(const std::string&)>& lookup);
+
+}  // namespace shoal::ir

@@ -1,0 +1,127 @@
+#include "runtime/cpu/blas.h"
+
+#include <algorithm>
+#include <climits>
+#include <cstring>
+#include <mutex>
+
+#include "lang/diagnostics.h"
+#include "runtime/cpu/thread_pool.h"
+
+#ifdef SHOAL_HAVE_OPENBLAS
+#include <cblas.h>
+#endif
+
+namespace shoal::cpu {
+
+#ifdef SHOAL_HAVE_OPENBLAS
+
+namespace {
+
+// OpenBLAS' own threads stay idle: each call runs on the thread making it.
+void single_threaded() {
+    static std::once_flag once;
+    std::call_once(once, [] { openblas_set_num_threads(1); });
+}
+
+int blas_int(int64_t v, const char* what) {
+    if (v > INT_MAX)
+        user_error(ErrorKind::Runtime, Loc{},
+                   std::string("matmul: the ") + what + " extent " + std::to_string(v) +
+                       " is beyond the BLAS' 32-bit integers; split the product");
+    return static_cast<int>(v);
+}
+
+// One panel of the product: rows [r0, r1) and columns [c0, c1) of c.
+template <class T>
+void panel(const ir::GemmShape& s, const T* a, const T* b, T* c, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+    const int rows = int(r1 - r0), cols = int(c1 - c0), k = int(s.k), m = int(s.m);
+    // op(a) row r starts at a + r * k (a is n x k), or at a + r with stride n (a is k x n).
+    const T* ap = s.trans_a ? a + r0 : a + r0 * s.k;
+    const int lda = s.trans_a ? int(s.n) : k;
+    const int a_step = s.trans_a ? int(s.n) : 1;  // along a row of op(a)
+    // op(b) column j starts at b + j with stride m (b is k x m), or at b + j * k (b is m x k).
+    const T* bp = s.trans_b ? b + c0 * s.k : b + c0;
+    const int ldb = s.trans_b ? k : m;
+    const int b_step = s.trans_b ? 1 : m;  // down a column of op(b)
+    T* cp = c + r0 * s.m + c0;
+    const auto ta = s.trans_a ? CblasTrans : CblasNoTrans, tb = s.trans_b ? CblasTrans : CblasNoTrans;
+    // OpenBLAS 0.3.21's gemm does not forward a single row or column to gemv (3-10x slower there).
+    if (cols == 1) {  // c[:, j] = op(a) b[:, j]
+        if constexpr (std::is_same_v<T, float>)
+            cblas_sgemv(CblasRowMajor, ta, s.trans_a ? k : rows, s.trans_a ? rows : k, 1.0f, ap, lda, bp, b_step, 0.0f, cp, m);
+        else
+            cblas_dgemv(CblasRowMajor, ta, s.trans_a ? k : rows, s.trans_a ? rows : k, 1.0, ap, lda, bp, b_step, 0.0, cp, m);
+    } else if (rows == 1) {  // c[i, :] = op(b)^T a[i, :]
+        const auto tt = s.trans_b ? CblasNoTrans : CblasTrans;
+        if constexpr (std::is_same_v<T, float>)
+            cblas_sgemv(CblasRowMajor, tt, s.trans_b ? cols : k, s.trans_b ? k : cols, 1.0f, bp, ldb, ap, a_step, 0.0f, cp, 1);
+        else
+            cblas_dgemv(CblasRowMajor, tt, s.trans_b ? cols : k, s.trans_b ? k : cols, 1.0, bp, ldb, ap, a_step, 0.0, cp, 1);
+    } else if constexpr (std::is_same_v<T, float>) {
+        cblas_sgemm(CblasRowMajor, ta, tb, rows, cols, k, 1.0f, ap, lda, bp, ldb, 0.0f, cp, m);
+    } else {
+        cblas_dgemm(CblasRowMajor, ta, tb, rows, cols, k, 1.0, ap, lda, bp, ldb, 0.0, cp, m);
+    }
+}
+
+template <class T> void gemm_of(const ir::GemmShape& s, const T* a, const T* b, T* c, int workers) {
+    if (s.n == 0 || s.m == 0) return;
+    if (s.k == 0) {
+        std::fill(c, c + s.n * s.m, T(0));
+        return;
+    }
+    blas_int(s.n, "row");
+    blas_int(s.m, "column");
+    blas_int(s.k, "inner");
+    single_threaded();
+    // Panels along the longer side of c, a few per worker so that one slow
+    // thread does not hold the others; below ~1 MFLOP one thread is faster.
+    const bool by_rows = s.n >= s.m;
+    const int64_t side = by_rows ? s.n : s.m;
+    const int threads = s.flops() < (int64_t{1} << 20) ? 1 : worker_count(workers, side);
+    const int64_t pieces = std::min<int64_t>(side, threads == 1 ? 1 : int64_t{threads} * 4);
+    const int64_t per = (side + pieces - 1) / pieces;
+    run_in_chunks(pieces, threads, 1, [&]() -> ChunkWork {
+        return [&](int64_t begin, int64_t end, const std::atomic<bool>&) {
+            for (int64_t p = begin; p < end; ++p) {
+                const int64_t lo = p * per, hi = std::min(side, lo + per);
+                if (lo >= hi) continue;
+                if (by_rows) panel(s, a, b, c, lo, hi, 0, s.m);
+                else panel(s, a, b, c, 0, s.n, lo, hi);
+            }
+        };
+    });
+}
+
+}  // namespace
+
+bool have_blas() { return true; }
+
+std::string blas_description() {
+    std::string config = openblas_get_config();
+    config = config.substr(0, config.find(' ', config.find(' ') + 1));  // "OpenBLAS 0.3.21"
+    return config + " (" + openblas_get_corename() + "), single-threaded calls on Shoal's " +
+           std::to_string(worker_count(0, INT_MAX)) + " workers";
+}
+
+void gemm(ir::ScalarType elem, const ir::GemmShape& s, const void* a, const void* b, void* c, int workers) {
+    if (elem == ir::ScalarType::F32)
+        gemm_of(s, static_cast<const float*>(a), static_cast<const float*>(b), static_cast<float*>(c), workers);
+    else if (elem == ir::ScalarType::F64)
+        gemm_of(s, static_cast<const double*>(a), static_cast<const double*>(b), static_cast<double*>(c), workers);
+    else
+        internal_error(__FILE__, __LINE__, "gemm of " + std::string(ir::scalar_name(elem)));
+}
+
+#else
+
+bool have_blas() { return false; }
+std::string blas_description() { return "no BLAS (Shoal was built without OpenBLAS: products run as generated kernels)"; }
+void gemm(ir::ScalarType, const ir::GemmShape&, const void*, const void*, void*, int) {
+    internal_error(__FILE__, __LINE__, "gemm called in a build without a BLAS");
+}
+
+#endif
+
+}  // namespace shoal::cpu

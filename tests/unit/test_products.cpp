@@ -1,0 +1,106 @@
+// Products (`@`, matmul) through the library-call step (codegen/library_calls.h):
+// the BLAS where the operands are in memory, a fused operand written to
+// memory first or read by the tiled kernel (a plan guard chooses), NumPy's
+// ranks (a vector on either side), every path within float tolerance of the
+// reference evaluator.
+#include <doctest/doctest.h>
+
+#include "differential.h"
+#include "session_capture.h"
+
+using namespace shoal;
+using shoal::testing::differential;
+
+namespace {
+
+// Statements on a compiled-backend session (no checking mode: the CPU's
+// own plan shapes); what it printed, errors included.
+std::string printed(Session& s, const std::string& text) {
+    testing::SessionCapture out;
+    s.execute(text, "<t>", out);
+    std::string all;
+    for (const auto& v : out.values) all += v + "\n";
+    for (const auto& t : out.texts) all += t + "\n";
+    for (const auto& e : out.errors) all += e + "\n";
+    return all;
+}
+
+const char* kShapes =
+    "let a = generate (37, 19) (\\i j -> float ((i * 7 + j * 3) % 11) - 5.0)\n"
+    "let b = generate (19, 23) (\\i j -> float ((i * 5 + j) % 13) * 0.25)\n"
+    "let v = generate 19 (\\i -> float (i % 5) - 2.0)\n"
+    "let u = generate 37 (\\i -> float (i % 3))\n"
+    "a @ b\n"                          // both in memory: the BLAS
+    "a @ v\n"                          // matrix-vector
+    "u @ a\n"                          // vector-matrix
+    "v @ v\n"                          // the dot product, a scalar
+    "matmul (transpose a) u\n"         // a transposed operand
+    "(a * 2.0) @ b\n"                  // a fused operand
+    "a @ (b + 1.0)\n"
+    "(a * 0.5) @ (v - 1.0)\n"          // fused matrix, fused vector
+    "generate (1, 19) (\\i j -> float j) @ b\n"
+    "a @ generate (19, 1) (\\i j -> float i)\n"
+    "generate (3, 0) (\\i j -> 1.0) @ generate (0, 4) (\\i j -> 1.0)\n"  // k = 0: zeros
+    "generate (0, 3) (\\i j -> 1.0) @ generate (3, 4) (\\i j -> 1.0)\n"
+    "let d = generate (33, 65) (\\i j -> double (i * j % 7) * 0.25)\n"
+    "d @ transpose d\n"
+    "sum (flatten (d @ transpose d))\n"
+    "transpose d @ generate 33 (\\i -> double i)\n";
+
+}  // namespace
+
+TEST_CASE("products: every shape, in memory or fused, vectors on either side: the reference's results") {
+    CHECK(differential(kShapes));
+    CHECK(differential(kShapes, ":set blas off"));  // the tiled kernel for every product
+}
+
+TEST_CASE("products: mismatched extents and ranks are the reference's errors; the session goes on") {
+    CHECK(differential("let a = generate (3, 4) (\\i j -> 1.0)\na @ [1.0, 2.0]\n[1.0, 2.0] @ a\na @ a\nsum (a @ [1.0, 2.0, 3.0, 4.0])"));
+    runtime::install_compiled_backend();
+    Session s;
+    const std::string e = printed(s, "let c = generate (2, 2, 2) (\\i j k -> 1.0)\nc @ [1.0, 2.0]\n1 + 1");
+    INFO(e);
+    CHECK(e.find("`@` multiplies matrices and vectors (rank 2 or 1); its left operand has rank 3") != std::string::npos);
+    CHECK(e.find("2\n") != std::string::npos);
+}
+
+TEST_CASE("products: the plan calls the BLAS for operands in memory; :time and :cuda say which path ran and why") {
+    runtime::install_compiled_backend();
+    Session s;
+    printed(s, "let a = generate (64, 32) (\\i j -> float (i + j))\nlet b = generate (32, 16) (\\i j -> float (i - j))");
+    const std::string plan = printed(s, ":cuda a @ b");
+    INFO(plan);
+    CHECK(plan.find("call gemm(") != std::string::npos);
+    CHECK(plan.find("(both operands in memory)") != std::string::npos);
+    CHECK(plan.find("\n  2. call gemm") != std::string::npos);  // no kernel at all: alloc, call
+    // A fused operand on the GPU: a guard chooses, at run time, between
+    // writing it to memory for the call and the tiled kernel reading it in place.
+    const std::string fused = printed(s, ":cuda (a * 2.0) @ b");
+    INFO(fused);
+    CHECK(fused.find("if (") != std::string::npos);
+    CHECK(fused.find("call gemm(") != std::string::npos);
+    CHECK(fused.find("shared tiles") != std::string::npos);
+    const std::string timed = printed(s, ":time a @ b");
+    INFO(timed);
+    CHECK(timed.find("library call") != std::string::npos);
+    CHECK(timed.find("OpenBLAS") != std::string::npos);
+    const std::string off = printed(s, ":set blas off\n:cuda a @ b");
+    CHECK(off.find("call gemm(") == std::string::npos);
+    CHECK(off.find("shared tiles") != std::string::npos);
+}
+
+TEST_CASE("products: a loop's state is computed each step, so every step runs the same cached plans") {
+    runtime::install_compiled_backend();
+    Session s;
+    printed(s, "let X = generate (200, 3) (\\i j -> float ((i + j) % 5) * 0.1)\nlet y = X @ [1.0, -2.0, 0.5]");
+    printed(s, "let step = \\w -> let r = X @ w - y in w - 0.01 * flatten (transpose X @ reshape (rows X, 1) r)");
+    CompiledBackend& b = *s.compiled_backend();
+    printed(s, "let w = loop w = [0.0, 0.0, 0.0] for i < 3 do step w");
+    const int64_t misses = compiled::backend_stats(b).cache_misses;
+    const std::string w = printed(s, "let w = loop w = [0.0, 0.0, 0.0] for i < 300 do step w\nw");
+    INFO(w);
+    CHECK(compiled::backend_stats(b).cache_misses == misses);  // 300 steps: no plan lowered again
+    CHECK(differential("let X = generate (200, 3) (\\i j -> float ((i + j) % 5) * 0.1)\nlet y = X @ [1.0, -2.0, 0.5]\n"
+                       "let step = \\w -> let r = X @ w - y in w - 0.01 * flatten (transpose X @ reshape (rows X, 1) r)\n"
+                       "loop w = [0.0, 0.0, 0.0] for i < 300 do step w"));
+}
