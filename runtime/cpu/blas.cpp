@@ -1,7 +1,10 @@
 #include "runtime/cpu/blas.h"
 
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <climits>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 
@@ -18,10 +21,60 @@ namespace shoal::cpu {
 
 namespace {
 
-// OpenBLAS' own threads stay idle: each call runs on the thread making it.
-void single_threaded() {
-    static std::once_flag once;
-    std::call_once(once, [] { openblas_set_num_threads(1); });
+// OpenBLAS, loaded at the first product (as cuBLAS and NVRTC are): a machine
+// without it runs products as generated kernels. Loading it late also lets
+// Shoal name the CPU's kernels before OpenBLAS looks: Debian's 0.3.21 does
+// not know this machine's Xeon model and falls back to its SSE3 "Prescott"
+// kernels (34 GFLOP/s at 512^2 on two cores, 230 with its AVX-512 ones), so
+// OPENBLAS_CORETYPE is set from the CPU's features unless the user set it.
+struct OpenBlas {
+    decltype(&cblas_sgemm) sgemm = nullptr;
+    decltype(&cblas_dgemm) dgemm = nullptr;
+    decltype(&cblas_sgemv) sgemv = nullptr;
+    decltype(&cblas_dgemv) dgemv = nullptr;
+    decltype(&openblas_set_num_threads) set_num_threads = nullptr;
+    decltype(&openblas_get_config) config = nullptr;
+    decltype(&openblas_get_corename) corename = nullptr;
+    std::string why_not;  // when it did not load
+};
+
+const char* core_type_for_this_cpu() {
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+        __builtin_cpu_supports("avx512dq"))
+        return "SkylakeX";
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "Haswell";
+    return nullptr;  // OpenBLAS' own detection
+}
+
+const OpenBlas& openblas() {
+    static const OpenBlas lib = [] {
+        OpenBlas b;
+        if (!std::getenv("OPENBLAS_CORETYPE"))
+            if (const char* core = core_type_for_this_cpu()) setenv("OPENBLAS_CORETYPE", core, 0);
+        void* handle = nullptr;
+        for (const char* name : {"libopenblas.so.0", "libopenblas.so"})
+            if ((handle = dlopen(name, RTLD_NOW | RTLD_LOCAL))) break;  // never closed
+        if (!handle) {
+            b.why_not = "libopenblas.so.0 not found (Debian: libopenblas0)";
+            return b;
+        }
+        auto bind = [handle](auto& slot, const char* symbol) {
+            slot = reinterpret_cast<std::remove_reference_t<decltype(slot)>>(dlsym(handle, symbol));
+            return slot != nullptr;
+        };
+        if (!bind(b.sgemm, "cblas_sgemm") || !bind(b.dgemm, "cblas_dgemm") || !bind(b.sgemv, "cblas_sgemv") ||
+            !bind(b.dgemv, "cblas_dgemv") || !bind(b.set_num_threads, "openblas_set_num_threads") ||
+            !bind(b.config, "openblas_get_config") || !bind(b.corename, "openblas_get_corename")) {
+            b = OpenBlas{};
+            b.why_not = "libopenblas.so.0 lacks the CBLAS functions";
+            return b;
+        }
+        // OpenBLAS' own threads stay idle: each call runs on the thread making it.
+        b.set_num_threads(1);
+        return b;
+    }();
+    return lib;
 }
 
 int blas_int(int64_t v, const char* what) {
@@ -45,23 +98,24 @@ void panel(const ir::GemmShape& s, const T* a, const T* b, T* c, int64_t r0, int
     const int ldb = s.trans_b ? k : m;
     const int b_step = s.trans_b ? 1 : m;  // down a column of op(b)
     T* cp = c + r0 * s.m + c0;
+    const OpenBlas& lib = openblas();
     const auto ta = s.trans_a ? CblasTrans : CblasNoTrans, tb = s.trans_b ? CblasTrans : CblasNoTrans;
     // OpenBLAS 0.3.21's gemm does not forward a single row or column to gemv (3-10x slower there).
     if (cols == 1) {  // c[:, j] = op(a) b[:, j]
         if constexpr (std::is_same_v<T, float>)
-            cblas_sgemv(CblasRowMajor, ta, s.trans_a ? k : rows, s.trans_a ? rows : k, 1.0f, ap, lda, bp, b_step, 0.0f, cp, m);
+            lib.sgemv(CblasRowMajor, ta, s.trans_a ? k : rows, s.trans_a ? rows : k, 1.0f, ap, lda, bp, b_step, 0.0f, cp, m);
         else
-            cblas_dgemv(CblasRowMajor, ta, s.trans_a ? k : rows, s.trans_a ? rows : k, 1.0, ap, lda, bp, b_step, 0.0, cp, m);
+            lib.dgemv(CblasRowMajor, ta, s.trans_a ? k : rows, s.trans_a ? rows : k, 1.0, ap, lda, bp, b_step, 0.0, cp, m);
     } else if (rows == 1) {  // c[i, :] = op(b)^T a[i, :]
         const auto tt = s.trans_b ? CblasNoTrans : CblasTrans;
         if constexpr (std::is_same_v<T, float>)
-            cblas_sgemv(CblasRowMajor, tt, s.trans_b ? cols : k, s.trans_b ? k : cols, 1.0f, bp, ldb, ap, a_step, 0.0f, cp, 1);
+            lib.sgemv(CblasRowMajor, tt, s.trans_b ? cols : k, s.trans_b ? k : cols, 1.0f, bp, ldb, ap, a_step, 0.0f, cp, 1);
         else
-            cblas_dgemv(CblasRowMajor, tt, s.trans_b ? cols : k, s.trans_b ? k : cols, 1.0, bp, ldb, ap, a_step, 0.0, cp, 1);
+            lib.dgemv(CblasRowMajor, tt, s.trans_b ? cols : k, s.trans_b ? k : cols, 1.0, bp, ldb, ap, a_step, 0.0, cp, 1);
     } else if constexpr (std::is_same_v<T, float>) {
-        cblas_sgemm(CblasRowMajor, ta, tb, rows, cols, k, 1.0f, ap, lda, bp, ldb, 0.0f, cp, m);
+        lib.sgemm(CblasRowMajor, ta, tb, rows, cols, k, 1.0f, ap, lda, bp, ldb, 0.0f, cp, m);
     } else {
-        cblas_dgemm(CblasRowMajor, ta, tb, rows, cols, k, 1.0, ap, lda, bp, ldb, 0.0, cp, m);
+        lib.dgemm(CblasRowMajor, ta, tb, rows, cols, k, 1.0, ap, lda, bp, ldb, 0.0, cp, m);
     }
 }
 
@@ -74,7 +128,6 @@ template <class T> void gemm_of(const ir::GemmShape& s, const T* a, const T* b, 
     blas_int(s.n, "row");
     blas_int(s.m, "column");
     blas_int(s.k, "inner");
-    single_threaded();
     // Panels along the longer side of c, a few per worker so that one slow
     // thread does not hold the others; below ~1 MFLOP one thread is faster.
     const bool by_rows = s.n >= s.m;
@@ -96,12 +149,14 @@ template <class T> void gemm_of(const ir::GemmShape& s, const T* a, const T* b, 
 
 }  // namespace
 
-bool have_blas() { return true; }
+bool have_blas() { return openblas().why_not.empty(); }
 
 std::string blas_description() {
-    std::string config = openblas_get_config();
+    const OpenBlas& lib = openblas();
+    if (!lib.why_not.empty()) return "no BLAS (" + lib.why_not + "): products run as generated kernels";
+    std::string config = lib.config();
     config = config.substr(0, config.find(' ', config.find(' ') + 1));  // "OpenBLAS 0.3.21"
-    return config + " (" + openblas_get_corename() + "), single-threaded calls on Shoal's " +
+    return config + " (" + lib.corename() + " kernels), single-threaded calls on Shoal's " +
            std::to_string(worker_count(0, INT_MAX)) + " workers";
 }
 

@@ -3,6 +3,7 @@
 // the machine at a time: OpenBLAS runs single-threaded inside each call and
 // a product is split into row (or column) panels run on Shoal's own worker
 // pool (thread_pool.h), so its threads never compete with the pool's.
+// libopenblas is loaded at the first product (blas.cpp says why).
 #pragma once
 #include <string>
 

@@ -32,7 +32,7 @@ public:
 
     std::string device_report() const override {
         return (why_no_gpu_.empty() ? std::string("no GPU") : "no GPU: " + why_no_gpu_) + "\nkernels run on " +
-               description() + "\n" + tier_.describe();
+               description() + "\n" + tier_.describe() + "\nproducts: " + blas_description();
     }
 
     std::string memory_report(const std::map<const ir::DeviceArray*, std::string>&) const override {
