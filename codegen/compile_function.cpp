@@ -215,6 +215,17 @@ IExpr emit_builtin(KernelBuilder& kb, const std::string& name, const std::vector
             if (name == "atan2" || t == ScalarType::Bool) decline("integer " + name);
             return integer_power(kb, args[0], args[1]);
         }
+        // x ** c for a constant c of scalar::float_pow's cheap cases: the
+        // same multiplications it makes, with no call (0.5 keeps the call:
+        // its edge cases are a few selects there).
+        if (name != "atan2" && args[1]->kind == ir::ExprKind::Const) {
+            const double c = args[1]->f;
+            const IExpr x = args[0];
+            if (c == 1) return x;
+            if (c == 2) return binary(BinaryOp::Mul, x, x);
+            if (c == 3) return binary(BinaryOp::Mul, binary(BinaryOp::Mul, x, x), x);
+            if (c == -1) return binary(BinaryOp::Div, const_float(1, t), x);
+        }
         return ir::call(name == "atan2" ? "atan2" : "pow", args, t);
     }
     auto it = binary_ops().find(name);
@@ -439,6 +450,18 @@ private:
                                  : Scalar::of_double(negative ? -e.float_value : e.float_value);
         }
         return scalar_val(fc_.lift(kb_, s, &e));
+    }
+
+    // A float literal exponent (possibly negated) of float_pow's cheap cases, as a constant.
+    std::optional<CVal> literal_exponent(const Expr& e) {
+        const bool negated = e.kind == ExprKind::Unary && e.text == "negate";
+        const Expr& lit = negated ? *e.kids[0] : e;
+        if (lit.kind != ExprKind::FloatLit) return std::nullopt;
+        const Prim p = prim_of(lit.type);
+        if (p != Prim::Float && p != Prim::Double) return std::nullopt;
+        const double v = negated ? -lit.float_value : lit.float_value;
+        if (v != 1 && v != 2 && v != 3 && v != -1) return std::nullopt;
+        return scalar_val(const_float(v, p == Prim::Float ? ScalarType::F32 : ScalarType::F64));
     }
 
     CVal app(const Expr& e, Scope& s) {
@@ -1012,7 +1035,10 @@ private:
             case ExprKind::Binary: {
                 if (e.text == "&&" || e.text == "||") return short_circuit(e, s);
                 CVal a = expr(*e.kids[0], s);
-                CVal b = expr(*e.kids[1], s);
+                // A literal exponent of a float power stays in the kernel (not
+                // lifted): `x ** 2.0` is then x * x, not a call per element.
+                CVal b = e.text == "**" ? literal_exponent(*e.kids[1]).value_or(CVal{}) : CVal{};
+                if (!b.scalar) b = expr(*e.kids[1], s);
                 loc_ = e.loc;
                 return builtin(e.text, {a, b});
             }

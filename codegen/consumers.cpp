@@ -79,7 +79,8 @@ std::optional<Value> FusionEngine::known_reduce(const std::string& name, std::sp
     const Prim elem = elem_of(xs);
     FuseContext fc(ctx);
     ir::PlanOutcome r = run(name, fc, [&](ir::PlanBuilder& pb) {
-        ir::lower_reduce(pb, name, pull_of(xs, fc), ir::known_combine(*op, ir::scalar_of(elem)), "out");
+        ir::lower_reduce(pb, name, pull_of(xs, fc), ir::known_combine(*op, ir::scalar_of(elem)), "out",
+                         lowering_options());
     });
     const ir::ArrayData& out = r.outputs.at("out");
     Value v = s.size() == 1 ? Value(first_element(out, elem)) : result(out, elem, {s[0]});
@@ -114,7 +115,7 @@ std::optional<Value> FusionEngine::general_reduce(const Value& f, const Value& z
         const ir::PullTuple src = folded_input(
             fc, op, zkeep, pulls_of(xs, fc),
             [](ir::KernelBuilder&, const std::vector<ir::ExprPtr>& i) { return column_zero(i)[0]; }, true);
-        ir::lower_reduce(pb, "reduce", src, optional_combine(op, scalar_types(prims)), outs);
+        ir::lower_reduce(pb, "reduce", src, optional_combine(op, scalar_types(prims)), outs, lowering_options());
     });
     // The host patches empty rows with z (rows are few: one per reduction).
     const int64_t rows = s.size() == 1 ? 1 : s[0];
@@ -149,7 +150,8 @@ std::optional<Value> FusionEngine::count(const Value& p, const Value& xs, EvalCo
             const ir::ExprPtr keep = compiled::compile_call(fc, kb, p, element_at(kb, x, i), {et}).at(0);
             return ir::select(keep, ir::const_int(1, ir::ScalarType::I32), ir::const_int(0, ir::ScalarType::I32));
         };
-        ir::lower_reduce(pb, "count", ones, ir::known_combine(ir::AssocOp::Add, ir::ScalarType::I32), "out");
+        ir::lower_reduce(pb, "count", ones, ir::known_combine(ir::AssocOp::Add, ir::ScalarType::I32), "out",
+                         lowering_options());
     });
     const ir::ArrayData& out = r.outputs.at("out");
     return s.size() == 1 ? Value(first_element(out, Prim::Int)) : result(out, Prim::Int, {s[0]});
@@ -165,11 +167,13 @@ std::optional<Value> FusionEngine::arg_extreme(bool largest, const Value& xs, Ev
     const ir::ScalarType t = ir::scalar_of(elem_of(xs));
     using ir::BinaryOp;
     ir::Combine op;
-    op.types = {t, ir::ScalarType::I64};
+    // The index is the result's own type (int), so the kernel writes the
+    // result itself: no conversion on the host (2.8 ms for 100000 rows).
+    op.types = {t, ir::ScalarType::I32};
     ir::ExprPtr worst = is_float(t)               ? ir::const_float(std::nan(""), t)
                         : t == ir::ScalarType::Bool ? ir::const_bool(!largest)
                                                     : ir::neutral_of(largest ? ir::AssocOp::Max : ir::AssocOp::Min, t);
-    op.neutral = {worst, ir::const_int(std::numeric_limits<int64_t>::max())};
+    op.neutral = {worst, ir::const_int(std::numeric_limits<int32_t>::max(), ir::ScalarType::I32)};
     op.commutative = true;
     op.fn = [largest, t](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& a, const std::vector<ir::ExprPtr>& b) {
         auto nan = [&](const ir::ExprPtr& x) { return is_float(t) ? ir::binary(BinaryOp::Ne, x, x) : ir::const_bool(false); };
@@ -187,18 +191,14 @@ std::optional<Value> FusionEngine::arg_extreme(bool largest, const Value& xs, Ev
     FuseContext fc(ctx);
     ir::PlanOutcome r = run(largest ? "argmax" : "argmin", fc, [&](ir::PlanBuilder& pb) {
         const PullArray x = pull_of(xs, fc);
-        ir::PullTuple src{x.shape, {t, ir::ScalarType::I64}, nullptr};
+        ir::PullTuple src{x.shape, {t, ir::ScalarType::I32}, nullptr};
         src.at = [x](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
-            return std::vector<ir::ExprPtr>{x.at(kb, i), ir::cast(ir::ScalarType::I64, i.back())};
+            return std::vector<ir::ExprPtr>{x.at(kb, i), ir::cast(ir::ScalarType::I32, i.back())};
         };
-        ir::lower_reduce(pb, largest ? "argmax" : "argmin", src, op, {"best", "index"});
+        ir::lower_reduce(pb, largest ? "argmax" : "argmin", src, op, {"best", "index"}, lowering_options());
     });
-    const int64_t rows = s.size() == 1 ? 1 : s[0];
-    const ArrayPtr idx = ir::host_array(r.outputs.at("index"), Prim::Long, {rows});
-    auto out = std::make_shared<Array>(Prim::Int, Shape{rows});
-    for (int64_t row = 0; row < rows; ++row)
-        out->set(row, Scalar::of_int(static_cast<int32_t>(idx->get(row).l)));
-    return s.size() == 1 ? Value(out->get(0)) : Value(out);
+    const ir::ArrayData& index = r.outputs.at("index");
+    return s.size() == 1 ? Value(first_element(index, Prim::Int)) : result(index, Prim::Int, {s[0]});
 }
 
 // scan/scanExclusive (rank 1 or 2, per row) and segscan (rank 1): one scan

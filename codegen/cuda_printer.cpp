@@ -341,6 +341,12 @@ std::string CudaPrinter::print_shuffle(const Expr& e) {
 
 std::string print_cuda(const std::vector<Kernel>& kernels) { return CudaPrinter().print(kernels); }
 
+std::string print_cuda_for_device(const std::vector<Kernel>& kernels) {
+    CudaPrinter p;
+    p.omit_check_positions();
+    return p.print(kernels);
+}
+
 // ---------------------------------------------------------------- host expressions
 
 namespace {

@@ -34,6 +34,11 @@ namespace shoal::ir {
 
 // All kernels in one translation unit (verify each kernel first).
 std::string print_cuda(const std::vector<Kernel>& kernels);
+// The unit an executor compiles: the same code without the source
+// positions of its checks (errors name them from the plan's check table),
+// so one kernel typed on another line is the same source, one NVRTC
+// compile and one kernel-cache entry.
+std::string print_cuda_for_device(const std::vector<Kernel>& kernels);
 
 // The same unit in parts, for `:cuda` to fold the helpers (c_printer.h CudaUnit).
 CudaUnit print_cuda_unit(const std::vector<Kernel>& kernels);
@@ -55,6 +60,7 @@ std::string print_host_cpp(const ExprPtr& e);
 class CudaPrinter : public CLikePrinter {
 public:
     std::string print(const std::vector<Kernel>& kernels);
+    void omit_check_positions() { check_positions_ = false; }
     // Every helper group a CUDA unit may need (cuda_full_prelude).
     static std::string full_prelude();
 

@@ -235,6 +235,9 @@ bool is_valid_name(const std::string& name);
 
 // A readable text form for `:ir` and SHOAL_DUMP_IR.
 std::string to_string(const Kernel& k);
+// The same without the source positions of its checks: what keys the plan
+// cache (codegen/plan_cache.h).
+std::string to_string_without_positions(const Kernel& k);
 std::string to_string(const ExprPtr& e);
 // "+", "<=", "min", ...: how the text forms write a binary operator.
 const char* binary_op_symbol(BinaryOp op);

@@ -153,6 +153,7 @@ std::string expr_text(const ExprPtr& e) {
 
 class TextPrinter {
 public:
+    explicit TextPrinter(bool positions = true) : positions_(positions) {}
     std::string kernel(const Kernel& k) {
         line("kernel " + k.name + " (block " + std::to_string(k.block_size) + ")");
         ++indent_;
@@ -163,7 +164,8 @@ public:
         }
         for (const auto& s : k.shared)
             line("shared " + s.name + ": " + scalar_name(s.type) + "[" + std::to_string(s.size) + "]");
-        for (size_t i = 0; i < k.checks.size(); ++i) line("check " + std::to_string(i) + ": " + check_text(k.checks[i]));
+        for (size_t i = 0; i < k.checks.size(); ++i)
+            line("check " + std::to_string(i) + ": " + (positions_ ? check_text(k.checks[i]) : k.checks[i].message));
         --indent_;
         line("body:");
         ++indent_;
@@ -274,6 +276,7 @@ private:
         return (s.result.empty() ? "" : s.result + " = ") + call;
     }
 
+    bool positions_ = true;
     std::ostringstream out_;
     int indent_ = 0;
 };
@@ -281,6 +284,7 @@ private:
 }  // namespace
 
 std::string to_string(const Kernel& k) { return TextPrinter().kernel(k); }
+std::string to_string_without_positions(const Kernel& k) { return TextPrinter(false).kernel(k); }
 
 std::string to_string(const ExprPtr& e) { return expr_text(e); }
 

@@ -4,6 +4,12 @@
 // `saxpy 3.0 x' y'` share one plan. Only a miss pays for the pass pipeline
 // (and, on a device executor, for compiling the kernels); switching a pass
 // off or on never returns a plan optimised under other options.
+//
+// Nor by where the source is: the same statement typed again on another
+// line lowers to kernels whose checks name other positions. The key leaves
+// the positions out; a hit whose positions differ gets a copy of the
+// optimised plan with the new positions in its checks (kept, so the next
+// run from that line hits exactly), and errors name the line that ran.
 #pragma once
 #include <map>
 #include <memory>
@@ -25,7 +31,12 @@ public:
     size_t size() const { return plans_.size(); }
 
 private:
-    std::map<std::string, std::shared_ptr<const ir::LaunchPlan>> plans_;
+    struct Entry {
+        std::shared_ptr<const ir::LaunchPlan> optimised;
+        // The optimised plan with each set of check positions it ran with.
+        std::map<std::string, std::shared_ptr<const ir::LaunchPlan>> by_positions;
+    };
+    std::map<std::string, Entry> plans_;
 };
 
 }  // namespace shoal::compiled

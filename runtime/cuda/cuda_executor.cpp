@@ -557,7 +557,7 @@ private:
         std::vector<KernelSource> missing;
         std::vector<size_t> where;
         for (size_t k = 0; k < plan->kernels.size(); ++k) {
-            sources.push_back(ir::print_cuda({plan->kernels[k]}));
+            sources.push_back(ir::print_cuda_for_device({plan->kernels[k]}));
             if ((p.kernels[k] = device_->find_loaded(sources[k]))) continue;
             missing.push_back({plan->kernels[k].name, sources[k], ir::source_comment(origin)});
             where.push_back(k);

@@ -47,7 +47,7 @@ public:
         const int sm = parse_sm_arch(arch);
         std::vector<KernelSource> sources;
         for (size_t i = 0; i < kernels.size(); ++i)
-            sources.push_back({kernels[i].name, ir::print_cuda({kernels[i]}), shown[i].comment});
+            sources.push_back({kernels[i].name, ir::print_cuda_for_device({kernels[i]}), shown[i].comment});
         const std::vector<CompiledKernel> compiled = compiler_->compile(sources, arch);
         std::string out = compiler_->compiler_id() + ", " + std::to_string(kernels.size()) + " kernel" +
                           (kernels.size() == 1 ? "" : "s") + " for " + arch;
@@ -74,7 +74,7 @@ public:
     std::vector<ir::KernelResources> resources(const std::vector<ir::Kernel>& kernels, const std::string& arch) override {
         const int sm = parse_sm_arch(arch);
         std::vector<KernelSource> sources;
-        for (const ir::Kernel& k : kernels) sources.push_back({k.name, ir::print_cuda({k}), k.comment});
+        for (const ir::Kernel& k : kernels) sources.push_back({k.name, ir::print_cuda_for_device({k}), k.comment});
         const std::vector<CompiledKernel> compiled = compiler_->compile(sources, arch);
         std::vector<ir::KernelResources> out;
         for (size_t i = 0; i < kernels.size(); ++i) {

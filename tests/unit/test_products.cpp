@@ -104,3 +104,23 @@ TEST_CASE("products: a loop's state is computed each step, so every step runs th
                        "let step = \\w -> let r = X @ w - y in w - 0.01 * flatten (transpose X @ reshape (rows X, 1) r)\n"
                        "loop w = [0.0, 0.0, 0.0] for i < 300 do step w"));
 }
+
+TEST_CASE("plan cache: a statement typed again on another line is a hit, and its errors name that line") {
+    runtime::install_compiled_backend();
+    Session s;
+    CompiledBackend& b = *s.compiled_backend();
+    printed(s, "let x = generate 10 (\\i -> float i)");
+    CHECK(printed(s, "sum (map (\\i -> x[i] * 2.0) (iota 10))") == "90.0\n");
+    const int64_t misses = compiled::backend_stats(b).cache_misses;
+    CHECK(printed(s, "1\n2\nsum (map (\\i -> x[i] * 2.0) (iota 10))") == "1\n2\n90.0\n");
+    CHECK(compiled::backend_stats(b).cache_misses == misses);
+    // The same kernel with its bounds check on lines 1 and 3: the error names the line that ran.
+    const std::string first = printed(s, "sum (map (\\i -> x[i + 5]) (iota 10))");
+    const std::string again = printed(s, "1\n2\nsum (map (\\i -> x[i + 5]) (iota 10))");
+    INFO(first);
+    INFO(again);
+    CHECK(first.find("<t>:1:") != std::string::npos);
+    CHECK(again.find("<t>:3:") != std::string::npos);
+    CHECK(again.find("<t>:1:") == std::string::npos);
+    CHECK(first.find("index 10 is out of bounds") != std::string::npos);
+}
