@@ -8,6 +8,7 @@
 #pragma once
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -44,6 +45,11 @@ struct NodeGroup {
     // memory (the executor's), rank 1: the node's shape is `shape`.
     mutable std::vector<ir::ArrayData> forced;
     mutable std::string why_forced;  // why it was materialised rather than fused (`:profile`)
+    // `transpose a` of an array in memory is a view (NumPy's `.T`): fused
+    // into a consumer it reads `a` with its axes swapped, a product passes
+    // `a` to the BLAS as a transposed operand, and forced it is the tiled
+    // transpose kernel. Unset for every other node.
+    std::optional<Value> transpose_of;
 };
 
 // A node of the delayed graph: shape and element type known eagerly, the

@@ -267,6 +267,19 @@ std::optional<Value> FusionEngine::push(const std::string& name, std::span<const
     Shape s = like_shape(args[0]);
     if (name == "transpose") {
         if (s.size() != 2) return std::nullopt;
+        // An array in memory: a view (NodeGroup::transpose_of), not a copy.
+        const Value& a = args[0];
+        if (is_operand(a) && (a.is_array() || static_cast<const Node&>(*a.delayed()).computed())) {
+            Node::MakePull swapped = [a](FuseContext& fc) {
+                const PullArray src = pull_of(a, fc);
+                return PullArray{{src.shape[1], src.shape[0]}, src.elem,
+                                 [src](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
+                                     return src.at(kb, {i[1], i[0]});
+                                 }};
+            };
+            return node(elem_of(a), {s[1], s[0]}, std::move(swapped), make_replay(name, nullptr, args, ctx, origin_), ctx,
+                        {a}, a);
+        }
         std::swap(s[0], s[1]);
     } else {
         const Shape b = like_shape(args[1]);
@@ -307,6 +320,11 @@ std::optional<Value> FusionEngine::matmul(std::span<const Value> args, EvalConte
     FuseContext fc(ctx);
     auto operand = [&fc](const Value& v, bool row) {
         ir::ProductOperand x{pull_of(v, fc), memory_buffer(v, fc)};
+        if (v.is_delayed())  // `transpose a`: `a` itself, read transposed by the BLAS
+            if (const auto& of = static_cast<const Node&>(*v.delayed()).group().transpose_of; of && x.buffer.empty()) {
+                x.buffer = memory_buffer(*of, fc);
+                x.transposed = true;
+            }
         if (x.pull.rank() == 1) {  // the same elements as a 1 x k row or a k x 1 column
             PullArray vec = x.pull;
             x.pull.shape = row ? std::vector<ir::ExprPtr>{ir::i64(1), vec.shape[0]} : std::vector<ir::ExprPtr>{vec.shape[0], ir::i64(1)};

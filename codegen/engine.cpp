@@ -90,7 +90,9 @@ std::vector<ir::ArrayData> FusionEngine::materialise(const NodeGroup& g) {
     try {
         FuseContext fc(g.ctx);
         const std::vector<std::string> outs = leaf_buffers("out", g.elems.size(), true);
-        ir::PlanOutcome r = run("map", fc, [&](ir::PlanBuilder& pb) {
+        ir::PlanOutcome r = g.transpose_of ? run("transpose", fc, [&](ir::PlanBuilder& pb) {
+            ir::lower_transpose(pb, "transpose", pull_of(*g.transpose_of, fc), outs[0], lowering_options());
+        }) : run("map", fc, [&](ir::PlanBuilder& pb) {
             const ir::LoweringFacts facts = fc.facts(pb);
             ir::LoweringOptions opt = lowering_options();
             opt.facts = &facts;
@@ -111,11 +113,11 @@ std::vector<ir::ArrayData> FusionEngine::materialise(const NodeGroup& g) {
 }
 
 Value FusionEngine::node(Prim elem, Shape shape, Node::MakePull pull, Replay replay, const EvalContext& ctx,
-                               const std::vector<Value>& operands) {
+                               const std::vector<Value>& operands, std::optional<Value> transpose_of) {
     check_array_size(elem, shape);  // "array of shape ... is too large", as the reference raises it
     auto g = std::make_shared<NodeGroup>(
         NodeGroup{[pull](FuseContext& fc) { return ir::tuple_of(pull(fc)); }, {elem}, std::move(shape),
-                  std::move(replay), ctx, bounded_weight(operands), origin_, origin_name_, {}, {}});
+                  std::move(replay), ctx, bounded_weight(operands), origin_, origin_name_, {}, {}, std::move(transpose_of)});
     Value v(std::make_shared<const Node>(shared_from_this(), std::move(g), 0, std::move(pull)));
     if (!optimisations.fusion) static_cast<const Node&>(*v.delayed()).compute_because(kFusionOff);  // a kernel per primitive
     return v;
@@ -127,7 +129,7 @@ std::vector<Value> FusionEngine::tuple_nodes(std::vector<Prim> elems, Shape shap
     for (Prim p : elems) check_array_size(p, shape);
     auto g = std::make_shared<const NodeGroup>(NodeGroup{std::move(pull), std::move(elems), std::move(shape),
                                                          std::move(replay), ctx, bounded_weight(operands), origin_,
-                                                         origin_name_, {}, {}});
+                                                         origin_name_, {}, {}, {}});
     std::vector<Value> members;
     for (size_t k = 0; k < g->elems.size(); ++k) {
         // Fused into a consumer, a member computes the whole tuple and keeps
@@ -180,7 +182,10 @@ ir::PlanOutcome FusionEngine::run(const std::string& name, FuseContext& fc,
     if (std::string notice = executor_->take_notice(); !notice.empty())
         if (std::vector<Warning>* w = fc.eval_context().warnings) w->push_back(Warning{origin_, notice, {}});
     ++stats.plans_run;
-    if (profiling_) record_profile(plan, r, fc);
+    if (profiling_) {
+        ++profiling_->plans_run;
+        record_profile(plan, r, fc);
+    }
     stats.last = r.total;
     stats.last_plan = name;
     stats.total += r.total;
@@ -286,6 +291,9 @@ ProfileReport FusionEngine::profile(const std::function<void()>& run_it, const s
         state.report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     }
     ProfileReport& report = state.report;
+    report.plans_run = state.plans_run;
+    report.traffic_counted = state.counters;
+    std::tie(report.parallel_units, report.unit_name) = executor_->parallel_units();
     for (const auto& [id, bytes] : state.read) report.minimum_bytes += bytes;
     for (const auto& [id, bytes] : state.results) report.minimum_bytes += bytes;
     if (arch.empty() || report.kernels.empty()) return report;

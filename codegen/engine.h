@@ -94,7 +94,7 @@ private:
     // A node computed from `operands` (array-likes it reads; they are fused
     // into it unless that would make kernels too large, then forced first).
     Value node(Prim elem, Shape shape, Node::MakePull pull, Replay replay, const EvalContext& ctx,
-               const std::vector<Value>& operands);
+               const std::vector<Value>& operands, std::optional<Value> transpose_of = std::nullopt);
     // The nodes of a map returning a tuple: one per leaf component.
     std::vector<Value> tuple_nodes(std::vector<Prim> elems, Shape shape,
                                    std::function<ir::PullTuple(FuseContext&)> pull, Replay replay,
@@ -147,6 +147,7 @@ private:
         std::map<const void*, int64_t> read, results;  // bytes
         std::set<const void*> computed;
         bool counters = false;  // :profile (the traffic counters), not :time
+        int64_t plans_run = 0;
     };
     ProfileState* profiling_ = nullptr;
     // Lowering options for the plan being built: shaped for the executor

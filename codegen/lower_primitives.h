@@ -193,7 +193,8 @@ void lower_matmul(PlanBuilder& pb, const std::string& name, const PullArray& a, 
 // they are in memory row-major, the buffer holding them.
 struct ProductOperand {
     PullArray pull;
-    std::string buffer;  // "" for a fused expression
+    std::string buffer;        // "" for a fused expression
+    bool transposed = false;   // `buffer` holds the operand's transpose (a `transpose` view)
 };
 // matmul as the target does it best: with opt.library_gemm, a gemm library
 // call where both operands are in memory; where one is a fused expression,

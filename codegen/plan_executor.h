@@ -146,6 +146,9 @@ public:
     // unless the GPU's form is what the run is for (checking mode, `:profile`'s
     // counters, the interpreter and compare tiers).
     virtual LoweringTarget lowering_target(const RunOptions&) const { return {}; }
+    // What runs blocks side by side, for performance advice: the CPU's
+    // cores, a GPU's multiprocessors ({0, ""}: unknown).
+    virtual std::pair<int, std::string> parallel_units() const { return {0, ""}; }
     // `:compile`: the executor's own build of these plans (the CPU's native
     // code: per plan, the C++ compiler's time or a cache hit), or "".
     virtual std::string native_compile_report(const std::vector<LaunchPlan>&) { return ""; }

@@ -470,8 +470,28 @@ void append(DisplayData& d, const DisplayData& part, const std::string& title = 
 
 }  // namespace
 
+namespace {
+
+// "advice: ..." lines after a display, plain and HTML.
+void append_advice(DisplayData& d, const std::vector<std::string>& advice) {
+    for (const std::string& a : advice) {
+        d.plain += "\nadvice: " + a;
+        auto html = d.rich.find("text/html");
+        if (html != d.rich.end()) html->second += "<div style=\"color:#a60\">advice: " + html_escape(a) + "</div>";
+    }
+}
+
+}  // namespace
+
 DisplayData profile_display(const ProfileReport& report, double wall_seconds, const std::string& engine,
-                            const TransferCounters& moved, const GpuModel& gpu) {
+                            const TransferCounters& moved, const GpuModel& gpu, const std::vector<std::string>& advice) {
+    DisplayData d = profile_tables(report, wall_seconds, engine, moved, gpu);
+    append_advice(d, advice);
+    return d;
+}
+
+DisplayData profile_tables(const ProfileReport& report, double wall_seconds, const std::string& engine,
+                           const TransferCounters& moved, const GpuModel& gpu) {
     const std::vector<KernelProfile>& kernels = report.kernels;
     if (kernels.empty() && !report.calls.empty()) {
         DisplayData d;
@@ -584,7 +604,8 @@ std::string calls_text(const std::vector<LibraryCallProfile>& calls) {
 }
 
 DisplayData time_display(const std::vector<KernelProfile>& kernels, double wall_seconds, bool compiled,
-                         const TimeBreakdown& breakdown, const std::vector<LibraryCallProfile>& calls) {
+                         const TimeBreakdown& breakdown, const std::vector<LibraryCallProfile>& calls,
+                         const std::vector<std::string>& advice) {
     const CompileCounters& built = breakdown.compiled;
     KernelProfile total;
     for (const KernelProfile& k : kernels) total += k;
@@ -620,6 +641,7 @@ DisplayData time_display(const std::vector<KernelProfile>& kernels, double wall_
                    " from the cache" + (built.cache_seconds > 0 ? " (" + duration_text(built.cache_seconds) + ")" : "");
     d.plain += transfers_text(breakdown.moved);
     d.rich["text/html"] = "<div style=\"color:#666;font-family:monospace;font-size:12px\">" + html_escape(d.plain) + "</div>";
+    append_advice(d, advice);
     return d;
 }
 

@@ -39,7 +39,10 @@ DisplayData explain_display(const std::string& explain_text, bool cuda);
 // Aligned text tables and HTML tables. wall_seconds: the whole statement.
 // `engine`: what ran the kernels (Session::engine_description).
 DisplayData profile_display(const ProfileReport& report, double wall_seconds, const std::string& engine,
-                            const TransferCounters& moved, const GpuModel& gpu);
+                            const TransferCounters& moved, const GpuModel& gpu, const std::vector<std::string>& advice = {});
+// The same without the advice lines.
+DisplayData profile_tables(const ProfileReport& report, double wall_seconds, const std::string& engine,
+                           const TransferCounters& moved, const GpuModel& gpu);
 
 // :time: "time: 12.3 ms (kernels 10.1 ms in 5 launches, 3 kernels)"; without
 // kernels (the reference evaluator, or no array work) the wall time alone.
@@ -49,8 +52,10 @@ struct TimeBreakdown {
     CompileCounters compiled;      // kernels compiled or found in the caches
     TransferCounters moved;        // host <-> device copies
 };
+// `advice`: performance_advice's lines, each shown as "advice: ...".
 DisplayData time_display(const std::vector<KernelProfile>& kernels, double wall_seconds, bool compiled,
-                         const TimeBreakdown& breakdown = {}, const std::vector<LibraryCallProfile>& calls = {});
+                         const TimeBreakdown& breakdown = {}, const std::vector<LibraryCallProfile>& calls = {},
+                         const std::vector<std::string>& advice = {});
 // The library calls of a statement, one per line with why the plan made them.
 std::string calls_text(const std::vector<LibraryCallProfile>& calls);
 

@@ -120,7 +120,21 @@ struct ProfileReport {
     int64_t minimum_bytes = 0;
     std::string arch;                     // what registers were compiled for ("sm_90")
     double seconds = 0;                   // the statement's run (not the compiling after it)
+    int64_t plans_run = 0;                // launch plans the statement ran
+    // What runs blocks side by side on the executor: its cores ("core") or
+    // a GPU's multiprocessors ("SM"); 0: unknown.
+    int parallel_units = 0;
+    std::string unit_name = "core";
+    bool traffic_counted = false;         // :profile's counters (bytes per kernel) are there
 };
+
+// Performance advice for a statement that ran (`:time`, `:profile`), one
+// line each, with the fix: most of its time outside kernels (many small
+// plans), a kernel that kept most of the machine idle for long (few blocks),
+// a kernel that loaded many times the bytes it needs (an array re-read or
+// an expression recomputed per output). `busy_seconds`: the time that was
+// neither compiling nor the front end. Empty when nothing stands out.
+std::vector<std::string> performance_advice(const ProfileReport& report, double busy_seconds);
 
 // A GPU for the roofline estimate of `:profile` (`:set gpu NAME`): its
 // memory bandwidth and peak arithmetic (without tensor cores).

@@ -768,13 +768,16 @@ struct SessionCommands {
             breakdown.moved = backend->transfers() - moved_before;
             breakdown.compiled = backend->compilation() - compiled_before;
         }
+        // Advice weighs the time the statement ran, not its compiling.
+        const double busy = wall - breakdown.compiled.seconds - breakdown.compiled.cache_seconds;
+        const std::vector<std::string> advice = backend ? performance_advice(report, busy) : std::vector<std::string>{};
         if (per_kernel) {
             out.display(profile_display(report, wall, backend->description(), breakdown.moved,
-                                        *find_gpu_model(s.settings_.gpu)));
+                                        *find_gpu_model(s.settings_.gpu), advice));
             return true;
         }
         if (!let && !v.is_unit()) out.value(v, t, format_value(v, s.settings_.print_threshold));
-        out.display(time_display(report.kernels, wall, backend != nullptr, breakdown, report.calls));
+        out.display(time_display(report.kernels, wall, backend != nullptr, breakdown, report.calls, advice));
         return true;
     }
 

@@ -89,6 +89,9 @@ public:
         return {.shared_tiles = t == Tier::Compare, .cpu_cores = cores, .library_gemm = have_blas()};
     }
     CompileCounters compilation() const override { return tier_.waited_builds(); }
+    std::pair<int, std::string> parallel_units() const override {
+        return {worker_count(0, std::numeric_limits<int64_t>::max()), "core"};
+    }
     std::string cache_report() const override { return tier_.cache_report(); }
     std::string native_compile_report(const std::vector<ir::LaunchPlan>& plans) override {
         if (tier_.tier() == Tier::Interpret) return "native code: not built (SHOAL_CPU_TIER=interpret)";

@@ -488,6 +488,7 @@ public:
     std::string lost_reason() const override { return device_->lost_reason(); }
     TransferCounters transfers() const override { return device_->transfers(); }
     std::string gpu_arch() const override { return device_->info().arch(); }
+    std::pair<int, std::string> parallel_units() const override { return {device_->info().sms, "SM"}; }
     CompileCounters compilation() const override {
         const KernelCompiler::Stats s = compiler_->counters();
         return {static_cast<int64_t>(s.misses), s.compile_seconds, static_cast<int64_t>(s.memory_hits + s.disk_hits)};

@@ -71,7 +71,7 @@ TEST_CASE("products: the plan calls the BLAS for operands in memory; :time and :
     const std::string plan = printed(s, ":cuda a @ b");
     INFO(plan);
     CHECK(plan.find("call gemm(") != std::string::npos);
-    CHECK(plan.find("(both operands in memory)") != std::string::npos);
+    CHECK(plan.find("(both operands in memory") != std::string::npos);
     CHECK(plan.find("\n  2. call gemm") != std::string::npos);  // no kernel at all: alloc, call
     // A fused operand on the GPU: a guard chooses, at run time, between
     // writing it to memory for the call and the tiled kernel reading it in place.
