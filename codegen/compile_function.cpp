@@ -256,6 +256,11 @@ struct CVal {
     // A nested array computed in the thread (it depends on the element), as
     // a pull array: consumed by sequential loops, never materialised.
     std::shared_ptr<const ir::PullArray> pull;
+    // With `pull`: a filtered nested array (`filter p xs` in the thread):
+    // element k of `pull` belongs to it where keep(k) holds. Only folds over
+    // it (length, count, sum, reduce, ...) and `map` take one: its elements'
+    // positions are never computed.
+    std::shared_ptr<const std::function<IExpr(KernelBuilder&, IExpr)>> keep;
     // A lambda written inside the function (`count (\x -> x == b) xs`): its
     // node and the scope it closes over, applied by inlining.
     std::shared_ptr<const struct LocalLambda> lambda;
@@ -708,6 +713,7 @@ private:
 
     // An array operand as a pull array: a captured array reads its buffer.
     ir::PullArray as_pull(const CVal& v) {
+        if (v.keep) decline("a filtered array where its elements' positions matter (only folds and map take one)");
         if (v.pull) return *v.pull;
         if (v.host.is_delayed()) return pull_of(v.host, fc_);
         const ArrayPtr& a = v.host.array();
@@ -720,28 +726,53 @@ private:
     // Array builtins inside a function (nested data parallelism): producers
     // give nested pull arrays, consumers sequential loops in the thread.
     CVal array_builtin(const std::string& name, const std::vector<CVal>& args) {
+        if (name == "length" && args[0].keep) {  // how many elements the filter keeps
+            return fold(name, filtered_arg(args[0]), const_int(0, ScalarType::I32),
+                        [](IExpr acc, IExpr) { return binary(BinaryOp::Add, acc, const_int(1, ScalarType::I32)); },
+                        args[0].keep);
+        }
         if (name == "length") return scalar_val(cast(ScalarType::I32, ir::use_params(kb_, as_pull(args[0]).shape[0])));
         if (name == "sum" || name == "product" || name == "maximum" || name == "minimum" || name == "all" || name == "any") {
             static const std::map<std::string, ir::AssocOp> ops = {
                 {"sum", ir::AssocOp::Add}, {"product", ir::AssocOp::Mul}, {"maximum", ir::AssocOp::Max},
                 {"minimum", ir::AssocOp::Min}, {"all", ir::AssocOp::And}, {"any", ir::AssocOp::Or}};
-            const ir::PullArray a = vector_arg(args[0]);
+            const ir::PullArray a = filtered_arg(args[0]);
             const ir::AssocOp op = ops.at(name);
-            return fold(name, a, ir::neutral_of(op, a.elem), [op](IExpr acc, IExpr x) { return ir::apply_op(op, acc, x); });
+            return fold(name, a, ir::neutral_of(op, a.elem), [op](IExpr acc, IExpr x) { return ir::apply_op(op, acc, x); },
+                        args[0].keep);
         }
         if (name == "argmin" || name == "argmax") return arg_extreme(name, vector_arg(args[0]));
         if (name == "reduce" && args[1].scalar) {
             const CVal& f = args[0];
-            return fold(name, vector_arg(args[2]), args[1].scalar, [&](IExpr acc, IExpr x) {
+            return fold(name, filtered_arg(args[2]), args[1].scalar, [&](IExpr acc, IExpr x) {
                 return single(apply(f, {scalar_val(acc), scalar_val(x)}));
-            });
+            }, args[2].keep);
         }
         if (name == "count") {
             const CVal& p = args[0];
-            return fold(name, vector_arg(args[1]), const_int(0, ScalarType::I32), [&](IExpr acc, IExpr x) {
+            return fold(name, filtered_arg(args[1]), const_int(0, ScalarType::I32), [&](IExpr acc, IExpr x) {
                 IExpr keep = single(apply(p, {scalar_val(x)}));
                 return binary(BinaryOp::Add, acc, select(keep, const_int(1, ScalarType::I32), const_int(0, ScalarType::I32)));
-            });
+            }, args[1].keep);
+        }
+        if (name == "filter") {  // the elements where p holds (and any earlier filter's)
+            const CVal p = args[0];
+            const ir::PullArray a = filtered_arg(args[1]);
+            auto earlier = args[1].keep;
+            CVal out = pull_val(a);
+            out.keep = std::make_shared<const std::function<IExpr(KernelBuilder&, IExpr)>>(
+                [this, p, a, earlier](KernelBuilder& kb, IExpr k) {
+                    IExpr mine = single(apply(p, {scalar_val(kb.bind("e", a.at(kb, {k})))}));
+                    return earlier ? binary(BinaryOp::And, (*earlier)(kb, k), mine) : mine;
+                });
+            return out;
+        }
+        if (name == "map" && args.size() == 2 && args[1].keep) {  // map f (filter p xs): the same elements kept
+            CVal whole = args[1];
+            whole.keep = nullptr;
+            CVal out = nested_map(name, {args[0], whole});
+            out.keep = args[1].keep;
+            return out;
         }
         if (name == "take" || name == "drop") {
             if (!args[0].scalar) decline("a non-scalar count");
@@ -817,6 +848,13 @@ private:
         return scalar_of(prim_of(t));
     }
 
+    // A vector argument that may be filtered (`keep` of its CVal says which elements count).
+    ir::PullArray filtered_arg(const CVal& v) {
+        if (!v.keep) return vector_arg(v);
+        if (v.pull->rank() != 1) decline("a nested array of rank " + std::to_string(v.pull->rank()));
+        return *v.pull;
+    }
+
     ir::PullArray vector_arg(const CVal& v) {
         if (!is_array_val(v)) decline("a non-array argument");
         ir::PullArray a = as_pull(v);
@@ -831,15 +869,20 @@ private:
 
     // acc = init; for k in [0, n): acc = step(acc, a[k]) -- sequential, in the
     // reference evaluator's order.
+    // `keep`: a filtered vector's predicate; the step runs only where it holds.
     CVal fold(const std::string& name, const ir::PullArray& a, IExpr init,
-              const std::function<IExpr(IExpr, IExpr)>& step) {
+              const std::function<IExpr(IExpr, IExpr)>& step,
+              const std::shared_ptr<const std::function<IExpr(KernelBuilder&, IExpr)>>& keep = nullptr) {
         warn_sequential(name);
         const std::string acc = kb_.fresh("acc");
         kb_.emit(let(acc, init));
         const IExpr n = kb_.bind("n", ir::use_params(kb_, a.shape[0]));
         ir::lowering::thread_loop(kb_, "k", const_int(0), n, const_int(1), [&](IExpr k) {
+            const IExpr kept = keep ? kb_.bind("kept", (*keep)(kb_, k)) : nullptr;
+            if (kept) kb_.open();
             const IExpr x = kb_.bind("x", a.at(kb_, {k}));
             kb_.emit(assign(acc, step(ir::var(acc, init->type), x)));
+            if (kept) kb_.emit(if_then(kept, kb_.close()));
         });
         return scalar_val(ir::var(acc, init->type));
     }

@@ -300,6 +300,13 @@ TEST_CASE("compiled backend: nested arrays are hoisted when invariant and loops 
         "map (\\n -> loop x = n while x > 1 do if x % 2 == 0 then x / 2 else 3 * x + 1) (iota 9)",
         "let xs = map float (iota 10)\nmap (\\k -> loop acc = 0.0 for i < k do acc + xs[i]) (iota 5)\nmap (\\k -> loop (s, j) = (0, k) while j > 0 do (s + j, j - 1)) (iota 6)",
         "let xs = iota 10\nmap (\\i -> sum (gather [i, 0] xs)) (iota 3)\nmap (\\i -> xs[i:i + 2][1]) (iota 3)\nmap (\\i -> xs[20 + i]) (iota 2)",
+        // filtered nested arrays: folds and map over the elements kept
+        "let xs = map float (iota 12)\nmap (\\i -> length (filter (\\v -> v > float i) xs)) (iota 4)\n"
+        "map (\\i -> sum (map (\\v -> v * 2.0) (filter (\\v -> v > float i) xs))) (iota 4)\n"
+        "map (\\i -> maximum (filter (\\v -> v < float i) xs)) (iota 3)\n"
+        "map (\\i -> reduce (\\a b -> a * 2.0 + b) 0.0 (filter (\\v -> v > 7.0) (filter (\\v -> v > float i) xs))) (iota 3)\n"
+        "map (\\i -> count (\\v -> v < 9.0) (filter (\\v -> v > float i) xs)) (iota 4)\n"
+        "map (\\i -> any (filter (\\b -> b) (map (\\v -> v > float i + 8.0) xs))) (iota 5)",
     };
     for (const char* p : programs) {
         differential(p);
