@@ -34,10 +34,12 @@ int64_t fusion_weight(const std::vector<Value>& operands) {
 
 void Node::compute() const {
     if (!computed()) backend_->force_group(*group_);
+    pull_ = nullptr;
 }
 
 void Node::compute_because(const std::string& why) const {
     if (!computed()) backend_->force_group(*group_, why);
+    pull_ = nullptr;
 }
 
 std::string Node::description() const {

@@ -33,10 +33,13 @@ class FusionEngine;
 // them through one map kernel with an output per component, so the work they
 // share (Black-Scholes' call and put) is done once.
 struct NodeGroup {
-    std::function<ir::PullTuple(FuseContext&)> pull;
+    // pull and replay hold the node's operands: both are dropped once the
+    // group is computed, so that a computed node does not keep the graph
+    // that made it alive (an `iterate` of updates kept every step's array).
+    mutable std::function<ir::PullTuple(FuseContext&)> pull;
     std::vector<Prim> elems;
     Shape shape;
-    Replay replay;
+    mutable Replay replay;
     EvalContext ctx;  // a copy: a node may be forced after its statement's context is gone
     int64_t weight = 1;  // nodes fused into this one (bounded, see fusion_weight)
     Loc origin;          // the builtin call that made it (the kernel comment `:cuda` shows)
@@ -76,13 +79,13 @@ public:
     const ir::ArrayData& data() const { return group_->forced.at(component_); }
     // The nodes a consumer would fuse by fusing this one (0 once computed).
     int64_t weight() const { return computed() ? 0 : group_->weight; }
-    PullArray pull(FuseContext& fc) const { return pull_(fc); }
+    PullArray pull(FuseContext& fc) const { return pull_(fc); }  // only while not computed
 
 private:
     std::shared_ptr<FusionEngine> backend_;
     std::shared_ptr<const NodeGroup> group_;
     size_t component_;
-    MakePull pull_;
+    mutable MakePull pull_;  // dropped once computed (its operands with it)
 };
 
 

@@ -76,13 +76,17 @@ void FusionEngine::force_group(const NodeGroup& g, const std::string& why) {
         const Restore<Loc> during(origin_, g.origin);
         g.forced = materialise(g);
     }
-    if (!g.forced.empty()) return;
-    ++stats.reference_replays;
-    warn_reference(g.ctx, g.origin, g.what.empty() ? "this array" : g.what, "its function does not compile to a kernel",
-                   {"the compiled backend cannot compile " + declined_ +
-                    "; write it with builtins that compile (docs/language.md), or `:set backend reference` to say "
-                    "that this is intended"});
-    for (const Value& x : leaves(g.replay())) g.forced.push_back(ir::ArrayData{x.array(), nullptr});
+    if (g.forced.empty()) {
+        ++stats.reference_replays;
+        warn_reference(g.ctx, g.origin, g.what.empty() ? "this array" : g.what, "its function does not compile to a kernel",
+                       {"the compiled backend cannot compile " + declined_ +
+                        "; write it with builtins that compile (docs/language.md), or `:set backend reference` to say "
+                        "that this is intended"});
+        for (const Value& x : leaves(g.replay())) g.forced.push_back(ir::ArrayData{x.array(), nullptr});
+    }
+    // Computed: the operands are no longer needed (NodeGroup says why).
+    g.pull = nullptr;
+    g.replay = nullptr;
 }
 
 // Empty when a function does not compile.
@@ -397,12 +401,14 @@ std::optional<Value> FusionEngine::compile_builtin(const std::string& name, cons
     if ((name == "zip" || name == "zip3") && is_like(Value(std::vector<Value>(args.begin(), args.end()))))
         return Value(std::vector<Value>(args.begin(), args.end()));
     if (name == "unzip" && is_like(args[0])) return args[0];
-    // iterate: host control flow; its steps build the graph (bounded by kMaxFusedNodes).
+    // iterate: host control flow; its steps build the graph (bounded by
+    // kMaxFusedNodes) unless a step ran plans (`carried`, lang/eval.h).
     if (name == "iterate" && args[0].is_scalar() && args[1].is_function()) {
         Value x = args[2];
         for (int64_t k = 0, n = args[0].scalar().as_long(); k < n; ++k) {
             evalimpl::check_cancel(ctx, loc);
-            x = evalimpl::apply_value(args[1], std::span<const Value>(&x, 1), ctx, loc);
+            const int64_t before = stats.plans_run;
+            x = carried(evalimpl::apply_value(args[1], std::span<const Value>(&x, 1), ctx, loc), ctx, before);
         }
         return x;
     }

@@ -299,6 +299,30 @@ void lower_map(PlanBuilder& pb, const std::string& name, const PullTuple& src, c
     for (size_t k = 0; k < outs.size(); ++k) kb.emit(store(outs[k], gid, v[k]));
     map.body = kb.close();
     if (lower_map_shared_tiles(pb, kb, map, opt)) return;
+    if (opt.cpu_cores > 0 && src.rank() == 2) {
+        // Natively, rows of at least 64 columns go a block per row with the
+        // threads along the columns: the row is the same for the whole loop
+        // and the columns are consecutive, so there is no 64-bit division per
+        // element (unflatten's) and the lanes vectorise. Decided from the
+        // extent when the plan is built: the form shows in the kernel text.
+        const std::optional<int64_t> cols = known_value(src.shape[1], opt);
+        if (cols && *cols >= 64) {
+            const ExprPtr rows_p = use_params(kb, src.shape[0]), cols_p = use_params(kb, src.shape[1]);
+            const std::string row_name = kb.fresh("row");
+            const ExprPtr row = var(row_name, ScalarType::I64);
+            kb.block_loop(row_name, block_idx(), rows_p, grid_dim(), [&] {
+                const ExprPtr first = kb.bind("first", binary(BinaryOp::Mul, row, cols_p));
+                thread_loop(kb, "col", tid64(), cols_p, cast(ScalarType::I64, block_dim()), [&](ExprPtr col) {
+                    const ExprPtr at = kb.bind(map.gid, binary(BinaryOp::Add, first, col));
+                    const std::vector<ExprPtr> w = src.at(kb, {row, col});
+                    for (size_t k = 0; k < outs.size(); ++k) kb.emit(store(outs[k], at, w[k]));
+                });
+            });
+            add_launch(pb, kb, min_expr(src.shape[0], i64(opt.max_blocks)),
+                       "map: a block per row, its threads along the columns (CPU)");
+            return;
+        }
+    }
     index_lets.insert(index_lets.end(), map.body.begin(), map.body.end());
     kb.emit(for_loop(map.gid, global_thread(), use_params(kb, n), grid_threads(), std::move(index_lets)));
     add_launch(pb, kb, capped_grid(n, int64_t{opt.block_size} * opt.items_per_thread, opt.max_blocks),
