@@ -241,7 +241,7 @@ std::optional<Value> FusionEngine::scan(const std::string& name, std::span<const
             const ir::PullTuple src = name == "scanExclusive" ? shifted_input(fc, zkeep, x, false)
                                                               : folded_input(fc, step, zkeep, x, starts, false);
             ir::lower_scan(pb, name, src, flags ? &*flags : nullptr, ir::known_combine(a, ir::scalar_of(prims[0])),
-                           ir::ScanKind::Inclusive, outs);
+                           ir::ScanKind::Inclusive, outs, lowering_options());
             return;
         }
         const UserOp op{&fc, f, et};
@@ -250,7 +250,7 @@ std::optional<Value> FusionEngine::scan(const std::string& name, std::span<const
         std::vector<std::string> all = outs;
         all.insert(all.begin(), "valid");
         ir::lower_scan(pb, name, src, flags ? &*flags : nullptr, optional_combine(op, scalar_types(prims)),
-                       ir::ScanKind::Inclusive, all);
+                       ir::ScanKind::Inclusive, all, lowering_options());
     });
     return rebuild(args[1], results(r, outs, prims, s));
 }

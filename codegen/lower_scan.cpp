@@ -168,8 +168,72 @@ void lower_ordered_totals(PlanBuilder& pb, const std::string& kernel_name, const
 }
 }  // namespace lowering
 
+// The CPU form (LoweringOptions::cpu_cores > 0, native code): the same three
+// phases with one thread per block walking its chunk in order, a plain loop
+// the compiler keeps in registers (the tiles' shared-memory steps and
+// barriers cost more than the adds natively: 4M ints 18-23 ms -> see
+// docs/optimisations.md). Chunks are kCpuScanChunk elements whatever the
+// cores, so a float scan's association depends on n alone.
+constexpr int64_t kCpuScanChunk = 1 << 16;
+
+static void lower_scan_chunks_cpu(PlanBuilder& pb, const ScanSpec& s, const std::vector<std::string>& outs,
+                                  const LoweringOptions& opt) {
+    (void)opt;
+    const Combine& op = s.carrier;
+    for (size_t k = 0; k < outs.size(); ++k) pb.output_buffer(outs[k], s.result_types[k], s.n);
+    const ExprPtr blocks_p = param(pb.derived(pb.fresh(s.name + "_blocks"), ceil_div(s.n, i64(kCpuScanChunk))),
+                                   ScalarType::I64);
+    const std::string chunk = pb.derived(pb.fresh(s.name + "_chunk"), i64(kCpuScanChunk));
+    auto partials = temp_buffers(pb, s.name + "_block_totals", op.types, blocks_p);
+    auto carries = temp_buffers(pb, s.name + "_block_carries", op.types, blocks_p);
+    // for g in [lo, hi): visit(g, acc) then acc = op(acc, element(g)), in order.
+    auto walk = [&](KernelBuilder& kb, ExprPtr lo, ExprPtr hi, const std::vector<ExprPtr>& acc,
+                    const std::function<void(ExprPtr g, const std::vector<ExprPtr>& before, const std::vector<ExprPtr>& after)>& visit) {
+        thread_loop(kb, "g", lo, hi, i64(1), [&](ExprPtr g) {
+            const std::vector<ExprPtr> before = bind_all(kb, "before", acc);
+            const std::vector<ExprPtr> after = bind_all(kb, "after", combine(kb, op, before, s.element(kb, g)));
+            if (visit) visit(g, before, after);
+            assign_all(kb, acc, after);
+        });
+    };
+    {
+        KernelBuilder kb(s.name + "_totals", 1);
+        declare_writes(kb, partials, op.types);
+        auto [lo, hi] = chunk_range(kb, chunk, s.n);
+        std::vector<ExprPtr> acc = declare_vars(kb, "acc", op.neutral);
+        walk(kb, lo, hi, acc, nullptr);
+        store_all(kb, partials, block_idx(), acc, MemSpace::Global);
+        add_launch(pb, kb, blocks_p, "scan phase 1 (CPU): each thread folds its chunk in order");
+    }
+    {
+        KernelBuilder kb(s.name + "_carries", 1);
+        declare_writes(kb, carries, op.types);
+        std::vector<ExprPtr> acc = declare_vars(kb, "acc", op.neutral);
+        thread_loop(kb, "b", i64(0), use_params(kb, blocks_p), i64(1), [&](ExprPtr b) {
+            store_all(kb, carries, b, acc, MemSpace::Global);
+            assign_all(kb, acc, bind_all(kb, "next", combine(kb, op, acc, load_global(kb, partials, op.types, b))));
+        });
+        add_launch(pb, kb, min_expr(blocks_p, i64(1)), "scan phase 2 (CPU): exclusive scan of the chunk totals");
+    }
+    {
+        KernelBuilder kb(s.name, 1);
+        for (size_t k = 0; k < outs.size(); ++k) kb.buffer_param(outs[k], s.result_types[k], Access::Write);
+        auto [lo, hi] = chunk_range(kb, chunk, s.n);
+        std::vector<ExprPtr> acc = declare_vars(kb, "acc", load_global(kb, carries, op.types, block_idx()));
+        walk(kb, lo, hi, acc, [&](ExprPtr g, const std::vector<ExprPtr>& before, const std::vector<ExprPtr>& after) {
+            const std::vector<ExprPtr> r = s.result(kb, g, s.kind == ScanKind::Inclusive ? after : before);
+            for (size_t k = 0; k < outs.size(); ++k) kb.emit(store(outs[k], g, r[k]));
+        });
+        add_launch(pb, kb, blocks_p, "scan phase 3 (CPU): each thread scans its chunk from its carry");
+    }
+}
+
 static void lower_scan_spec(PlanBuilder& pb, const ScanSpec& s, const std::vector<std::string>& outs,
                             const LoweringOptions& opt) {
+    if (opt.cpu_cores > 0) {
+        lower_scan_chunks_cpu(pb, s, outs, opt);
+        return;
+    }
     const int64_t tile = int64_t{opt.block_size} * opt.scan_items_per_thread;
     const Combine& op = s.carrier;
     for (size_t k = 0; k < outs.size(); ++k) pb.output_buffer(outs[k], s.result_types[k], s.n);

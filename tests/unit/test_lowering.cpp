@@ -318,6 +318,46 @@ TEST_CASE("segscan: restarts at flags (flag-value operator transformation)") {
     }
 }
 
+TEST_CASE("scan: the CPU form (one thread per 65536-element chunk, in order) gives the left fold's results") {
+    LoweringOptions cpu;
+    cpu.cpu_cores = 2;
+    for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{65535}, int64_t{65536}, int64_t{65537}, int64_t{200001}}) {
+        CAPTURE(n);
+        auto x = random_vector<int32_t>(n, 51, -1000, 1000);
+        for (ScanKind kind : {ScanKind::Inclusive, ScanKind::Exclusive}) {
+            PlanBuilder pb("cscan");
+            lower_scan(pb, "cscan", vec("x", ScalarType::I32), known_combine(AssocOp::Add, ScalarType::I32), kind, "out", cpu);
+            LaunchPlan plan = pb.finish();
+            CHECK(plan.kernels[0].block_size == 1);  // the CPU form, not tiles
+            auto r = run(plan, Args().buffer("x", x).scalar("n", n));
+            check_close(output<int32_t>(r, "out"),
+                        ref_scan<int32_t>(x, 0, kind == ScanKind::Exclusive, nullptr, std::plus<int32_t>(), 0));
+        }
+        // Flags restart it across chunk boundaries too; a non-commutative operator stays in order.
+        auto flags = random_flags(n, 52, 0.0001);
+        PlanBuilder pb("cseg");
+        lower_segscan(pb, "cseg", vec("flags", ScalarType::Bool), vec("x", ScalarType::I32),
+                      known_combine(AssocOp::Add, ScalarType::I32), "out", cpu);
+        auto r = run(pb.finish(), Args().buffer("x", x).flags("flags", flags).scalar("n", n));
+        check_close(output<int32_t>(r, "out"), ref_scan<int32_t>(x, 0, false, &flags, std::plus<int32_t>(), 0));
+        auto y = random_vector<int32_t>(n, 53, -2, 2);
+        for (auto& v : y) v = v == 2 ? v : 0;
+        PlanBuilder pb2("cfirst");
+        lower_scan(pb2, "cfirst", vec("y", ScalarType::I32), first_nonzero(ScalarType::I32), ScanKind::Exclusive, "out", cpu);
+        auto r2 = run(pb2.finish(), Args().buffer("y", y).scalar("n", n));
+        auto f = [](int32_t a, int32_t b) { return a != 0 ? a : b; };
+        check_close(output<int32_t>(r2, "out"), ref_scan<int32_t>(y, 0, true, nullptr, f, 0));
+    }
+    // Rows: each row restarts, whatever the chunks.
+    auto x = random_vector<int64_t>(700 * 300, 54, -50, 50);
+    PlanBuilder pb("crows");
+    lower_scan(pb, "crows", buffer_array("x", ScalarType::I64, {"rows", "cols"}), known_combine(AssocOp::Max, ScalarType::I64),
+               ScanKind::Exclusive, "out", cpu);
+    auto r = run(pb.finish(), Args().buffer("x", x).scalar("rows", int64_t{700}).scalar("cols", int64_t{300}));
+    auto mx = [](int64_t a, int64_t b) { return std::max(a, b); };
+    check_close(output<int64_t>(r, "out"), ref_scan<int64_t>(x, 300, true, nullptr, mx, INT64_MIN));
+}
+
 // ---------------------------------------------------------------- permute, scatter, gather
 TEST_CASE("permute: histograms with native atomics and compare-and-swap loops") {
     for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{257}, int64_t{5000}, int64_t{200000}}) {
