@@ -1,23 +1,16 @@
 """NumPy on the cases of bench/cliffs/cliffs.shoal (issue 22), best of ROUNDS
 after a first run. Prints `<case> <milliseconds>` lines."""
 import os
-import time
+import sys
 
 import numpy as np
 
-ROUNDS = int(os.environ.get("ROUNDS", "5"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from peer_timing import best  # noqa: E402
+
 rng = np.random.default_rng(1)
 f32 = np.float32
 
-
-def best(f):
-    f()
-    t = []
-    for _ in range(ROUNDS):
-        t0 = time.perf_counter()
-        f()
-        t.append(time.perf_counter() - t0)
-    return min(t) * 1e3
 
 
 X = rng.random((10000, 3), dtype=f32)

@@ -5,11 +5,7 @@
 # Prints case, Shoal ms, NumPy ms and the ratio. BUILD=dir picks the build.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-build=${BUILD:-build}
-python=$build/bench-venv-tiers/bin/python
-if [ ! -x "$python" ]; then
-  python3 -m venv "$build/bench-venv-tiers" && "$build/bench-venv-tiers/bin/pip" install -q numpy numexpr "jax[cpu]"
-fi
+source bench/cpu_peers.sh
 out=$(mktemp -d)
 SHOAL_CACHE_DIR=$out/cache SHOAL_CPU_TIER=native "$build/shoal" bench/cliffs/cliffs.shoal >"$out/shoal" 2>&1
 "$python" bench/cliffs/peers.py >"$out/peers"

@@ -3,12 +3,13 @@ CPU) on the programs of tiers.shoal, n = 2^22 float32, best of ROUNDS.
 Prints `<program> <peer> <milliseconds>` lines."""
 import os
 import sys
-import time
 
 import numpy as np
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from peer_timing import best  # noqa: E402
+
 N = 1 << 22
-ROUNDS = int(os.environ.get("ROUNDS", "5"))
 rng = np.random.default_rng(1)
 x = rng.random(N, dtype=np.float32)
 y = rng.random(N, dtype=np.float32)
@@ -16,15 +17,6 @@ price, strike, years = 5 + 25 * x, 1 + 99 * y, 0.25 + 9.75 * x
 W = np.array([-3, -6, -5, 3, 21, 46, 67, 74, 67, 46, 21, 3, -5, -6, -3], dtype=np.float32)
 R, V = np.float32(0.02), np.float32(0.30)
 
-
-def best(f):
-    f()
-    t = []
-    for _ in range(ROUNDS):
-        t0 = time.perf_counter()
-        f()
-        t.append(time.perf_counter() - t0)
-    return min(t) * 1e3
 
 
 def cnd(d, xp):

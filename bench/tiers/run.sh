@@ -9,11 +9,7 @@
 # times. BUILD=dir picks the build (default build).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-build=${BUILD:-build}
-python=$build/bench-venv-tiers/bin/python
-if [ ! -x "$python" ]; then
-  python3 -m venv "$build/bench-venv-tiers" && "$build/bench-venv-tiers/bin/pip" install -q numpy numexpr "jax[cpu]"
-fi
+source bench/cpu_peers.sh
 out=$(mktemp -d)
 export SHOAL_CACHE_DIR=$out/cache
 # native-cached: the native tier again, every plan from the disk cache.

@@ -23,4 +23,16 @@ struct SessionCapture : SessionOutput {
     void clear() { *this = SessionCapture{}; }
 };
 
+// What running `text` in `s` printed: its values, then its texts (displays
+// among them), then its errors, a line each.
+inline std::string printed(Session& s, const std::string& text) {
+    SessionCapture out;
+    s.execute(text, "<t>", out);
+    std::string all;
+    for (const auto& v : out.values) all += v + "\n";
+    for (const auto& t : out.texts) all += t + "\n";
+    for (const auto& e : out.errors) all += e + "\n";
+    return all;
+}
+
 }  // namespace shoal::testing

@@ -12,17 +12,8 @@
 using namespace shoal;
 
 namespace {
-
-std::string shown(Session& s, const std::string& text) {
-    testing::SessionCapture out;
-    s.execute(text, "<t>", out);
-    std::string all;
-    for (const auto& t : out.texts) all += t + "\n";
-    for (const auto& d : out.displays) all += d.plain + "\n";
-    for (const auto& e : out.errors) all += e + "\n";
-    return all;
-}
-
+// Displays reach texts (SessionCapture keeps no display apart).
+const auto shown = testing::printed;
 }  // namespace
 
 TEST_CASE("advice: a loop of small array operations spends its time outside kernels") {

@@ -15,17 +15,7 @@ using shoal::testing::differential;
 
 namespace {
 
-// Statements on a compiled-backend session (no checking mode: the CPU's
-// own plan shapes); what it printed, errors included.
-std::string printed(Session& s, const std::string& text) {
-    testing::SessionCapture out;
-    s.execute(text, "<t>", out);
-    std::string all;
-    for (const auto& v : out.values) all += v + "\n";
-    for (const auto& t : out.texts) all += t + "\n";
-    for (const auto& e : out.errors) all += e + "\n";
-    return all;
-}
+using testing::printed;
 
 const char* kShapes =
     "let a = generate (37, 19) (\\i j -> float ((i * 7 + j * 3) % 11) - 5.0)\n"
