@@ -316,6 +316,15 @@ void leaves_of(const CVal& v, std::vector<IExpr>& out) {
     out.push_back(v.scalar);
 }
 
+// A value of `like`'s structure (scalars and tuples of them) from consecutive leaves.
+CVal like_leaves(const CVal& like, const std::vector<IExpr>& leaves, size_t& at) {
+    if (!like.is_tuple) return scalar_val(leaves.at(at++));
+    CVal v;
+    v.is_tuple = true;
+    for (const CVal& k : like.tuple) v.tuple.push_back(like_leaves(k, leaves, at));
+    return v;
+}
+
 // Rebuilds a value of Shoal type t from consecutive leaves.
 CVal from_leaves(const Type& type, const std::vector<IExpr>& leaves, size_t& at) {
     const Type t = prune(type);
@@ -429,7 +438,31 @@ private:
         return host_val(evalimpl::apply_builtin(*def, e.type, {}, fc_.eval_context(), e.loc));
     }
 
+    // iterate k f x with a scalar (or tuple) state: a sequential loop in the thread.
+    CVal iterate(const std::vector<CVal>& args) {
+        if (!args[0].scalar) decline("iterate with a non-scalar count");
+        std::vector<IExpr> init;
+        leaves_of(args[2], init);
+        std::vector<IExpr> state;
+        for (const IExpr& v : init) {
+            const std::string name = kb_.fresh("state");
+            kb_.emit(let(name, v));
+            state.push_back(ir::var(name, v->type));
+        }
+        const IExpr n = kb_.bind("trips", cast(ScalarType::I64, args[0].scalar));
+        ir::lowering::thread_loop(kb_, "step", const_int(0), n, const_int(1), [&](IExpr) {
+            size_t at = 0;
+            std::vector<IExpr> next;
+            leaves_of(apply(args[1], {like_leaves(args[2], state, at)}), next);
+            next = bind_all(next);  // the whole new state before any variable changes
+            for (size_t k = 0; k < state.size(); ++k) kb_.emit(assign(state[k]->name, next[k]));
+        });
+        size_t at = 0;
+        return like_leaves(args[2], state, at);
+    }
+
     CVal builtin(const std::string& name, const std::vector<CVal>& args) {
+        if (name == "iterate" && args.size() == 3 && !is_array_val(args[2])) return iterate(args);
         if (std::any_of(args.begin(), args.end(), [](const CVal& a) { return is_array_val(a) || a.lambda; }) ||
             name == "iota" || name == "fill" || name == "generate")
             return array_builtin(name, args);
@@ -780,6 +813,21 @@ private:
             return pull_val(name == "take" ? ir::take_array(a, args[0].scalar) : ir::drop_array(a, args[0].scalar));
         }
         if (name == "reverse") return pull_val(ir::reverse_array(as_pull(args[0])));
+        if (name == "++") {  // a ++ b of vectors: element i from a below its length, else from b
+            const ir::PullArray a = vector_arg(args[0]), b = vector_arg(args[1]);
+            const IExpr na = kb_.bind("n", ir::use_params(kb_, a.shape[0]));
+            ir::PullArray out{{kb_.bind("n", binary(BinaryOp::Add, na, ir::use_params(kb_, b.shape[0])))}, a.elem, nullptr};
+            out.at = [a, b, na](KernelBuilder& kb, const std::vector<IExpr>& i) {
+                // Only the side that holds the element is read (a check on the other would fail).
+                const std::string v = kb.fresh("joined");
+                kb.emit(let(v, zero_of(a.elem)));
+                ir::lowering::emit_if(
+                    kb, binary(BinaryOp::Lt, i[0], na), [&] { kb.emit(assign(v, a.at(kb, {i[0]}))); },
+                    [&] { kb.emit(assign(v, b.at(kb, {binary(BinaryOp::Sub, i[0], na)}))); });
+                return ir::var(v, a.elem);
+            };
+            return pull_val(out);
+        }
         if (name == "gather") return pull_val(ir::gather_array(vector_arg(args[0]), as_pull(args[1]), loc_));
         if (name == "map" || name == "zipWith" || name == "zipWith3") return nested_map(name, args);
         if ((name == "iota" || name == "fill" || name == "generate") && args[0].scalar) {

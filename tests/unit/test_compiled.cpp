@@ -307,6 +307,11 @@ TEST_CASE("compiled backend: nested arrays are hoisted when invariant and loops 
         "map (\\i -> reduce (\\a b -> a * 2.0 + b) 0.0 (filter (\\v -> v > 7.0) (filter (\\v -> v > float i) xs))) (iota 3)\n"
         "map (\\i -> count (\\v -> v < 9.0) (filter (\\v -> v > float i) xs)) (iota 4)\n"
         "map (\\i -> any (filter (\\b -> b) (map (\\v -> v > float i + 8.0) xs))) (iota 5)",
+        // ++ and iterate in the thread
+        "let xs = map float (iota 6)\nmap (\\i -> sum (take (i + 2) ([float i, 10.0] ++ xs))) (iota 4)\n"
+        "map (\\i -> length (xs ++ take i xs) + int (([1.0] ++ xs)[i])) (iota 4)\n"
+        "map (\\i -> iterate i (\\v -> v * 2) 1) (iota 5)\n"
+        "map (\\i -> let (a, b) = iterate 3 (\\(p, q) -> (q, p + q + i)) (0, 1) in a * 100 + b) (iota 3)",
     };
     for (const char* p : programs) {
         differential(p);
