@@ -583,8 +583,16 @@ private:
     // reference evaluator's bounds check and message (negative indices count
     // from the end). With slices or fewer indices than axes (a[lo:hi],
     // a[i, :], b[:, j], m[i]) the result is a nested array.
-    CVal index(const Expr& e, Scope& s) {
-        CVal a = expr(*e.kids[0], s);
+    CVal index(const Expr& e, Scope& s) { return index_of(expr(*e.kids[0], s), e, s); }
+
+    // An array of tuples is a tuple of arrays (`zip xs ys`): each is indexed.
+    CVal index_of(const CVal& a, const Expr& e, Scope& s) {
+        if (a.is_tuple) {
+            CVal t;
+            t.is_tuple = true;
+            for (const CVal& k : a.tuple) t.tuple.push_back(index_of(k, e, s));
+            return t;
+        }
         if (!is_array_val(a)) decline("indexing something other than an array");
         const ir::PullArray arr = as_pull(a);
         if (e.indices.size() > static_cast<size_t>(arr.rank())) decline("more indices than axes");

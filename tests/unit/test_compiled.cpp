@@ -312,6 +312,10 @@ TEST_CASE("compiled backend: nested arrays are hoisted when invariant and loops 
         "map (\\i -> length (xs ++ take i xs) + int (([1.0] ++ xs)[i])) (iota 4)\n"
         "map (\\i -> iterate i (\\v -> v * 2) 1) (iota 5)\n"
         "map (\\i -> let (a, b) = iterate 3 (\\(p, q) -> (q, p + q + i)) (0, 1) in a * 100 + b) (iota 3)",
+        // an array of tuples indexed in the thread
+        "let xs = map float (iota 6)\nlet ys = iota 6\nmap (\\i -> let (a, b) = (zip xs ys)[i] in a + float b) (iota 3)\n"
+        "map (\\i -> let (a, b, c) = (zip3 xs ys xs)[-1 - i] in a * float b - c) (iota 4)\n"
+        "map (\\i -> let (a, b) = (zip xs ys)[i + 9] in a) (iota 2)",
     };
     for (const char* p : programs) {
         differential(p);
