@@ -821,6 +821,27 @@ private:
             return pull_val(name == "take" ? ir::take_array(a, args[0].scalar) : ir::drop_array(a, args[0].scalar));
         }
         if (name == "reverse") return pull_val(ir::reverse_array(as_pull(args[0])));
+        if (name == "scatter") {  // dest with dest[idx[k]] = vals[k]: element j is the last vals[k] aimed at j
+            const ir::PullArray dest = vector_arg(args[0]), idx = vector_arg(args[1]), vals = vector_arg(args[2]);
+            warn_sequential(name);
+            const IExpr ni = kb_.bind("n", ir::use_params(kb_, idx.shape[0]));
+            const IExpr nv = kb_.bind("n", ir::use_params(kb_, vals.shape[0]));
+            const int code = kb_.add_check(name + ": {index} indices but {extent} values", loc_);
+            kb_.emit(if_then(binary(BinaryOp::Ne, ni, nv), {ir::error(code, ni, nv)}));
+            const IExpr m = kb_.bind("m", binary(BinaryOp::Min, ni, nv));
+            ir::PullArray out{dest.shape, dest.elem, nullptr};
+            out.at = [dest, idx, vals, m](KernelBuilder& kb, const std::vector<IExpr>& j) {
+                const std::string v = kb.fresh("scattered");
+                kb.emit(let(v, dest.at(kb, j)));
+                ir::lowering::thread_loop(kb, "k", const_int(0), m, const_int(1), [&](IExpr k) {
+                    const IExpr target = kb.bind("target", cast(ScalarType::I64, idx.at(kb, {k})));
+                    ir::lowering::emit_if(kb, binary(BinaryOp::Eq, target, j[0]),
+                                          [&] { kb.emit(assign(v, vals.at(kb, {k}))); });
+                });
+                return ir::var(v, dest.elem);
+            };
+            return pull_val(out);
+        }
         if (name == "++") {  // a ++ b of vectors: element i from a below its length, else from b
             const ir::PullArray a = vector_arg(args[0]), b = vector_arg(args[1]);
             const IExpr na = kb_.bind("n", ir::use_params(kb_, a.shape[0]));

@@ -316,6 +316,9 @@ TEST_CASE("compiled backend: nested arrays are hoisted when invariant and loops 
         "let xs = map float (iota 6)\nlet ys = iota 6\nmap (\\i -> let (a, b) = (zip xs ys)[i] in a + float b) (iota 3)\n"
         "map (\\i -> let (a, b, c) = (zip3 xs ys xs)[-1 - i] in a * float b - c) (iota 4)\n"
         "map (\\i -> let (a, b) = (zip xs ys)[i + 9] in a) (iota 2)",
+        // scatter in the thread: the last value aimed at an element wins, others are ignored
+        "let xs = map float (iota 8)\nmap (\\i -> (scatter xs [i, 3, i] [7.0, 8.0, 9.0])[i]) (iota 4)\n"
+        "map (\\i -> sum (scatter xs [i, 30, -1] [7.0, 8.0, 5.0])) (iota 3)\nmap (\\i -> sum (scatter xs [i] [7.0, 8.0])) (iota 3)",
     };
     for (const char* p : programs) {
         differential(p);
