@@ -821,6 +821,27 @@ private:
             return pull_val(name == "take" ? ir::take_array(a, args[0].scalar) : ir::drop_array(a, args[0].scalar));
         }
         if (name == "reverse") return pull_val(ir::reverse_array(as_pull(args[0])));
+        if ((name == "scan" || name == "scanExclusive") && args[1].scalar) {
+            // Element j folds the first j + 1 (j) elements in order: fine for
+            // the short nested arrays a thread walks (each access folds again).
+            const CVal f = args[0];
+            const IExpr z = args[1].scalar;
+            const ir::PullArray a = vector_arg(args[2]);
+            const bool inclusive = name == "scan";
+            warn_sequential(name);
+            ir::PullArray out{a.shape, z->type, nullptr};
+            out.at = [this, f, z, a, inclusive](KernelBuilder& kb, const std::vector<IExpr>& j) {
+                const std::string acc = kb.fresh("prefix");
+                kb.emit(let(acc, z));
+                const IExpr end = inclusive ? binary(BinaryOp::Add, j[0], const_int(1)) : j[0];
+                ir::lowering::thread_loop(kb, "k", const_int(0), end, const_int(1), [&](IExpr k) {
+                    const IExpr x = kb.bind("x", a.at(kb, {k}));
+                    kb.emit(assign(acc, single(apply(f, {scalar_val(ir::var(acc, z->type)), scalar_val(x)}))));
+                });
+                return ir::var(acc, z->type);
+            };
+            return pull_val(out);
+        }
         if (name == "scatter") {  // dest with dest[idx[k]] = vals[k]: element j is the last vals[k] aimed at j
             const ir::PullArray dest = vector_arg(args[0]), idx = vector_arg(args[1]), vals = vector_arg(args[2]);
             warn_sequential(name);

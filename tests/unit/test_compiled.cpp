@@ -319,6 +319,11 @@ TEST_CASE("compiled backend: nested arrays are hoisted when invariant and loops 
         // scatter in the thread: the last value aimed at an element wins, others are ignored
         "let xs = map float (iota 8)\nmap (\\i -> (scatter xs [i, 3, i] [7.0, 8.0, 9.0])[i]) (iota 4)\n"
         "map (\\i -> sum (scatter xs [i, 30, -1] [7.0, 8.0, 5.0])) (iota 3)\nmap (\\i -> sum (scatter xs [i] [7.0, 8.0])) (iota 3)",
+        // scans in the thread: each element folds its prefix in order
+        "let xs = map (\\k -> float ((k * 5) % 8)) (iota 8)\nmap (\\i -> (scan (+) 0.0 (take (i + 1) xs))[i]) (iota 4)\n"
+        "map (\\i -> (scanExclusive (+) 0.0 (drop i xs))[2]) (iota 3)\n"
+        "map (\\i -> sum (scan (\\a b -> a * 2.0 + b) 1.0 (take i xs))) (iota 4)\n"
+        "map (\\i -> (scan (+) 0.0 (take (i + 1) xs))[i + 5]) (iota 3)",
     };
     for (const char* p : programs) {
         differential(p);
