@@ -821,6 +821,47 @@ private:
             return pull_val(name == "take" ? ir::take_array(a, args[0].scalar) : ir::drop_array(a, args[0].scalar));
         }
         if (name == "reverse") return pull_val(ir::reverse_array(as_pull(args[0])));
+        if (name == "sort") {
+            // Element j is the element whose stable rank is j (ascending, NaNs
+            // last, equals in their order): a quadratic search per access,
+            // for the short arrays a thread sorts (`(sort window)[k]`).
+            const ir::PullArray a = vector_arg(args[0]);
+            warn_sequential(name);
+            const IExpr n = kb_.bind("n", ir::use_params(kb_, a.shape[0]));
+            ir::PullArray out{a.shape, a.elem, nullptr};
+            out.at = [a, n](KernelBuilder& kb, const std::vector<IExpr>& j) {
+                const ScalarType t = a.elem;
+                auto less = [t](IExpr x, IExpr y) {  // lang/array_ops.cpp less_nan_last
+                    if (!is_float(t)) {
+                        if (t == ScalarType::Bool) x = cast(ScalarType::I32, x), y = cast(ScalarType::I32, y);
+                        return binary(BinaryOp::Lt, x, y);
+                    }
+                    const IExpr x_nan = binary(BinaryOp::Ne, x, x), y_nan = binary(BinaryOp::Ne, y, y);
+                    return binary(BinaryOp::And, unary(UnaryOp::Not, x_nan),
+                                  binary(BinaryOp::Or, y_nan, binary(BinaryOp::Lt, x, y)));
+                };
+                const std::string found = kb.fresh("sorted");
+                kb.emit(let(found, zero_of(t)));
+                ir::lowering::thread_loop(kb, "k", const_int(0), n, const_int(1), [&](IExpr k) {
+                    const IExpr xk = kb.bind("xk", a.at(kb, {k}));
+                    const std::string rank = kb.fresh("rank");
+                    kb.emit(let(rank, const_int(0)));
+                    ir::lowering::thread_loop(kb, "m", const_int(0), n, const_int(1), [&](IExpr m) {
+                        const IExpr xm = kb.bind("xm", a.at(kb, {m}));
+                        const IExpr equal = binary(BinaryOp::And, unary(UnaryOp::Not, less(xm, xk)),
+                                                   unary(UnaryOp::Not, less(xk, xm)));
+                        const IExpr before = binary(BinaryOp::Or, less(xm, xk),
+                                                    binary(BinaryOp::And, equal, binary(BinaryOp::Lt, m, k)));
+                        kb.emit(assign(rank, binary(BinaryOp::Add, ir::var(rank, ScalarType::I64),
+                                                    select(before, const_int(1), const_int(0)))));
+                    });
+                    ir::lowering::emit_if(kb, binary(BinaryOp::Eq, ir::var(rank, ScalarType::I64), j[0]),
+                                          [&] { kb.emit(assign(found, xk)); });
+                });
+                return ir::var(found, t);
+            };
+            return pull_val(out);
+        }
         if ((name == "scan" || name == "scanExclusive") && args[1].scalar) {
             // Element j folds the first j + 1 (j) elements in order: fine for
             // the short nested arrays a thread walks (each access folds again).

@@ -324,6 +324,11 @@ TEST_CASE("compiled backend: nested arrays are hoisted when invariant and loops 
         "map (\\i -> (scanExclusive (+) 0.0 (drop i xs))[2]) (iota 3)\n"
         "map (\\i -> sum (scan (\\a b -> a * 2.0 + b) 1.0 (take i xs))) (iota 4)\n"
         "map (\\i -> (scan (+) 0.0 (take (i + 1) xs))[i + 5]) (iota 3)",
+        // sort in the thread: stable, ascending, NaNs last, -0.0 and 0.0 in their order
+        "let xs = [3.0, -0.0, 1.0, 0.0, -2.0, 5.0, 1.0, 4.0]\nmap (\\i -> (sort (take (i + 3) xs))[1]) (iota 5)\n"
+        "map (\\i -> sum (map (\\v -> v * v) (sort (drop i xs)))) (iota 4)\n"
+        "let ns = map (\\v -> if v > 2.0 then 0.0 / 0.0 else v) xs\nmap (\\i -> (sort (drop i ns))[4 - i]) (iota 4)\n"
+        "let ys = [5, 3, 9, 1, 3]\nmap (\\i -> (sort (take (i + 1) ys))[i]) (iota 5)\nmap (\\i -> (sort (take 2 ys))[i]) (iota 3)",
     };
     for (const char* p : programs) {
         differential(p);
