@@ -79,8 +79,9 @@ std::optional<Value> FusionEngine::known_reduce(const std::string& name, std::sp
     const Prim elem = elem_of(xs);
     FuseContext fc(ctx);
     ir::PlanOutcome r = run(name, fc, [&](ir::PlanBuilder& pb) {
-        ir::lower_reduce(pb, name, pull_of(xs, fc), ir::known_combine(*op, ir::scalar_of(elem)), "out",
-                         lowering_options());
+        const PullArray x = pull_of(xs, fc);
+        const ir::LoweringFacts facts = fc.facts(pb);
+        ir::lower_reduce(pb, name, x, ir::known_combine(*op, ir::scalar_of(elem)), "out", lowering_options(facts));
     });
     const ir::ArrayData& out = r.outputs.at("out");
     Value v = s.size() == 1 ? Value(first_element(out, elem)) : result(out, elem, {s[0]});
@@ -115,7 +116,8 @@ std::optional<Value> FusionEngine::general_reduce(const Value& f, const Value& z
         const ir::PullTuple src = folded_input(
             fc, op, zkeep, pulls_of(xs, fc),
             [](ir::KernelBuilder&, const std::vector<ir::ExprPtr>& i) { return column_zero(i)[0]; }, true);
-        ir::lower_reduce(pb, "reduce", src, optional_combine(op, scalar_types(prims)), outs, lowering_options());
+        const ir::LoweringFacts facts = fc.facts(pb);
+        ir::lower_reduce(pb, "reduce", src, optional_combine(op, scalar_types(prims)), outs, lowering_options(facts));
     });
     // The host patches empty rows with z (rows are few: one per reduction).
     const int64_t rows = s.size() == 1 ? 1 : s[0];
@@ -150,8 +152,9 @@ std::optional<Value> FusionEngine::count(const Value& p, const Value& xs, EvalCo
             const ir::ExprPtr keep = compiled::compile_call(fc, kb, p, element_at(kb, x, i), {et}).at(0);
             return ir::select(keep, ir::const_int(1, ir::ScalarType::I32), ir::const_int(0, ir::ScalarType::I32));
         };
+        const ir::LoweringFacts facts = fc.facts(pb);
         ir::lower_reduce(pb, "count", ones, ir::known_combine(ir::AssocOp::Add, ir::ScalarType::I32), "out",
-                         lowering_options());
+                         lowering_options(facts));
     });
     const ir::ArrayData& out = r.outputs.at("out");
     return s.size() == 1 ? Value(first_element(out, Prim::Int)) : result(out, Prim::Int, {s[0]});
@@ -195,7 +198,8 @@ std::optional<Value> FusionEngine::arg_extreme(bool largest, const Value& xs, Ev
         src.at = [x](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
             return std::vector<ir::ExprPtr>{x.at(kb, i), ir::cast(ir::ScalarType::I32, i.back())};
         };
-        ir::lower_reduce(pb, largest ? "argmax" : "argmin", src, op, {"best", "index"}, lowering_options());
+        const ir::LoweringFacts facts = fc.facts(pb);
+        ir::lower_reduce(pb, largest ? "argmax" : "argmin", src, op, {"best", "index"}, lowering_options(facts));
     });
     const ir::ArrayData& index = r.outputs.at("index");
     return s.size() == 1 ? Value(first_element(index, Prim::Int)) : result(index, Prim::Int, {s[0]});
@@ -294,10 +298,11 @@ std::optional<Value> FusionEngine::push(const std::string& name, std::span<const
         const std::vector<PullArray> a = pulls_of(args[0], fc);
         std::vector<PullArray> b;
         if (name != "transpose") b = pulls_of(args[1], fc);
+        const ir::LoweringFacts facts = fc.facts(pb);
         for (size_t k = 0; k < a.size(); ++k) {
             const std::string kernel = pb.fresh(name == "++" ? "concat" : name);
             if (name == "transpose")
-                ir::lower_transpose(pb, kernel, a[k], outs[k], lowering_options());
+                ir::lower_transpose(pb, kernel, a[k], outs[k], lowering_options(facts));
             else if (name == "++")
                 ir::lower_concat(pb, kernel, a[k], b[k], outs[k]);
             else

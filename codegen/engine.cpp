@@ -95,7 +95,9 @@ std::vector<ir::ArrayData> FusionEngine::materialise(const NodeGroup& g) {
         FuseContext fc(g.ctx);
         const std::vector<std::string> outs = leaf_buffers("out", g.elems.size(), true);
         ir::PlanOutcome r = g.transpose_of ? run("transpose", fc, [&](ir::PlanBuilder& pb) {
-            ir::lower_transpose(pb, "transpose", pull_of(*g.transpose_of, fc), outs[0], lowering_options());
+            const PullArray a = pull_of(*g.transpose_of, fc);
+            const ir::LoweringFacts facts = fc.facts(pb);
+            ir::lower_transpose(pb, "transpose", a, outs[0], lowering_options(facts));
         }) : run("map", fc, [&](ir::PlanBuilder& pb) {
             const ir::LoweringFacts facts = fc.facts(pb);
             ir::LoweringOptions opt = lowering_options();

@@ -153,6 +153,13 @@ private:
     // Lowering options for the plan being built: shaped for the executor
     // that will run it (PlanExecutor::lowering_target) and the optimisations.
     ir::LoweringOptions lowering_options() const;
+    // The same with the plan's facts (a lowering that chooses a form by an
+    // extent's value then prints only that form): `facts` must outlive the lowering.
+    ir::LoweringOptions lowering_options(const ir::LoweringFacts& facts) const {
+        ir::LoweringOptions opt = lowering_options();
+        opt.facts = &facts;
+        return opt;
+    }
     void record_profile(const ir::LaunchPlan& plan, const ir::PlanOutcome& r, const FuseContext& fc);
     EvalContext last_ctx_;  // the context of the last builtin (slices have none of their own)
     std::map<std::string, std::vector<ir::Kernel>> emitted_kernels_;

@@ -170,10 +170,17 @@ void lower_reduce(PlanBuilder& pb, const std::string& name, const PullTuple& src
     const ExprPtr count = src.rank() == 1 ? i64(1) : src.shape[0];
     for (size_t k = 0; k < outs.size(); ++k) pb.output_buffer(outs[k], op.types[k], count);
     if (src.rank() == 2) {
-        // The row length decides at run time: a thread per short row, a block
-        // per long one (the CPU's threads run a block's lanes as loops, so
-        // its rows stay short longer).
-        const ExprPtr short_rows = binary(BinaryOp::Le, src.shape[1], i64(opt.cpu_cores > 0 ? 256 : 32));
+        // The row length decides: a thread per short row, a block per long
+        // one (the CPU's threads run a block's lanes as loops, so its rows
+        // stay short longer). Known when the plan is built, one form is
+        // printed; otherwise (`:emit`'s trace) both, under a guard.
+        const int64_t longest_short = opt.cpu_cores > 0 ? 256 : 32;
+        if (const std::optional<int64_t> cols = known_value(src.shape[1], opt)) {
+            if (*cols <= longest_short) reduce_short_rows(pb, name, src, op, outs, opt);
+            else reduce_rows(pb, name, src, op, outs, opt);
+            return;
+        }
+        const ExprPtr short_rows = binary(BinaryOp::Le, src.shape[1], i64(longest_short));
         pb.set_guard(short_rows);
         reduce_short_rows(pb, name, src, op, outs, opt);
         pb.set_guard(unary(UnaryOp::Not, short_rows));

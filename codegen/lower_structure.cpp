@@ -140,13 +140,18 @@ void lower_transpose(PlanBuilder& pb, const std::string& name, const PullArray& 
         // A thin array on the CPU (10000 x 3) is a map reading a[j, i] for
         // out[i, j], 10x faster natively than tiles of which it fills a few
         // rows (256 threads at each barrier for 96 elements); a wide one
-        // keeps the tiles (the map is 1.3x slower there). Chosen at run time.
+        // keeps the tiles (the map is 1.3x slower there). Chosen from the
+        // extents when the plan is built, else at run time by a guard.
         const ExprPtr thin = binary(BinaryOp::Or, binary(BinaryOp::Lt, rows, i64(T)), binary(BinaryOp::Lt, cols, i64(T)));
+        const std::optional<int64_t> known = known_value(thin, opt);
         PullArray swapped{{cols, rows}, a.elem, nullptr};
         swapped.at = [a](KernelBuilder& kb, const std::vector<ExprPtr>& i) { return a.at(kb, {i[1], i[0]}); };
-        pb.set_guard(thin);
-        lower_map(pb, name + "_thin", tuple_of(swapped), {out}, opt);
-        pb.set_guard(unary(UnaryOp::Not, thin));
+        if (known.value_or(1) != 0) {
+            if (!known) pb.set_guard(thin);
+            lower_map(pb, name + "_thin", tuple_of(swapped), {out}, opt);
+            if (known) return;
+        }
+        if (!known) pb.set_guard(unary(UnaryOp::Not, thin));
     }
     const ExprPtr tiles_c = param(pb.derived(pb.fresh(name + "_tiles_c"), ceil_div(cols, i64(T))), ScalarType::I64);
     const ExprPtr tiles =
