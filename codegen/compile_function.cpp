@@ -443,19 +443,13 @@ private:
         if (!args[0].scalar) decline("iterate with a non-scalar count");
         std::vector<IExpr> init;
         leaves_of(args[2], init);
-        std::vector<IExpr> state;
-        for (const IExpr& v : init) {
-            const std::string name = kb_.fresh("state");
-            kb_.emit(let(name, v));
-            state.push_back(ir::var(name, v->type));
-        }
+        const std::vector<IExpr> state = ir::lowering::declare_vars(kb_, "state", init);
         const IExpr n = kb_.bind("trips", cast(ScalarType::I64, args[0].scalar));
         ir::lowering::thread_loop(kb_, "step", const_int(0), n, const_int(1), [&](IExpr) {
             size_t at = 0;
             std::vector<IExpr> next;
             leaves_of(apply(args[1], {like_leaves(args[2], state, at)}), next);
-            next = bind_all(next);  // the whole new state before any variable changes
-            for (size_t k = 0; k < state.size(); ++k) kb_.emit(assign(state[k]->name, next[k]));
+            assign_state(state, next);
         });
         size_t at = 0;
         return like_leaves(args[2], state, at);
@@ -668,13 +662,7 @@ private:
         leaf_types(e.type, types);  // arrays as loop state decline
         std::vector<IExpr> init;
         leaves_of(expr(*e.kids[0], s), init);
-        std::vector<IExpr> vars;
-        for (const IExpr& v : init) {
-            const std::string name = kb_.fresh("state");
-            kb_.emit(let(name, v));
-            vars.push_back(ir::var(name, v->type));
-        }
-        return vars;
+        return ir::lowering::declare_vars(kb_, "state", init);
     }
 
     // Evaluates the loop body with the pattern bound to the state and assigns
@@ -688,14 +676,17 @@ private:
         std::vector<IExpr> next;
         leaves_of(expr(*body, s), next);
         s.locals.resize(mark);
-        next = bind_all(next);
-        for (size_t k = 0; k < state.size(); ++k) kb_.emit(assign(state[k]->name, next[k]));
+        assign_state(state, next);
     }
 
-    std::vector<IExpr> bind_all(const std::vector<IExpr>& xs) {
-        std::vector<IExpr> out;
-        for (const IExpr& x : xs) out.push_back(kb_.bind("next", x));
-        return out;
+    // state := next, every value computed before any variable changes. Each
+    // is bound, even a variable: the next state may name the state itself
+    // (`(a, b) = (b, a)`, or `a` unchanged), which lowering::assign_all,
+    // leaving variables unbound, would not snapshot.
+    void assign_state(const std::vector<IExpr>& state, const std::vector<IExpr>& next) {
+        std::vector<IExpr> values;
+        for (const IExpr& x : next) values.push_back(kb_.bind("next", x));
+        for (size_t k = 0; k < state.size(); ++k) kb_.emit(assign(state[k]->name, values[k]));
     }
 
     // loop p = init for i < n do body: a sequential For in the thread.

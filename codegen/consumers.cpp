@@ -339,8 +339,13 @@ std::optional<Value> FusionEngine::matmul(std::span<const Value> args, EvalConte
         }
         return x;
     };
+    // `:emit` keeps products as generated kernels (docs/emit.md): an emitted
+    // project links no BLAS. The executor is asked here, not for every plan:
+    // its answer may load the library.
+    const bool library = optimisations.blas && !emitting_ && (!shaped_for_executor() || executor_->has_library("gemm"));
     const ir::PlanOutcome r = run("matmul", fc, [&](ir::PlanBuilder& pb) {
         ir::LoweringOptions opt = lowering_options();
+        opt.library_gemm = library;
         ir::lower_product(pb, "matmul", operand(args[0], true), operand(args[1], false), "out", opt);
     });
     Shape shape;

@@ -477,9 +477,11 @@ std::string FusionEngine::memory_report(const std::vector<std::pair<std::string,
 
 // `:cuda`, `:compile`, `:explain` and `:profile` show the GPU's form of a
 // plan; other runs ask the executor what shape suits it.
+bool FusionEngine::shaped_for_executor() const { return !recording_ && !compiling_ && explaining_.empty(); }
+
 ir::LoweringOptions FusionEngine::lowering_options() const {
     ir::LoweringTarget target;
-    if (!recording_ && !compiling_ && explaining_.empty()) {
+    if (shaped_for_executor()) {
         ir::RunOptions options = options_;
         options.counters = profiling_ && profiling_->counters;
         target = executor_->lowering_target(options);
@@ -487,9 +489,6 @@ ir::LoweringOptions FusionEngine::lowering_options() const {
     ir::LoweringOptions opt;
     opt.shared_memory = optimisations.shared_memory && target.shared_tiles;
     opt.cpu_cores = target.cpu_cores;
-    // `:emit` keeps products as generated kernels (docs/emit.md): an emitted
-    // project links no BLAS.
-    opt.library_gemm = target.library_gemm && optimisations.blas && !emitting_;
     return opt;
 }
 

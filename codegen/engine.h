@@ -153,6 +153,9 @@ private:
     // Lowering options for the plan being built: shaped for the executor
     // that will run it (PlanExecutor::lowering_target) and the optimisations.
     ir::LoweringOptions lowering_options() const;
+    // Whether plans are lowered for the executor that runs them (else the
+    // GPU's form, as `:cuda`, `:compile`, `:explain` and `:emit` show it).
+    bool shaped_for_executor() const;
     // The same with the plan's facts (a lowering that chooses a form by an
     // extent's value then prints only that form): `facts` must outlive the lowering.
     ir::LoweringOptions lowering_options(const ir::LoweringFacts& facts) const {

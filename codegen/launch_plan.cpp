@@ -129,11 +129,16 @@ void PlanBuilder::launch(int kernel, ExprPtr grid, std::string comment) {
     plan_.steps.push_back(std::move(s));
 }
 
+std::vector<std::string> LibraryCall::buffers() const {
+    std::vector<std::string> all = reads;
+    all.insert(all.end(), writes.begin(), writes.end());
+    return all;
+}
+
 void PlanBuilder::call(LibraryCall c, std::string comment) {
     for (const ExprPtr& a : c.args) register_host_params(a);
-    for (const auto* names : {&c.reads, &c.writes})
-        for (const std::string& b : *names)
-            SHOAL_INTERNAL_ASSERT(plan_.find_buffer(b), "call " + c.function + ": undeclared buffer " + b);
+    for (const std::string& b : c.buffers())
+        SHOAL_INTERNAL_ASSERT(plan_.find_buffer(b), "call " + c.function + ": undeclared buffer " + b);
     PlanStep s;
     s.kind = StepKind::Call;
     s.grid = guard_;
@@ -196,11 +201,10 @@ public:
             } else if (s.kind == StepKind::Call) {
                 need_scalars(s.grid);
                 for (const ExprPtr& a : s.call.args) need_scalars(a);
-                for (const auto* names : {&s.call.reads, &s.call.writes})
-                    for (const std::string& b : *names) need_buffer(b);
+                const std::vector<std::string> buffers = s.call.buffers();
+                for (const std::string& b : buffers) need_buffer(b);
                 emit(s);
-                for (const auto* names : {&s.call.reads, &s.call.writes})
-                    for (const std::string& b : *names) last_use_[b] = steps_.size() - 1;
+                for (const std::string& b : buffers) last_use_[b] = steps_.size() - 1;
             } else {
                 need_scalars(s.index);
                 need_buffer(s.buffer);
@@ -323,8 +327,7 @@ void verify_host_program(const LaunchPlan& plan) {
                 verify_library_call(plan, s.call);
                 uses(i, s.grid);
                 for (const ExprPtr& a : s.call.args) uses(i, a);
-                for (const auto* names : {&s.call.reads, &s.call.writes})
-                    for (const std::string& b : *names) use_buffer(i, b);
+                for (const std::string& b : s.call.buffers()) use_buffer(i, b);
                 break;
             case StepKind::ReadBack:
                 uses(i, s.index);

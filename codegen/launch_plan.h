@@ -88,6 +88,8 @@ struct LibraryCall {
     std::vector<ExprPtr> args;        // host expressions (extents, flags), in the function's order
     std::vector<std::string> reads;   // buffers read
     std::vector<std::string> writes;  // buffers written
+
+    std::vector<std::string> buffers() const;  // reads, then writes
 };
 
 struct PlanStep {

@@ -137,7 +137,7 @@ void lower_product(PlanBuilder& pb, const std::string& name, const ProductOperan
     };
     const std::string ab = in_memory(a, "_a"), bb = in_memory(b, "_b");
     const bool copied = a.buffer.empty() || b.buffer.empty();
-    pb.call(gemm_call(n, m, k, a.transposed && !a.buffer.empty(), b.transposed && !b.buffer.empty(), ab, bb, out),
+    pb.call(gemm_call(n, m, k, a.transposed, b.transposed, ab, bb, out),
             !copied   ? "matmul: the BLAS (both operands in memory; a `transpose` view passed transposed)"
             : library ? "matmul: the BLAS, the fused operand written to memory first (it is read often enough)"
                       : "matmul: the BLAS, the fused operand written to memory first (the BLAS beats the tiled kernel on the CPU)");

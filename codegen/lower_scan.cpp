@@ -176,9 +176,7 @@ void lower_ordered_totals(PlanBuilder& pb, const std::string& kernel_name, const
 // cores, so a float scan's association depends on n alone.
 constexpr int64_t kCpuScanChunk = 1 << 16;
 
-static void lower_scan_chunks_cpu(PlanBuilder& pb, const ScanSpec& s, const std::vector<std::string>& outs,
-                                  const LoweringOptions& opt) {
-    (void)opt;
+static void lower_scan_chunks_cpu(PlanBuilder& pb, const ScanSpec& s, const std::vector<std::string>& outs) {
     const Combine& op = s.carrier;
     for (size_t k = 0; k < outs.size(); ++k) pb.output_buffer(outs[k], s.result_types[k], s.n);
     const ExprPtr blocks_p = param(pb.derived(pb.fresh(s.name + "_blocks"), ceil_div(s.n, i64(kCpuScanChunk))),
@@ -231,7 +229,7 @@ static void lower_scan_chunks_cpu(PlanBuilder& pb, const ScanSpec& s, const std:
 static void lower_scan_spec(PlanBuilder& pb, const ScanSpec& s, const std::vector<std::string>& outs,
                             const LoweringOptions& opt) {
     if (opt.cpu_cores > 0) {
-        lower_scan_chunks_cpu(pb, s, outs, opt);
+        lower_scan_chunks_cpu(pb, s, outs);
         return;
     }
     const int64_t tile = int64_t{opt.block_size} * opt.scan_items_per_thread;

@@ -146,12 +146,15 @@ void lower_transpose(PlanBuilder& pb, const std::string& name, const PullArray& 
         const std::optional<int64_t> known = known_value(thin, opt);
         PullArray swapped{{cols, rows}, a.elem, nullptr};
         swapped.at = [a](KernelBuilder& kb, const std::vector<ExprPtr>& i) { return a.at(kb, {i[1], i[0]}); };
-        if (known.value_or(1) != 0) {
-            if (!known) pb.set_guard(thin);
+        if (known && *known) {
             lower_map(pb, name + "_thin", tuple_of(swapped), {out}, opt);
-            if (known) return;
+            return;
         }
-        if (!known) pb.set_guard(unary(UnaryOp::Not, thin));
+        if (!known) {
+            pb.set_guard(thin);
+            lower_map(pb, name + "_thin", tuple_of(swapped), {out}, opt);
+            pb.set_guard(unary(UnaryOp::Not, thin));
+        }
     }
     const ExprPtr tiles_c = param(pb.derived(pb.fresh(name + "_tiles_c"), ceil_div(cols, i64(T))), ScalarType::I64);
     const ExprPtr tiles =

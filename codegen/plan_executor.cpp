@@ -117,4 +117,15 @@ ArrayPtr host_array(const ArrayData& data, Prim elem, const Shape& shape) {
     return a;
 }
 
+CallCounters gemm_counters(const PlanStep& step, const GemmShape& shape, ScalarType elem, std::string implementation) {
+    CallCounters c;
+    c.function = step.call.function;
+    c.implementation = std::move(implementation);
+    c.comment = step.comment;
+    c.calls = 1;
+    c.flops = shape.flops();
+    c.minimum_bytes = shape.elements() * static_cast<int64_t>(scalar_size(elem));
+    return c;
+}
+
 }  // namespace shoal::ir

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "codegen/launch_plan.h"
+#include "codegen/library_calls.h"
 #include "lang/profile.h"
 #include "lang/source.h"
 #include "lang/value.h"
@@ -74,6 +75,10 @@ struct CallCounters {
     int64_t minimum_bytes = 0;   // operands read once, the result written once
 };
 
+// The counters of one gemm call of `step` that `implementation` carried
+// out (its time is the caller's to add: measured on the host or by events).
+CallCounters gemm_counters(const PlanStep& step, const GemmShape& shape, ScalarType elem, std::string implementation);
+
 struct PlanOutcome {
     // Every Output buffer, rank 1 of the buffer's count (the caller gives it
     // its shape): a host array on the CPU executor, device memory on a GPU's.
@@ -89,9 +94,6 @@ struct PlanOutcome {
 struct LoweringTarget {
     bool shared_tiles = true;  // a map's overlapping reads go through shared-memory tiles
     int cpu_cores = 0;         // > 0: native CPU code on this many cores (LoweringOptions::cpu_cores)
-    // The executor implements the gemm library call (library_calls.h): a
-    // GPU's cuBLAS is what `:cuda` shows; an executor without a BLAS says no.
-    bool library_gemm = true;
 };
 
 struct RunOptions {
@@ -146,6 +148,10 @@ public:
     // unless the GPU's form is what the run is for (checking mode, `:profile`'s
     // counters, the interpreter and compare tiers).
     virtual LoweringTarget lowering_target(const RunOptions&) const { return {}; }
+    // Whether the executor implements a library function (library_calls.h):
+    // asked only when a plan could call it, since the answer may load the
+    // library (OpenBLAS, cuBLAS). A GPU's cuBLAS is what `:cuda` shows.
+    virtual bool has_library(const std::string& function) const { return function == "gemm"; }
     // What runs blocks side by side, for performance advice: the CPU's
     // cores, a GPU's multiprocessors ({0, ""}: unknown).
     virtual std::pair<int, std::string> parallel_units() const { return {0, ""}; }

@@ -5,8 +5,6 @@
 #include <algorithm>
 #include <climits>
 #include <cstdlib>
-#include <cstring>
-#include <mutex>
 
 #include "lang/diagnostics.h"
 #include "runtime/cpu/thread_pool.h"

@@ -84,10 +84,11 @@ public:
     // tier keeps its tiles (their code tested natively) and sorts as users get them.
     ir::LoweringTarget lowering_target(const ir::RunOptions& options) const override {
         const Tier t = tier_.tier();
-        if (options.check || options.counters || t == Tier::Interpret) return {.library_gemm = have_blas()};
+        if (options.check || options.counters || t == Tier::Interpret) return {};
         const int cores = worker_count(0, std::numeric_limits<int64_t>::max());
-        return {.shared_tiles = t == Tier::Compare, .cpu_cores = cores, .library_gemm = have_blas()};
+        return {.shared_tiles = t == Tier::Compare, .cpu_cores = cores};
     }
+    bool has_library(const std::string& function) const override { return function == "gemm" && have_blas(); }
     CompileCounters compilation() const override { return tier_.waited_builds(); }
     std::pair<int, std::string> parallel_units() const override {
         return {worker_count(0, std::numeric_limits<int64_t>::max()), "core"};

@@ -137,14 +137,8 @@ private:
         const ir::ScalarType t = plan_.find_buffer(s.call.writes[0])->elem;
         const auto start = std::chrono::steady_clock::now();
         gemm(t, g, buffer(s.call.reads[0]).data, buffer(s.call.reads[1]).data, buffer(s.call.writes[0]).data);
-        ir::CallCounters c;
-        c.function = s.call.function;
-        c.implementation = std::string("OpenBLAS ") + (t == ir::ScalarType::F32 ? "sgemm" : "dgemm");
-        c.comment = s.comment;
-        c.calls = 1;
+        ir::CallCounters c = ir::gemm_counters(s, g, t, std::string("OpenBLAS ") + (t == ir::ScalarType::F32 ? "sgemm" : "dgemm"));
         c.nanoseconds = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
-        c.flops = g.flops();
-        c.minimum_bytes = g.elements() * static_cast<int64_t>(ir::scalar_size(t));
         result_.calls.push_back(std::move(c));
     }
 

@@ -386,14 +386,8 @@ private:
             device_.check(device_.api().eventRecord(timing.end, device_.stream()), "cudaEventRecord");
             timings_.push_back(timing);
         }
-        ir::CallCounters c;
-        c.function = s.call.function;
-        c.implementation = device_.api().blas() + (t == ir::ScalarType::F32 ? ": gemm (float)" : ": gemm (double)");
-        c.comment = s.comment;
-        c.calls = 1;
-        c.flops = g.flops();
-        c.minimum_bytes = g.elements() * static_cast<int64_t>(ir::scalar_size(t));
-        outcome_.calls.push_back(std::move(c));
+        outcome_.calls.push_back(ir::gemm_counters(
+            s, g, t, device_.api().blas() + (t == ir::ScalarType::F32 ? ": gemm (float)" : ": gemm (double)")));
     }
 
     // A Check step: the record comes to the host with the stream; it is
@@ -482,8 +476,8 @@ public:
 
     std::string name() const override { return "cuda"; }
     // Products call cuBLAS where it loads; else they stay generated kernels.
-    ir::LoweringTarget lowering_target(const ir::RunOptions&) const override {
-        return {.library_gemm = !device_->api().blas().empty()};
+    bool has_library(const std::string& function) const override {
+        return function == "gemm" && !device_->api().blas().empty();
     }
     std::string lost_reason() const override { return device_->lost_reason(); }
     TransferCounters transfers() const override { return device_->transfers(); }
