@@ -572,7 +572,9 @@ EmitTexts print_unit(const EmitRequest& request, const std::vector<TracedFunctio
     const ir::CudaUnit unit = printer.print_unit(kernels.kernels());
     // The helpers and kernels live in NAME::kernels: apart from the
     // wrappers of the same name, and from every other emitted unit.
-    t.source = banner(request, request.unit + ".cu", functions) + "#include \"" + request.unit +
+    // nvcc fuses a * b + c into one rounding by default; Shoal's results round twice.
+    t.source = banner(request, request.unit + ".cu", functions) +
+               "// Compile with nvcc --fmad=false for the REPL's results bit for bit.\n" + "#include \"" + request.unit +
                ".h\"\n\n#include <algorithm>\n\nnamespace " + request.unit + " {\nnamespace kernels {\n\n" +
                "// Shoal's helper functions (its scalar semantics: wrapping integers, division by zero, conversions).\n" +
                host_device_prelude() + "\n// The kernels (" + std::to_string(kernels.kernels().size()) + ").\n" +

@@ -18,7 +18,10 @@ int parse_sm_arch(const std::string& arch) {
 }
 
 std::vector<std::string> standard_options(const std::string& gpu_architecture) {
-    return {"--gpu-architecture=" + gpu_architecture, "-default-device", "--std=c++17"};
+    // --fmad=false: NVRTC contracts a * b + c into one fused multiply-add by
+    // default, which rounds once where the reference rounds twice (the fused
+    // `b[1:] - b[:-1]` of squares differed on an H200); docs/semantics.md.
+    return {"--gpu-architecture=" + gpu_architecture, "-default-device", "--std=c++17", "--fmad=false"};
 }
 
 NvrtcTarget choose_target(int device_arch, const std::vector<int>& supported) {

@@ -371,11 +371,12 @@ TEST_CASE("kernel compiler: a CUBIN for an architecture NVRTC knows, else PTX fo
     CHECK(cubin.kind == ImageKind::Cubin);
     CHECK(cubin.gpu_architecture == "sm_90");
     CHECK(cubin.options == std::vector<std::string>{"--gpu-architecture=sm_90", "-default-device", "--std=c++17",
-                                                    "--ptxas-options=--verbose"});
+                                                    "--fmad=false", "--ptxas-options=--verbose"});
     const NvrtcTarget ptx = choose_target(89, {75, 80, 86, 90});
     CHECK(ptx.kind == ImageKind::Ptx);
     CHECK(ptx.gpu_architecture == "compute_86");
-    CHECK(ptx.options == std::vector<std::string>{"--gpu-architecture=compute_86", "-default-device", "--std=c++17"});
+    CHECK(ptx.options ==
+          std::vector<std::string>{"--gpu-architecture=compute_86", "-default-device", "--std=c++17", "--fmad=false"});
     CHECK_THROWS_WITH_AS(choose_target(70, {75, 80}), doctest::Contains("NVRTC cannot compile for sm_70"), Error);
 
     // Through the compiler: a simulated NVRTC that knows sm_80 and sm_90 only.

@@ -16,15 +16,16 @@ using shoal::testing::differential;
 
 namespace {
 
-// A compiled session (checking mode on: a shared-memory race fails the test)
-// with some statements run.
+// A compiled session on the CPU executor (its counters; on a GPU machine the
+// default executor counts no traffic) in checking mode (a shared-memory race
+// fails the test), with some statements run.
 struct Measured {
     Session s;
     Capture out;
     std::string printed;  // by the last run()
     explicit Measured(const std::string& setup) {
         runtime::install_compiled_backend();
-        s.execute(":set check on\n:set backend compiled\n" + setup, "<t>", out);
+        s.execute(":set check on\n:set backend compiled\n:set executor cpu\n" + setup, "<t>", out);
         REQUIRE(out.all.find("error") == std::string::npos);
     }
     // The counters of every plan `statement` ran.

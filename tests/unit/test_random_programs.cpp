@@ -544,10 +544,13 @@ private:
 TEST_CASE("compiled backend: random well-typed programs agree with the reference evaluator") {
     const auto start = std::chrono::steady_clock::now();
     int programs = 0, failures = 0;
-    // SHOAL_RANDOM_PROGRAMS=N runs seeds 1..N instead (a longer search).
+    // SHOAL_RANDOM_PROGRAMS=N runs seeds 1..N instead (a longer search),
+    // SHOAL_RANDOM_PROGRAMS=F-N seeds F..N (one shard of a parallel run).
     const char* count = std::getenv("SHOAL_RANDOM_PROGRAMS");
-    const uint32_t last = count ? static_cast<uint32_t>(std::strtoul(count, nullptr, 10)) : 400;
-    for (uint32_t seed = 1; seed <= last; ++seed) {
+    char* rest = nullptr;
+    uint32_t first = 1, last = count ? static_cast<uint32_t>(std::strtoul(count, &rest, 10)) : 400;
+    if (rest && *rest == '-') first = std::exchange(last, static_cast<uint32_t>(std::strtoul(rest + 1, nullptr, 10)));
+    for (uint32_t seed = first; seed <= last; ++seed) {
         Gen g(seed);
         const std::string p = g.program();
         INFO("seed " << seed);
