@@ -111,8 +111,11 @@ ir::LoweringFacts FuseContext::facts(const ir::PlanBuilder& pb) const {
     ir::LoweringFacts f;
     f.value = [this](const std::string& name) -> std::optional<int64_t> {
         auto it = scalars_.find(name);
-        if (it == scalars_.end() || !is_integral(it->second.type)) return std::nullopt;
-        return it->second.as_long();
+        const std::optional<int64_t> v = it == scalars_.end() || !is_integral(it->second.type)
+                                             ? std::nullopt
+                                             : std::optional<int64_t>(it->second.as_long());
+        fact_queries_.emplace_back(name, v);
+        return v;
     };
     f.buffer_count = [this, &pb](const std::string& name) -> IExpr {
         for (const auto& [identity, in] : inputs_)

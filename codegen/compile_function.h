@@ -13,6 +13,7 @@
 #pragma once
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -91,6 +92,15 @@ public:
     const std::vector<std::string>& fused() const { return fused_; }
     const std::vector<std::string>& materialised() const { return materialised_; }
 
+    // The integer facts asked of facts() since the last take, with the
+    // answers (a memoised plan holds while they stay the same, plan_memo.h).
+    std::vector<std::pair<std::string, std::optional<int64_t>>> take_fact_queries() {
+        return std::exchange(fact_queries_, {});
+    }
+    // How many parameters and buffers are bound (a lowering that adds some
+    // after the probe is not memoised).
+    size_t bound() const { return scalars_.size() + buffers_.size(); }
+
     // Advice found while compiling (sequential nesting); the backend passes
     // it on to the statement only once the plan is built, so a function that
     // declines (the reference evaluator computes it) warns of nothing.
@@ -106,6 +116,7 @@ private:
     std::map<std::tuple<const void*, Prim, int64_t>, std::string> lifted_;
     std::map<const void*, Input> inputs_;
     std::map<std::pair<const void*, const void*>, Value> hoisted_;
+    mutable std::vector<std::pair<std::string, std::optional<int64_t>>> fact_queries_;
     int counter_ = 0;
 };
 

@@ -23,6 +23,7 @@ struct BackendStats {
     int64_t plans_run = 0;
     int64_t cache_hits = 0;    // a plan already lowered, optimised and compiled
     int64_t cache_misses = 0;
+    int64_t found_before_lowering = 0;  // hits of the structural cache (plan_memo.h): nothing lowered
     int64_t reference_replays = 0;  // delayed nodes forced by the reference evaluator
     // Builtins on arrays the backend declined (the reference evaluator
     // computed them), by name: what is still outside the compiled subset.

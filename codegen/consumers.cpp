@@ -78,8 +78,9 @@ std::optional<Value> FusionEngine::known_reduce(const std::string& name, std::sp
     if (s.size() != 1 && s.size() != 2) return std::nullopt;
     const Prim elem = elem_of(xs);
     FuseContext fc(ctx);
-    ir::PlanOutcome r = run(name, fc, [&](ir::PlanBuilder& pb) {
-        const PullArray x = pull_of(xs, fc);
+    const PullArray x = pull_of(xs, fc);
+    const std::string described = name + " " + std::to_string(static_cast<int>(*op));
+    ir::PlanOutcome r = run(name, fc, {described, {ir::tuple_of(x)}}, [&](ir::PlanBuilder& pb) {
         const ir::LoweringFacts facts = fc.facts(pb);
         ir::lower_reduce(pb, name, x, ir::known_combine(*op, ir::scalar_of(elem)), "out", lowering_options(facts));
     });
@@ -111,13 +112,14 @@ std::optional<Value> FusionEngine::general_reduce(const Value& f, const Value& z
     FuseContext fc(ctx);
     std::vector<std::string> outs = leaf_buffers("out", prims.size(), false);
     outs.insert(outs.begin(), "valid");
-    ir::PlanOutcome r = run("reduce", fc, [&](ir::PlanBuilder& pb) {
-        const UserOp op{&fc, f, et};
-        const ir::PullTuple src = folded_input(
-            fc, op, zkeep, pulls_of(xs, fc),
-            [](ir::KernelBuilder&, const std::vector<ir::ExprPtr>& i) { return column_zero(i)[0]; }, true);
+    const UserOp op{&fc, f, et};
+    const ir::PullTuple src = folded_input(
+        fc, op, zkeep, pulls_of(xs, fc),
+        [](ir::KernelBuilder&, const std::vector<ir::ExprPtr>& i) { return column_zero(i)[0]; }, true);
+    const ir::Combine combine = optional_combine(op, scalar_types(prims));
+    ir::PlanOutcome r = run("reduce", fc, {"reduce", {src}, {combine}}, [&](ir::PlanBuilder& pb) {
         const ir::LoweringFacts facts = fc.facts(pb);
-        ir::lower_reduce(pb, "reduce", src, optional_combine(op, scalar_types(prims)), outs, lowering_options(facts));
+        ir::lower_reduce(pb, "reduce", src, combine, outs, lowering_options(facts));
     });
     // The host patches empty rows with z (rows are few: one per reduction).
     const int64_t rows = s.size() == 1 ? 1 : s[0];
@@ -145,13 +147,13 @@ std::optional<Value> FusionEngine::count(const Value& p, const Value& xs, EvalCo
     if (s.size() != 1 && s.size() != 2) return std::nullopt;
     const Type et = elem_type(xs);
     FuseContext fc(ctx);
-    ir::PlanOutcome r = run("count", fc, [&](ir::PlanBuilder& pb) {
-        const std::vector<PullArray> x = pulls_of(xs, fc);
-        PullArray ones{x[0].shape, ir::ScalarType::I32, nullptr};
-        ones.at = [&fc, x, p, et](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
-            const ir::ExprPtr keep = compiled::compile_call(fc, kb, p, element_at(kb, x, i), {et}).at(0);
-            return ir::select(keep, ir::const_int(1, ir::ScalarType::I32), ir::const_int(0, ir::ScalarType::I32));
-        };
+    const std::vector<PullArray> x = pulls_of(xs, fc);
+    PullArray ones{x[0].shape, ir::ScalarType::I32, nullptr};
+    ones.at = [&fc, x, p, et](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
+        const ir::ExprPtr keep = compiled::compile_call(fc, kb, p, element_at(kb, x, i), {et}).at(0);
+        return ir::select(keep, ir::const_int(1, ir::ScalarType::I32), ir::const_int(0, ir::ScalarType::I32));
+    };
+    ir::PlanOutcome r = run("count", fc, {"count", {ir::tuple_of(ones)}}, [&](ir::PlanBuilder& pb) {
         const ir::LoweringFacts facts = fc.facts(pb);
         ir::lower_reduce(pb, "count", ones, ir::known_combine(ir::AssocOp::Add, ir::ScalarType::I32), "out",
                          lowering_options(facts));
@@ -192,12 +194,13 @@ std::optional<Value> FusionEngine::arg_extreme(bool largest, const Value& xs, Ev
         return std::vector<ir::ExprPtr>{ir::select(take_b, b[0], a[0]), ir::select(take_b, b[1], a[1])};
     };
     FuseContext fc(ctx);
-    ir::PlanOutcome r = run(largest ? "argmax" : "argmin", fc, [&](ir::PlanBuilder& pb) {
-        const PullArray x = pull_of(xs, fc);
-        ir::PullTuple src{x.shape, {t, ir::ScalarType::I32}, nullptr};
-        src.at = [x](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
-            return std::vector<ir::ExprPtr>{x.at(kb, i), ir::cast(ir::ScalarType::I32, i.back())};
-        };
+    const PullArray x = pull_of(xs, fc);
+    ir::PullTuple src{x.shape, {t, ir::ScalarType::I32}, nullptr};
+    src.at = [x](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
+        return std::vector<ir::ExprPtr>{x.at(kb, i), ir::cast(ir::ScalarType::I32, i.back())};
+    };
+    const std::string name = largest ? "argmax" : "argmin";
+    ir::PlanOutcome r = run(name, fc, {name, {src}}, [&](ir::PlanBuilder& pb) {
         const ir::LoweringFacts facts = fc.facts(pb);
         ir::lower_reduce(pb, largest ? "argmax" : "argmin", src, op, {"best", "index"}, lowering_options(facts));
     });
@@ -228,33 +231,35 @@ std::optional<Value> FusionEngine::scan(const std::string& name, std::span<const
     const Type et = elem_type(xs);
     FuseContext fc(ctx);
     const std::vector<std::string> outs = leaf_buffers("out", prims.size(), false);
-    const ir::PlanOutcome r = run(name, fc, [&](ir::PlanBuilder& pb) {
-        const std::vector<PullArray> x = pulls_of(xs, fc);
-        std::optional<PullArray> flags;
-        if (segmented) flags = pull_of(args[2], fc);
-        auto starts = [flags](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
-            const ir::ExprPtr first = column_zero(i)[0];
-            return flags ? ir::binary(ir::BinaryOp::Or, flags->at(kb, i), first) : first;
+    const std::vector<PullArray> x = pulls_of(xs, fc);
+    std::optional<PullArray> flags;
+    if (segmented) flags = pull_of(args[2], fc);
+    auto starts = [flags](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
+        const ir::ExprPtr first = column_zero(i)[0];
+        return flags ? ir::binary(ir::BinaryOp::Or, flags->at(kb, i), first) : first;
+    };
+    ir::PullTuple src;
+    ir::Combine combine;
+    std::vector<std::string> all = outs;
+    if (known) {  // the direct path: z folded into the input with the operator
+        const ir::AssocOp a = *known;
+        const SeedStep step = [a](ir::KernelBuilder&, const std::vector<ir::ExprPtr>& z,
+                                  const std::vector<ir::ExprPtr>& v) {
+            return std::vector<ir::ExprPtr>{ir::apply_op(a, z[0], v[0])};
         };
-        if (known) {  // the direct path: z folded into the input with the operator
-            const ir::AssocOp a = *known;
-            const SeedStep step = [a](ir::KernelBuilder&, const std::vector<ir::ExprPtr>& z,
-                                      const std::vector<ir::ExprPtr>& v) {
-                return std::vector<ir::ExprPtr>{ir::apply_op(a, z[0], v[0])};
-            };
-            const ir::PullTuple src = name == "scanExclusive" ? shifted_input(fc, zkeep, x, false)
-                                                              : folded_input(fc, step, zkeep, x, starts, false);
-            ir::lower_scan(pb, name, src, flags ? &*flags : nullptr, ir::known_combine(a, ir::scalar_of(prims[0])),
-                           ir::ScanKind::Inclusive, outs, lowering_options());
-            return;
-        }
+        src = name == "scanExclusive" ? shifted_input(fc, zkeep, x, false) : folded_input(fc, step, zkeep, x, starts, false);
+        combine = ir::known_combine(a, ir::scalar_of(prims[0]));
+    } else {  // the optional monoid over the user's function
         const UserOp op{&fc, f, et};
-        const ir::PullTuple src = name == "scanExclusive" ? shifted_input(fc, zkeep, x, true)
-                                                          : folded_input(fc, op, zkeep, x, starts, true);
-        std::vector<std::string> all = outs;
+        src = name == "scanExclusive" ? shifted_input(fc, zkeep, x, true) : folded_input(fc, op, zkeep, x, starts, true);
+        combine = optional_combine(op, scalar_types(prims));
         all.insert(all.begin(), "valid");
-        ir::lower_scan(pb, name, src, flags ? &*flags : nullptr, optional_combine(op, scalar_types(prims)),
-                       ir::ScanKind::Inclusive, all, lowering_options());
+    }
+    PlanOperands in{std::string(known ? "known" : "general") + (flags ? " segmented" : ""), {src}, {combine}};
+    if (flags) in.operands.push_back(ir::tuple_of(*flags));
+    const ir::PlanOutcome r = run(name, fc, in, [&](ir::PlanBuilder& pb) {
+        ir::lower_scan(pb, name, src, flags ? &*flags : nullptr, combine, ir::ScanKind::Inclusive, all,
+                       lowering_options());
     });
     return rebuild(args[1], results(r, outs, prims, s));
 }
@@ -294,10 +299,13 @@ std::optional<Value> FusionEngine::push(const std::string& name, std::span<const
     const std::vector<Value> as = leaves(args[0]);
     FuseContext fc(ctx);
     const std::vector<std::string> outs = leaf_buffers("out", as.size(), true);
-    const ir::PlanOutcome r = run(name, fc, [&](ir::PlanBuilder& pb) {
-        const std::vector<PullArray> a = pulls_of(args[0], fc);
-        std::vector<PullArray> b;
-        if (name != "transpose") b = pulls_of(args[1], fc);
+    const std::vector<PullArray> a = pulls_of(args[0], fc);
+    std::vector<PullArray> b;
+    if (name != "transpose") b = pulls_of(args[1], fc);
+    PlanOperands in{name + " " + std::to_string(a.size()), {}};
+    for (const PullArray& x : a) in.operands.push_back(ir::tuple_of(x));
+    for (const PullArray& x : b) in.operands.push_back(ir::tuple_of(x));
+    const ir::PlanOutcome r = run(name, fc, in, [&](ir::PlanBuilder& pb) {
         const ir::LoweringFacts facts = fc.facts(pb);
         for (size_t k = 0; k < a.size(); ++k) {
             const std::string kernel = pb.fresh(name == "++" ? "concat" : name);
@@ -343,10 +351,15 @@ std::optional<Value> FusionEngine::matmul(std::span<const Value> args, EvalConte
     // project links no BLAS. The executor is asked here, not for every plan:
     // its answer may load the library.
     const bool library = optimisations.blas && !emitting_ && (!shaped_for_executor() || executor_->has_library("gemm"));
-    const ir::PlanOutcome r = run("matmul", fc, [&](ir::PlanBuilder& pb) {
+    const ir::ProductOperand left = operand(args[0], true), right = operand(args[1], false);
+    const std::string described = std::string("matmul") + (library ? " blas" : "") + " a " + left.buffer +
+                                  (left.transposed ? " transposed" : "") + " b " + right.buffer +
+                                  (right.transposed ? " transposed" : "");
+    const ir::PlanOutcome r = run("matmul", fc, {described, {ir::tuple_of(left.pull), ir::tuple_of(right.pull)}},
+                                  [&](ir::PlanBuilder& pb) {
         ir::LoweringOptions opt = lowering_options();
         opt.library_gemm = library;
-        ir::lower_product(pb, "matmul", operand(args[0], true), operand(args[1], false), "out", opt);
+        ir::lower_product(pb, "matmul", left, right, "out", opt);
     });
     Shape shape;
     if (a.size() == 2) shape.push_back(n);
@@ -365,14 +378,13 @@ std::optional<Value> FusionEngine::filter(std::span<const Value> args, EvalConte
     const Type et = elem_type(xs);
     FuseContext fc(ctx);
     const std::vector<std::string> outs = leaf_buffers("out", prims.size(), true);
-    ir::PlanOutcome r = run("filter", fc, [&](ir::PlanBuilder& pb) {
-        const std::vector<PullArray> x = pulls_of(xs, fc);
-        PullArray keep{x[0].shape, ir::ScalarType::Bool, nullptr};
-        keep.at = [&fc, x, p = args[0], et](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
-            return compiled::compile_call(fc, kb, p, element_at(kb, x, i), {et}).at(0);
-        };
-        ir::lower_filter(pb, "filter", keep, x, outs, "count");
-    });
+    const std::vector<PullArray> x = pulls_of(xs, fc);
+    PullArray keep{x[0].shape, ir::ScalarType::Bool, nullptr};
+    keep.at = [&fc, x, p = args[0], et](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
+        return compiled::compile_call(fc, kb, p, element_at(kb, x, i), {et}).at(0);
+    };
+    ir::PlanOutcome r = run("filter", fc, {"filter", {ir::tuple_of(keep), ir::tuple_of(x)}},
+                            [&](ir::PlanBuilder& pb) { ir::lower_filter(pb, "filter", keep, x, outs, "count"); });
     const int64_t n = r.scalars.at("count").i;
     return rebuild(xs, results(r, outs, prims, {n}));
 }
@@ -390,9 +402,12 @@ std::optional<Value> FusionEngine::sort(bool by_key, std::span<const Value> args
     FuseContext fc(ctx);
     const std::vector<std::string> outs = leaf_buffers("vals", prims.size(), false);
     const char* name = by_key ? "sortByKey" : "sort";
-    const ir::PlanOutcome r = run(name, fc, [&](ir::PlanBuilder& pb) {
-        const std::vector<PullArray> vals = by_key ? pulls_of(args[1], fc) : std::vector<PullArray>{};
-        ir::lower_sort(pb, name, pull_of(keys, fc), vals, "keys", outs, lowering_options());
+    const std::vector<PullArray> vals = by_key ? pulls_of(args[1], fc) : std::vector<PullArray>{};
+    const PullArray key = pull_of(keys, fc);
+    PlanOperands in{name, {ir::tuple_of(key)}};
+    for (const PullArray& v : vals) in.operands.push_back(ir::tuple_of(v));
+    const ir::PlanOutcome r = run(name, fc, in, [&](ir::PlanBuilder& pb) {
+        ir::lower_sort(pb, name, key, vals, "keys", outs, lowering_options());
     });
     const Value sorted = result(r.outputs.at("keys"), elem_of(keys), ks);
     if (!by_key) return sorted;

@@ -94,16 +94,22 @@ std::vector<ir::ArrayData> FusionEngine::materialise(const NodeGroup& g) {
     try {
         FuseContext fc(g.ctx);
         const std::vector<std::string> outs = leaf_buffers("out", g.elems.size(), true);
-        ir::PlanOutcome r = g.transpose_of ? run("transpose", fc, [&](ir::PlanBuilder& pb) {
+        std::string described;
+        for (const std::string& o : outs) described += o + " ";
+        ir::PlanOutcome r;
+        if (g.transpose_of) {
             const PullArray a = pull_of(*g.transpose_of, fc);
-            const ir::LoweringFacts facts = fc.facts(pb);
-            ir::lower_transpose(pb, "transpose", a, outs[0], lowering_options(facts));
-        }) : run("map", fc, [&](ir::PlanBuilder& pb) {
-            const ir::LoweringFacts facts = fc.facts(pb);
-            ir::LoweringOptions opt = lowering_options();
-            opt.facts = &facts;
-            ir::lower_map(pb, "map", g.pull(fc), outs, opt);
-        });
+            r = run("transpose", fc, {"transpose into " + described, {ir::tuple_of(a)}}, [&](ir::PlanBuilder& pb) {
+                const ir::LoweringFacts facts = fc.facts(pb);
+                ir::lower_transpose(pb, "transpose", a, outs[0], lowering_options(facts));
+            });
+        } else {
+            const ir::PullTuple x = g.pull(fc);
+            r = run("map", fc, {"map into " + described, {x}}, [&](ir::PlanBuilder& pb) {
+                const ir::LoweringFacts facts = fc.facts(pb);
+                ir::lower_map(pb, "map", x, outs, lowering_options(facts));
+            });
+        }
         std::vector<ir::ArrayData> arrays;
         for (size_t k = 0; k < outs.size(); ++k) {
             ir::ArrayData& d = r.outputs.at(outs[k]);
@@ -162,13 +168,81 @@ void set_plan_observer(PlanObserver observer) { g_plan_observer.store(observer);
 
 ir::PlanOutcome FusionEngine::run(const std::string& name, FuseContext& fc,
                                   const std::function<void(ir::PlanBuilder&)>& build) {
+    return run(name, fc, PlanOperands{}, build);
+}
+
+bool FusionEngine::memo_allowed(FuseContext& fc) const {
+    return !recording_ && !compiling_ && explaining_.empty() && !emitting_ && !(profiling_ && profiling_->counters) &&
+           !fc.eval_context().tracer;
+}
+
+namespace {
+
+// Whether fc binds every parameter and input buffer `plan` reads.
+bool binds_all(const ir::LaunchPlan& plan, const FuseContext& fc) {
+    for (const ir::PlanScalar& s : plan.scalars)
+        if (s.source == ir::ScalarSource::Input && !fc.scalars().count(s.name)) return false;
+    for (const ir::PlanBuffer& b : plan.buffers)
+        if (b.role == ir::BufferRole::Input && !fc.buffers().count(b.name)) return false;
+    return true;
+}
+
+std::string plan_text(const ir::LaunchPlan& plan) {
+    std::string s = ir::to_string(plan);
+    for (const ir::Kernel& k : plan.kernels) s += ir::to_string(k);
+    return s;
+}
+
+}  // namespace
+
+ir::PlanOutcome FusionEngine::run(const std::string& name, FuseContext& fc, const PlanOperands& in,
+                                  const std::function<void(ir::PlanBuilder&)>& build) {
+    std::string key;
+    CheckPositions positions;
+    const bool memoised = !in.descriptor.empty() && memo_allowed(fc);
+    if (!in.descriptor.empty()) {
+        // Probed whenever the plan could be memoised, so that its parameters
+        // have the same names whether it is found or lowered.
+        Probe probe = probe_operands(in.operands, in.combines);
+        key = name + "\n" + in.descriptor + "\n" + options_key(lowering_options()) + passes.key() + "\n" + probe.text;
+        positions.push_back(origin_);
+        positions.insert(positions.end(), probe.checks.begin(), probe.checks.end());
+    }
+    fc.take_fact_queries();
+    auto answer = [&fc](const std::string& s) -> std::optional<int64_t> {
+        auto it = fc.scalars().find(s);
+        if (it == fc.scalars().end() || !is_integral(it->second.type)) return std::nullopt;
+        return it->second.as_long();
+    };
+    std::shared_ptr<const ir::LaunchPlan> found_early = memoised ? memo_.find(key, answer, positions) : nullptr;
+    if (found_early && !binds_all(*found_early, fc)) found_early = nullptr;
+    if (found_early) ++stats.found_before_lowering;
+    if (found_early && !check_plan_memo()) return execute(name, fc, found_early, true);
+
+    const size_t bound = fc.bound();
     ir::PlanBuilder pb(name);
     build(pb);
     fc.size_inputs(pb);
+    FactQueries facts = fc.take_fact_queries();
     const PlanCache::Found found = cache_.get(pb.finish(), passes);
-    const ir::LaunchPlan& plan = *found.plan;
-    if (!found.hit && g_plan_observer) g_plan_observer(plan);
-    ++(found.hit ? stats.cache_hits : stats.cache_misses);
+    const bool complete = fc.bound() == bound;  // the probe named every binding
+    if (found_early) {  // SHOAL_CHECK_PLAN_CACHE=1: the plan found before lowering must be the one lowered
+        if (found_early != found.plan && (!complete || plan_text(*found_early) != plan_text(*found.plan)))
+            internal_error(__FILE__, __LINE__,
+                           "the structural plan cache returned a stale plan for `" + name + "` at " +
+                               (origin_.valid() ? origin_.position() : "?") + "\nkey:\n" + key + "\ncached:\n" +
+                               plan_text(*found_early) + "\nlowered now:\n" + plan_text(*found.plan));
+        return execute(name, fc, found_early, true);
+    }
+    if (!found.hit && g_plan_observer) g_plan_observer(*found.plan);
+    if (memoised && complete) memo_.store(key, found.plan, std::move(facts), std::move(positions));
+    return execute(name, fc, found.plan, found.hit);
+}
+
+ir::PlanOutcome FusionEngine::execute(const std::string& name, FuseContext& fc,
+                                      const std::shared_ptr<const ir::LaunchPlan>& found_plan, bool hit) {
+    const ir::LaunchPlan& plan = *found_plan;
+    ++(hit ? stats.cache_hits : stats.cache_misses);
     if (recording_) recording_->push_back(ir::for_display(plan, {explaining_, fc.shown_names(), ir::source_comment(origin_)}));
     if (compiling_) compiling_->push_back(plan);
 
@@ -184,7 +258,7 @@ ir::PlanOutcome FusionEngine::run(const std::string& name, FuseContext& fc,
     options.counters = profiling_ && profiling_->counters;
     // The plan compiled: its advice applies (even if running it fails).
     if (std::vector<Warning>* w = fc.eval_context().warnings) w->insert(w->end(), fc.warnings.begin(), fc.warnings.end());
-    ir::PlanOutcome r = executor_->run(found.plan, bind, options);
+    ir::PlanOutcome r = executor_->run(found_plan, bind, options);
     if (std::string notice = executor_->take_notice(); !notice.empty())
         if (std::vector<Warning>* w = fc.eval_context().warnings) w->push_back(Warning{origin_, notice, {}});
     ++stats.plans_run;
@@ -429,6 +503,7 @@ void FusionEngine::use_executor(const std::string& name) {
     if (name == executor_->name() && executor_->lost_reason().empty()) return;
     if (!factory_) user_error(ErrorKind::Runtime, Loc{}, "this program cannot switch executors");
     executor_ = factory_(name);
+    memo_.clear();  // plans lowered for the other executor's target
 }
 
 const ir::KernelToolchain& FusionEngine::toolchain() const {

@@ -13,6 +13,7 @@
 #include "codegen/array_graph.h"
 #include "codegen/compiled_backend.h"
 #include "codegen/plan_cache.h"
+#include "codegen/plan_memo.h"
 
 namespace shoal::compiled {
 
@@ -78,6 +79,18 @@ public:
     // Lowers (build), looks the plan up in the plan cache and runs it on the
     // executor. `into`: arrays the named Output buffers are written to in place.
     ir::PlanOutcome run(const std::string& name, FuseContext& fc, const std::function<void(ir::PlanBuilder&)>& build);
+    // What a plan's lowering reads besides the options, for the structural
+    // cache (plan_memo.h): its operands as pull arrays, made before the
+    // lowering, and the consumer (`descriptor`: everything else the lowering
+    // depends on, "" for a plan that is not memoised).
+    struct PlanOperands {
+        std::string descriptor;
+        std::vector<ir::PullTuple> operands;
+        std::vector<ir::Combine> combines = {};  // a reduction's or scan's operator (probed too)
+    };
+    // The same, looked up first in the structural cache: a hit skips `build`.
+    ir::PlanOutcome run(const std::string& name, FuseContext& fc, const PlanOperands& in,
+                        const std::function<void(ir::PlanBuilder&)>& build);
     // A plan's output as a value of `elem` and `shape`: the host array (no
     // copy) or, in device memory, a computed node that stays there until
     // the host needs it.
@@ -130,6 +143,13 @@ private:
     std::shared_ptr<ir::KernelToolchain> toolchain_;
     ir::RunOptions options_;
     PlanCache cache_;
+    PlanMemo memo_;  // plans found before lowering (plan_memo.h)
+    // Whether plans may come from memo_: not while a plan is shown, emitted
+    // or counted (those lower every time, for the form they show).
+    bool memo_allowed(FuseContext& fc) const;
+    // Runs a plan found in a cache on the executor, with the bindings in fc.
+    ir::PlanOutcome execute(const std::string& name, FuseContext& fc, const std::shared_ptr<const ir::LaunchPlan>& plan,
+                            bool hit);
     // During explain(): each plan run, as the user reads it (display_names.h).
     std::vector<ir::LaunchPlan>* recording_ = nullptr;
     std::vector<ir::LaunchPlan>* compiling_ = nullptr;  // during compile_report(): each plan as run

@@ -14,6 +14,13 @@
 
 namespace shoal::ir {
 
+std::shared_ptr<LaunchPlan> relocatable_copy(const std::shared_ptr<const LaunchPlan>& plan) {
+    auto copy = std::make_shared<LaunchPlan>(*plan);
+    copy->relocated_from = plan->relocated_from ? plan->relocated_from : plan;
+    return copy;
+}
+
+
 const PlanScalar* LaunchPlan::find_scalar(const std::string& n) const {
     for (const auto& s : scalars)
         if (s.name == n) return &s;

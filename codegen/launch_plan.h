@@ -32,6 +32,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -119,10 +120,17 @@ struct LaunchPlan {
     std::vector<PlanBuffer> buffers;
     PlanEntry entry;
     std::vector<PlanStep> steps;
+    // A copy with other check positions (plan_cache.h, plan_memo.h) names the
+    // plan it was copied from: the same code, so executors share what they
+    // built for it (native code reads positions from the running plan).
+    std::shared_ptr<const LaunchPlan> relocated_from;
 
     const PlanScalar* find_scalar(const std::string& name) const;
     const PlanBuffer* find_buffer(const std::string& name) const;
 };
+
+// A copy of `plan` whose checks the caller moves to other positions.
+std::shared_ptr<LaunchPlan> relocatable_copy(const std::shared_ptr<const LaunchPlan>& plan);
 
 // Shared memory of a kernel in bytes (its static shared arrays).
 int64_t shared_bytes(const Kernel& k);

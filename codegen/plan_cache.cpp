@@ -15,8 +15,9 @@ std::string check_positions(const ir::LaunchPlan& plan) {
 }
 
 // `plan` with the check positions of `lowered` (the same structure).
-std::shared_ptr<const ir::LaunchPlan> relocated(const ir::LaunchPlan& plan, const ir::LaunchPlan& lowered) {
-    auto copy = std::make_shared<ir::LaunchPlan>(plan);
+std::shared_ptr<const ir::LaunchPlan> relocated(const std::shared_ptr<const ir::LaunchPlan>& plan,
+                                                const ir::LaunchPlan& lowered) {
+    auto copy = ir::relocatable_copy(plan);
     SHOAL_INTERNAL_ASSERT(copy->kernels.size() == lowered.kernels.size(), "plan cache: relocating another plan");
     for (size_t k = 0; k < copy->kernels.size(); ++k) {
         std::vector<ir::Check>& checks = copy->kernels[k].checks;
@@ -37,7 +38,7 @@ PlanCache::Found PlanCache::get(ir::LaunchPlan lowered, const ir::PassOptions& o
         if (auto p = e.by_positions.find(positions); p != e.by_positions.end()) return {p->second, true};
         // A long session types the same statement on many lines: keep a few.
         if (e.by_positions.size() >= 16) e.by_positions.clear();
-        auto plan = relocated(*e.optimised, lowered);
+        auto plan = relocated(e.optimised, lowered);
         e.by_positions.emplace(positions, plan);
         return {plan, true};
     }

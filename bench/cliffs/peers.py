@@ -47,6 +47,16 @@ t3, col = rng.random((3, 10000), dtype=f32), rng.random((10000, 1), dtype=f32)
 w3 = rng.random(3, dtype=f32)
 row1, big = rng.random((1, 4096), dtype=f32), rng.random((4096, 4096), dtype=f32)
 
+x1k = rng.random(1000, dtype=f32)
+
+
+def loop2000():
+    a = f32(0)
+    for i in range(2000):
+        a = a + np.sum(x1k * f32(i))
+    return a
+
+
 cases = {
     "gd500": gd,
     "kmeans_assign": lambda: np.argmin((px[:, None] - cx[None, :]) ** 2 + (py[:, None] - cy[None, :]) ** 2, axis=1),
@@ -60,6 +70,8 @@ cases = {
     "mm_3x10000x1": lambda: t3 @ col,
     "mv_10000x3": lambda: X @ w3,
     "mm_1x4096x4096": lambda: row1 @ big,
+    "loop2000_sum": loop2000,
+    "stmt_sum1k": lambda: np.sum(x1k * f32(2)),
 }
 for name, f in cases.items():
     print(name, "%.3f" % best(f), flush=True)

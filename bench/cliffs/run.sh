@@ -16,12 +16,14 @@ names = [l[3:].strip() for l in open(script) if re.match(r"-- [a-z0-9_x]+$", l.s
 def ms(text):
     v, unit = text.split()
     return float(v) * {"ms": 1, "s": 1000, "us": 1e-3}[unit]
-times = [ms(m.group(1)) for m in (re.match(r"time: ([0-9.]+ [mu]?s)", l) for l in open(out + "/shoal")) if m]
+# A statement's time with its parsing and type checking (the front end).
+times = [ms(m.group(1)) + ms(m.group(2)) for m in
+         (re.match(r"time: ([0-9.]+ [mu]?s).*; front end ([0-9.]+ [mu]?s)", l) for l in open(out + "/shoal")) if m]
 peers = dict(l.split() for l in open(out + "/peers"))
 print("%-18s %10s %10s %7s" % ("case", "shoal ms", "numpy ms", "ratio"))
 for i, n in enumerate(names):
     s = min(times[6 * i + 1:6 * i + 6])
     p = float(peers[n])
-    print("%-18s %10.2f %10.2f %6.2fx" % (n, s, p, s / p))
+    print("%-18s %10.3f %10.3f %6.2fx" % (n, s, p, s / p))
 PY
 rm -rf "$out"

@@ -141,7 +141,9 @@ NativeTier::~NativeTier() {
     for (auto& b : builders_) b.thread.join();
 }
 
-std::shared_ptr<NativeTier::PlanState> NativeTier::state_of(const std::shared_ptr<const ir::LaunchPlan>& plan) {
+std::shared_ptr<NativeTier::PlanState> NativeTier::state_of(const std::shared_ptr<const ir::LaunchPlan>& run) {
+    // A relocated copy runs the code built for the plan it was copied from.
+    const std::shared_ptr<const ir::LaunchPlan>& plan = run->relocated_from ? run->relocated_from : run;
     std::lock_guard hold(mutex_);
     auto it = plans_.find(plan.get());
     // A plan freed and another made at the same address is a new plan.

@@ -1,0 +1,107 @@
+#include "codegen/plan_memo.h"
+
+#include <cstdlib>
+#include <algorithm>
+#include <cstring>
+
+#include "codegen/kernel_builder.h"
+
+namespace shoal::compiled {
+
+namespace {
+
+bool same_position(const Loc& a, const Loc& b) {
+    return a.source == b.source && a.line == b.line && a.col == b.col && a.length == b.length;
+}
+
+bool same_positions(const CheckPositions& a, const CheckPositions& b) {
+    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), same_position);
+}
+
+}  // namespace
+
+void PlanMemo::store(const std::string& key, std::shared_ptr<const ir::LaunchPlan> plan, FactQueries facts,
+                     CheckPositions positions) {
+    std::vector<Entry>& entries = entries_[key];
+    // An extent that crosses a threshold every time would add entries without end.
+    if (entries.size() >= 8) entries.erase(entries.begin());
+    entries.push_back(Entry{std::move(facts), {{std::move(positions), std::move(plan)}}});
+}
+
+std::shared_ptr<const ir::LaunchPlan> PlanMemo::at_positions(Entry& e, const CheckPositions& positions) {
+    for (const auto& [at, plan] : e.by_positions)
+        if (same_positions(at, positions)) return plan;
+    const auto& [from, plan] = e.by_positions.front();
+    if (from.size() != positions.size()) return nullptr;  // not the same structure after all: lower
+    auto copy = ir::relocatable_copy(plan);
+    for (ir::Kernel& k : copy->kernels)
+        for (ir::Check& c : k.checks)
+            for (size_t j = 0; j < from.size(); ++j)
+                if (same_position(c.loc, from[j])) {
+                    c.loc = positions[j];
+                    break;
+                }
+    // A long session types the same statement on many lines: keep a few.
+    if (e.by_positions.size() >= 16) e.by_positions.resize(1);
+    e.by_positions.emplace_back(positions, copy);
+    return copy;
+}
+
+Probe probe_operands(std::span<const ir::PullTuple> operands, std::span<const ir::Combine> combines) {
+    ir::KernelBuilder kb("probe");
+    std::string text;
+    for (size_t k = 0; k < operands.size(); ++k) {
+        const ir::PullTuple& x = operands[k];
+        text += "operand " + std::to_string(k) + ":";
+        for (ir::ScalarType t : x.elems) text += std::string(" ") + ir::scalar_name(t);
+        text += " [";
+        for (const ir::ExprPtr& e : x.shape) text += ir::to_string(e) + ";";
+        text += "]";
+        std::vector<ir::ExprPtr> index;
+        for (int d = 0; d < x.rank(); ++d)
+            index.push_back(ir::param("probe_" + std::to_string(k) + "_" + std::to_string(d), ir::ScalarType::I64));
+        for (const ir::ExprPtr& e : x.at(kb, index)) text += " " + ir::to_string(e);
+        text += "\n";
+    }
+    for (size_t k = 0; k < combines.size(); ++k) {
+        const ir::Combine& c = combines[k];
+        text += "combine " + std::to_string(k) + (c.commutative ? " commutative" : "") +
+                (c.known ? " known " + std::to_string(static_cast<int>(*c.known)) : "") + ":";
+        std::vector<ir::ExprPtr> a, b;
+        for (size_t j = 0; j < c.types.size(); ++j) {
+            text += std::string(" ") + ir::scalar_name(c.types[j]);
+            a.push_back(ir::param("probe_a" + std::to_string(k) + "_" + std::to_string(j), c.types[j]));
+            b.push_back(ir::param("probe_b" + std::to_string(k) + "_" + std::to_string(j), c.types[j]));
+        }
+        for (const ir::ExprPtr& e : c.neutral) text += " neutral " + ir::to_string(e);
+        for (const ir::ExprPtr& e : c.fn(kb, a, b)) text += " " + ir::to_string(e);
+        text += "\n";
+    }
+    // The statements the reads emitted (lets, loops), the parameters they
+    // declared and their checks.
+    const ir::Kernel probe = kb.finish(false);
+    Probe p{text + ir::to_string_without_positions(probe), {}};
+    for (const ir::Check& c : probe.checks) p.checks.push_back(c.loc);
+    return p;
+}
+
+std::string options_key(const ir::LoweringOptions& o) {
+    std::string s;
+    for (int64_t v : {int64_t{o.block_size}, int64_t{o.items_per_thread}, int64_t{o.reduce_items_per_thread},
+                      int64_t{o.scan_items_per_thread}, o.max_blocks, int64_t{o.transpose_tile},
+                      int64_t{o.transpose_rows}, int64_t{o.radix_bits}, int64_t{o.sort_items_per_thread},
+                      int64_t{o.cpu_cores}, int64_t{o.shared_memory}, int64_t{o.tile_rows}, int64_t{o.tile_cols},
+                      int64_t{o.matmul_tile}, int64_t{o.library_gemm}})
+        s += std::to_string(v) + ",";
+    return s;
+}
+
+bool check_plan_memo() {
+    static const bool on = [] {
+        const char* v = std::getenv("SHOAL_CHECK_PLAN_CACHE");
+        return v && std::strcmp(v, "0") != 0 && *v;
+    }();
+    return on;
+}
+
+}  // namespace shoal::compiled
