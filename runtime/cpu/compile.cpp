@@ -716,7 +716,9 @@ private:
         if (s.exprs.size() != 1) fail("malformed assignment to '" + s.name + "'");
         const VarInfo v = lookup(s.name);
         if (v.type != s.exprs[0]->type) fail("assignment to '" + s.name + "' of a value of another type");
-        return own(make_eval(expr(s.exprs[0], v.reg).node));
+        ExprNode* value = expr(s.exprs[0], v.reg).node;
+        // `a = a`: the value is already in a's register; nothing to evaluate.
+        return own(value ? make_eval(value) : make_seq({}));
     }
 
     StmtNode* store(const ir::Stmt& s) {

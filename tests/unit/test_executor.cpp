@@ -901,3 +901,23 @@ TEST_CASE("executor: kernels from KernelBuilder run and missing arguments are re
     missing.buffer("x", x).buffer("y", y).scalar_i("n", n);
     CHECK(contains(run_error(k, missing), "no scalar argument for parameter 'a'"));
 }
+
+TEST_CASE("executor: a variable assigned to itself keeps its value (`acc = acc` computes nothing)") {
+    const std::vector<float> a{1.5f, -2.0f, 3.25f};
+    std::vector<float> out(a.size());
+    auto i = ir::var("i", ST::I64);
+    auto acc = ir::var("acc", ST::F32);
+    auto code = ir::seq({ir::let("i", global_id()),
+                         ir::if_then(bin(BinaryOp::Lt, i, ir::param("n", ST::I64)),
+                                     {ir::let("acc", ir::load("a", i, ST::F32)), ir::assign("acc", acc),
+                                      ir::assign("acc", bin(BinaryOp::Add, acc, ir::const_float(1.0, ST::F32))),
+                                      ir::assign("acc", acc), ir::store("out", i, acc)})});
+    auto k = make_kernel("self_assign", 64,
+                         {buf("a", ST::F32), buf("out", ST::F32, ir::Access::Write), scalar("n", ST::I64)},
+                         {ir::phase(code)});
+    std::vector<float> av = a;
+    Launch l(1);
+    l.buffer("a", av).buffer("out", out).scalar_i("n", int64_t(a.size()));
+    l.run(k);
+    CHECK(out == std::vector<float>{2.5f, -1.0f, 4.25f});
+}
