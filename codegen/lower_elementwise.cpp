@@ -1,6 +1,7 @@
 // Elementwise lowering (map, zipWith, generate, a tuple-valued map) and the
 // helpers every lowering shares: grid-stride loops, index arithmetic,
 // operators and their neutral elements, block-level trees.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -219,8 +220,14 @@ std::vector<ExprPtr> declare_vars(KernelBuilder& kb, const std::string& prefix, 
 }
 
 void assign_all(KernelBuilder& kb, const std::vector<ExprPtr>& vars, const std::vector<ExprPtr>& values) {
-    // Bind first: later assignments must not see earlier ones (a, b = b, a).
-    std::vector<ExprPtr> vs = bind_all(kb, "nv", values);
+    // Bind first: later assignments must not see earlier ones (a, b = b, a),
+    // also where a value is one of the variables assigned.
+    std::vector<ExprPtr> vs;
+    for (const ExprPtr& v : values) {
+        const bool assigned = v->kind == ExprKind::Var &&
+                              std::any_of(vars.begin(), vars.end(), [&](const ExprPtr& x) { return x->name == v->name; });
+        vs.push_back(v->kind == ExprKind::Const || (v->kind == ExprKind::Var && !assigned) ? v : kb.bind("nv", v));
+    }
     for (size_t k = 0; k < vars.size(); ++k) kb.emit(assign(vars[k]->name, vs[k]));
 }
 

@@ -19,6 +19,7 @@
 
 #include "codegen/ir.h"
 #include "codegen/kernel_builder.h"
+#include "codegen/lower_common.h"
 #include "lang/diagnostics.h"
 #include "runtime/cpu/executor.h"
 #include "native_check.h"
@@ -920,4 +921,22 @@ TEST_CASE("executor: a variable assigned to itself keeps its value (`acc = acc` 
     l.buffer("a", av).buffer("out", out).scalar_i("n", int64_t(a.size()));
     l.run(k);
     CHECK(out == std::vector<float>{2.5f, -1.0f, 4.25f});
+}
+
+TEST_CASE("lowering: assign_all assigns as one step (a, b = b, a swaps)") {
+    ir::KernelBuilder kb("swap", 64);
+    kb.buffer_param("out", ST::F32, ir::Access::ReadWrite);
+    kb.scalar_param("n", ST::I64);
+    const ExprPtr i = kb.bind("i", global_id());
+    ir::lowering::emit_if(kb, bin(BinaryOp::Lt, i, ir::param("n", ST::I64)), [&] {
+        const std::vector<ExprPtr> ab =
+            ir::lowering::declare_vars(kb, "v", {ir::load("out", i, ST::F32), ir::const_float(7.0, ST::F32)});
+        ir::lowering::assign_all(kb, ab, {ab[1], ab[0]});
+        kb.emit(ir::store("out", i, bin(BinaryOp::Sub, ab[0], ab[1])));
+    });
+    std::vector<float> out{1.0f, 2.0f, 10.0f};
+    Launch l(1);
+    l.buffer("out", out).scalar_i("n", int64_t(out.size()));
+    l.run(kb.finish());
+    CHECK(out == std::vector<float>{6.0f, 5.0f, -3.0f});
 }
