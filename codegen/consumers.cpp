@@ -440,9 +440,19 @@ std::optional<Value> FusionEngine::permute(std::span<const Value> args, EvalCont
         return target;
     };
     const std::vector<std::string> outs = leaf_buffers("out", prims.size(), true);
-    const ir::PlanOutcome r = run("permute", fc, [&](ir::PlanBuilder& pb) {
-        const std::vector<PullArray> v = pulls_of(vals, fc), d = pulls_of(dest, fc);
-        const PullArray target = target_of(v[0].shape);
+    const std::vector<PullArray> v = pulls_of(vals, fc), d = pulls_of(dest, fc);
+    const PullArray target = target_of(v[0].shape);
+    const UserOp combine{&fc, f, elem_type(vals)};
+    PlanOperands in{atomics ? "atomics" : "ordered", {ir::tuple_of(d), ir::tuple_of(target), ir::tuple_of(v)}};
+    if (atomics) {
+        in.combines.push_back(ir::known_combine(*op, ir::scalar_of(prims[0])));
+    } else {  // the user's function, probed as an operator without a neutral element
+        ir::Combine user;
+        user.types = scalar_types(prims);
+        user.fn = combine;
+        in.combines.push_back(user);
+    }
+    const ir::PlanOutcome r = run("permute", fc, in, [&](ir::PlanBuilder& pb) {
         if (atomics) {
             // The number of targets picks a float permute's path (lower_permute.cpp).
             const ir::LoweringFacts facts = fc.facts(pb);
@@ -452,8 +462,6 @@ std::optional<Value> FusionEngine::permute(std::span<const Value> args, EvalCont
                               opt);
             return;
         }
-        const Type et = elem_type(vals);
-        const UserOp combine{&fc, f, et};
         ir::lower_permute_ordered(pb, "permute", ir::tuple_of(d), target, ir::tuple_of(v), combine, outs,
                                   lowering_options());  // its sort by target
     });
@@ -472,11 +480,12 @@ std::optional<Value> FusionEngine::scatter(std::span<const Value> args, EvalCont
     const std::vector<Prim> prims = prims_of(dest);
     FuseContext fc(ctx);
     const std::vector<std::string> outs = leaf_buffers("out", prims.size(), true);
-    const ir::PlanOutcome r = run("scatter", fc, [&](ir::PlanBuilder& pb) {
-        const std::vector<PullArray> d = pulls_of(dest, fc), v = pulls_of(vals, fc);
-        const PullArray i = pull_of(idx, fc);
-        for (size_t k = 0; k < d.size(); ++k) ir::lower_scatter(pb, pb.fresh("scatter"), d[k], i, v[k], outs[k]);
-    });
+    const std::vector<PullArray> d = pulls_of(dest, fc), v = pulls_of(vals, fc);
+    const PullArray i = pull_of(idx, fc);
+    const ir::PlanOutcome r =
+        run("scatter", fc, {"scatter", {ir::tuple_of(d), ir::tuple_of(i), ir::tuple_of(v)}}, [&](ir::PlanBuilder& pb) {
+            for (size_t k = 0; k < d.size(); ++k) ir::lower_scatter(pb, pb.fresh("scatter"), d[k], i, v[k], outs[k]);
+        });
     return rebuild(dest, results(r, outs, prims, ds));
 }
 

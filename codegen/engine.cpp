@@ -166,11 +166,6 @@ std::atomic<PlanObserver> g_plan_observer{nullptr};
 
 void set_plan_observer(PlanObserver observer) { g_plan_observer.store(observer); }
 
-ir::PlanOutcome FusionEngine::run(const std::string& name, FuseContext& fc,
-                                  const std::function<void(ir::PlanBuilder&)>& build) {
-    return run(name, fc, PlanOperands{}, build);
-}
-
 bool FusionEngine::memo_allowed(FuseContext& fc) const {
     return !recording_ && !compiling_ && explaining_.empty() && !emitting_ && !(profiling_ && profiling_->counters) &&
            !fc.eval_context().tracer;

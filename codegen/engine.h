@@ -76,9 +76,6 @@ public:
     // `why`: why it is materialised rather than fused (`:profile` shows it);
     // empty: the reason the caller set (forcing_because), else kNeededWhole.
     void force_group(const NodeGroup& g, const std::string& why = "");
-    // Lowers (build), looks the plan up in the plan cache and runs it on the
-    // executor. `into`: arrays the named Output buffers are written to in place.
-    ir::PlanOutcome run(const std::string& name, FuseContext& fc, const std::function<void(ir::PlanBuilder&)>& build);
     // What a plan's lowering reads besides the options, for the structural
     // cache (plan_memo.h): its operands as pull arrays, made before the
     // lowering, and the consumer (`descriptor`: everything else the lowering
@@ -88,7 +85,8 @@ public:
         std::vector<ir::PullTuple> operands;
         std::vector<ir::Combine> combines = {};  // a reduction's or scan's operator (probed too)
     };
-    // The same, looked up first in the structural cache: a hit skips `build`.
+    // Looks the plan up in the structural cache, else lowers it (build) and
+    // looks it up in the plan cache; runs it on the executor.
     ir::PlanOutcome run(const std::string& name, FuseContext& fc, const PlanOperands& in,
                         const std::function<void(ir::PlanBuilder&)>& build);
     // A plan's output as a value of `elem` and `shape`: the host array (no
