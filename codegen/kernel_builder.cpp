@@ -74,6 +74,45 @@ ExprPtr KernelBuilder::bind(const std::string& prefix, ExprPtr value) {
     return var(name, t);
 }
 
+std::string KernelBuilder::extent_class(const std::string& name) const {
+    std::string at = name;
+    for (auto it = same_extent_.find(at); it != same_extent_.end(); it = same_extent_.find(at)) at = it->second;
+    return at;
+}
+
+// The same variable, parameter (or one known equal) or constant: index
+// variables and extents are these.
+bool KernelBuilder::same_leaf(const ExprPtr& a, const ExprPtr& b) const {
+    if (a == b) return true;
+    if (a->kind != b->kind || a->type != b->type) return false;
+    if (a->kind == ExprKind::Var) return a->name == b->name;
+    if (a->kind == ExprKind::Param) return a->name == b->name || extent_class(a->name) == extent_class(b->name);
+    return a->kind == ExprKind::Const && a->i == b->i && a->f == b->f;
+}
+
+void KernelBuilder::note_same_extents(const std::vector<ExprPtr>& a, const std::vector<ExprPtr>& b) {
+    for (size_t k = 0; k < a.size() && k < b.size(); ++k)
+        if (a[k]->kind == ExprKind::Param && b[k]->kind == ExprKind::Param) {
+            const std::string x = extent_class(a[k]->name), y = extent_class(b[k]->name);
+            if (x != y) same_extent_[x] = y;
+        }
+}
+
+void KernelBuilder::note_unflattened(std::vector<ExprPtr> index, std::vector<ExprPtr> shape, ExprPtr flat) {
+    if (index.size() >= 2) unflattened_.push_back(Unflattened{std::move(index), std::move(shape), std::move(flat)});
+}
+
+ExprPtr KernelBuilder::flat_of(const std::vector<ExprPtr>& index, const std::vector<ExprPtr>& shape) const {
+    for (const Unflattened& u : unflattened_) {
+        if (u.index.size() != index.size() || u.shape.size() != shape.size()) continue;
+        bool same = true;
+        for (size_t k = 0; k < index.size() && same; ++k)
+            same = same_leaf(u.index[k], index[k]) && (k == 0 || same_leaf(u.shape[k], shape[k]));
+        if (same) return u.flat;
+    }
+    return nullptr;
+}
+
 void KernelBuilder::open() { open_.emplace_back(); }
 
 std::vector<StmtPtr> KernelBuilder::close() {

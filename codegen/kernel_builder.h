@@ -45,6 +45,18 @@ public:
     // Wraps the phases emitted by `body` in a uniform BlockFor.
     void block_loop(const std::string& v, ExprPtr lo, ExprPtr hi, ExprPtr step, const std::function<void()>& body);
 
+    // unflatten's record (lower_elementwise.cpp): the multi-index it made of
+    // the row-major position `flat`. Linearising that index again with the
+    // same inner extents gives `flat` back (nonzero inner extents; with a
+    // zero one the array has no element to read), so a read of a row-major
+    // array at it (a buffer, a reshape) needs no division or product.
+    void note_unflattened(std::vector<ExprPtr> index, std::vector<ExprPtr> shape, ExprPtr flat);
+    // The position `index` was unflattened from with these extents, or null.
+    ExprPtr flat_of(const std::vector<ExprPtr>& index, const std::vector<ExprPtr>& shape) const;
+    // Extents known equal wherever this kernel reads them (the operands of
+    // an elementwise operator, whose shapes the engine checked equal).
+    void note_same_extents(const std::vector<ExprPtr>& a, const std::vector<ExprPtr>& b);
+
     const Kernel& kernel() const { return kernel_; }
     // Finishes the last phase, verifies and returns the kernel. Lowerings
     // pass verify = false: PlanBuilder::add_kernel verifies in the pass
@@ -57,6 +69,14 @@ private:
     std::set<std::string> local_names_;                // every name fresh() gave out
     std::vector<std::vector<StmtPtr>> open_;           // statement lists being built
     std::vector<std::vector<BlockStmtPtr>> blocks_;    // block-level lists being built
+    struct Unflattened {
+        std::vector<ExprPtr> index, shape;
+        ExprPtr flat;
+    };
+    std::vector<Unflattened> unflattened_;
+    std::map<std::string, std::string> same_extent_;  // parameter -> one known equal (a union-find forest)
+    std::string extent_class(const std::string& name) const;
+    bool same_leaf(const ExprPtr& a, const ExprPtr& b) const;
 };
 
 // A delayed array: its shape (outermost first, each an I64 expression over

@@ -126,7 +126,8 @@ PullArray buffer_array(const std::string& buffer, ScalarType elem, const std::ve
     a.at = [buffer, elem, shape](KernelBuilder& kb, const std::vector<ExprPtr>& index) {
         kb.buffer_param(buffer, elem, Access::Read);
         for (const auto& s : shape) use_params(kb, s);
-        return load(buffer, linear_index(index, shape), elem);
+        const ExprPtr flat = kb.flat_of(index, shape);
+        return load(buffer, flat ? flat : linear_index(index, shape), elem);
     };
     return a;
 }
@@ -199,6 +200,9 @@ std::vector<ExprPtr> unflatten(KernelBuilder& kb, ExprPtr i, const std::vector<E
         rest = kb.bind("rest", binary(BinaryOp::Div, rest, extent));
     }
     index[0] = rest;
+    // Only a variable or parameter stands for the position later (an
+    // expression would be evaluated again where it is read).
+    if (i->kind == ExprKind::Var || i->kind == ExprKind::Param) kb.note_unflattened(index, shape, i);
     return index;
 }
 

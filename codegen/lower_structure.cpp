@@ -80,10 +80,15 @@ PullArray reshape_array(const PullArray& a, std::vector<ExprPtr> shape) {
     PullArray r = a;
     r.shape = std::move(shape);
     r.at = [a, to = r.shape](KernelBuilder& kb, const std::vector<ExprPtr>& index) {
-        ExprPtr flat = i64(0);  // row-major position in the new shape = position in a
-        for (size_t k = 0; k < index.size(); ++k)
-            flat = binary(BinaryOp::Add, binary(BinaryOp::Mul, flat, use_params(kb, to[k])), index[k]);
-        return a.at(kb, unflatten(kb, kb.bind("flat", flat), a.shape));
+        // The row-major position in the new shape is the position in a.
+        ExprPtr flat = kb.flat_of(index, to);
+        if (!flat) {
+            flat = i64(0);
+            for (size_t k = 0; k < index.size(); ++k)
+                flat = binary(BinaryOp::Add, binary(BinaryOp::Mul, flat, use_params(kb, to[k])), index[k]);
+            flat = kb.bind("flat", flat);
+        }
+        return a.at(kb, a.rank() == 1 ? std::vector<ExprPtr>{flat} : unflatten(kb, flat, a.shape));
     };
     return r;
 }

@@ -288,7 +288,8 @@ std::optional<Value> FusionEngine::producer(const std::string& name, const Type&
         const Value& arr = is_operand(a[0]) ? a[0] : a[1];
         if (a.size() == 2 && is_operand(a[0]) && is_operand(a[1]))
             ops::require_same_shape(shape_of(a[0]), shape_of(a[1]), name.c_str(), loc);
-        auto pull = [a, name, result](FuseContext& fc) {
+        const bool checked_same = a.size() == 2 && is_operand(a[0]) && is_operand(a[1]);
+        auto pull = [a, name, result, checked_same](FuseContext& fc) {
             std::vector<PullArray> srcs;
             for (const Value& v : a) srcs.push_back(is_operand(v) ? pull_of(v, fc) : PullArray{});
             const size_t shape_from = srcs[0].at ? 0 : 1;
@@ -296,7 +297,9 @@ std::optional<Value> FusionEngine::producer(const std::string& name, const Type&
             out.elem = ir::scalar_of(*result);
             out.shape = srcs[shape_from].shape;
             auto keep = std::make_shared<const std::vector<Value>>(a);  // addresses key the lifted scalars
-            out.at = [srcs, name, keep, &fc](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
+            out.at = [srcs, name, keep, checked_same, &fc](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
+                // Shapes checked equal above: a read of either at the map's position is the same read.
+                if (checked_same) kb.note_same_extents(srcs[0].shape, srcs[1].shape);
                 std::vector<ir::ExprPtr> xs;
                 for (size_t k = 0; k < srcs.size(); ++k)
                     xs.push_back(srcs[k].at ? srcs[k].at(kb, i) : fc.lift(kb, (*keep)[k].scalar(), &(*keep)[k]));

@@ -212,3 +212,25 @@ TEST_CASE(":profile explains: traffic against the least, the estimate, the kerne
     m.run(":set fusion on\n:profile loop v = x for i < 300 do v + 1.0");
     CHECK(m.printed.find("the fusion size bound") != std::string::npos);
 }
+
+TEST_CASE("row-major reads at the position a map unflattened need no index arithmetic") {
+    // A rank-2 map decomposes its flat position into (row, column); reading
+    // a row-major buffer or a reshape there is the flat position again, so
+    // the division and remainder are dead code.
+    const char* program = "let m = generate (37, 3) (\\i j -> float (i * 3 + j))\n"
+                          "let v = generate 111 (\\i -> float i)\n"
+                          "let y = generate 37 (\\i -> 1.0)\n";
+    CHECK(differential(std::string(program) + "m * 2.0 + reshape (37, 3) v\nreshape (37, 1) (v[0:37] - y)\n"));
+    runtime::install_compiled_backend();
+    Session s;
+    Capture out;
+    s.execute(std::string(program), "<t>", out);
+    for (const char* statement : {":cuda m * 2.0 + reshape (37, 3) v", ":cuda reshape (37, 1) (v[0:37] - y)"}) {
+        Capture shown;
+        s.execute(statement, "<t>", shown);
+        INFO(shown.all);
+        CHECK(shown.all.find("__global__") != std::string::npos);
+        CHECK(shown.all.find("shoal_div(") == std::string::npos);
+        CHECK(shown.all.find("shoal_mod(") == std::string::npos);
+    }
+}
