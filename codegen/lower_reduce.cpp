@@ -109,7 +109,8 @@ void reduce_vector_ordered(PlanBuilder& pb, const std::string& name, const PullT
 
 // Rank 2: one block per row.
 void reduce_rows(PlanBuilder& pb, const std::string& name, const PullTuple& src, const Combine& op,
-                 const std::vector<std::string>& outs, const LoweringOptions& opt) {
+                 const std::vector<std::string>& outs, const LoweringOptions& opt,
+                 const std::string& form = "reduce: one block per row") {
     const ExprPtr rows = src.shape[0], cols = src.shape[1];
     KernelBuilder kb(name, opt.block_size);
     declare_outputs(kb, outs, op.types);
@@ -137,7 +138,18 @@ void reduce_rows(PlanBuilder& pb, const std::string& name, const PullTuple& src,
         emit_if(kb, binary(BinaryOp::Eq, thread_idx(), const_int(0, ScalarType::I32)),
                 [&] { store_all(kb, outs, row, carry, MemSpace::Global); });
     });
-    add_launch(pb, kb, min_expr(rows, i64(opt.max_blocks)), "reduce: one block per row");
+    add_launch(pb, kb, min_expr(rows, i64(opt.max_blocks)), form);
+}
+
+// Rank 2, rows of a few warps' length on a GPU: a block of one warp per row.
+// A block of 256 threads per row of 64 elements left 192 idle; blocks of 32
+// threads, many per SM, keep every lane busy (the grid cap grows to match).
+void reduce_medium_rows(PlanBuilder& pb, const std::string& name, const PullTuple& src, const Combine& op,
+                        const std::vector<std::string>& outs, const LoweringOptions& opt) {
+    LoweringOptions warp = opt;
+    warp.block_size = 32;
+    warp.max_blocks = opt.max_blocks * (opt.block_size / 32);
+    reduce_rows(pb, name + "_warps", src, op, outs, warp, "reduce: one warp (a block of 32 threads) per row");
 }
 
 // Rank 2, short rows: one thread folds a whole row, in order (exactly the
@@ -170,20 +182,28 @@ void lower_reduce(PlanBuilder& pb, const std::string& name, const PullTuple& src
     const ExprPtr count = src.rank() == 1 ? i64(1) : src.shape[0];
     for (size_t k = 0; k < outs.size(); ++k) pb.output_buffer(outs[k], op.types[k], count);
     if (src.rank() == 2) {
-        // The row length decides: a thread per short row, a block per long
-        // one (the CPU's threads run a block's lanes as loops, so its rows
-        // stay short longer). Known when the plan is built, one form is
-        // printed; otherwise (`:emit`'s trace) both, under a guard.
-        const int64_t longest_short = opt.cpu_cores > 0 ? 256 : 32;
+        // The row length decides: a thread per short row, on a GPU a warp per
+        // row of up to 1024, a block per longer one (the CPU's threads run a
+        // block's lanes as loops, so its rows stay short longer and it has no
+        // warp form). Known when the plan is built, one form is printed;
+        // otherwise (`:emit`'s trace) each, under a guard.
+        const bool gpu = opt.cpu_cores == 0;
+        const int64_t longest_short = gpu ? 32 : 256, longest_medium = gpu ? 1024 : longest_short;
         if (const std::optional<int64_t> cols = known_value(src.shape[1], opt)) {
             if (*cols <= longest_short) reduce_short_rows(pb, name, src, op, outs, opt);
+            else if (*cols <= longest_medium) reduce_medium_rows(pb, name, src, op, outs, opt);
             else reduce_rows(pb, name, src, op, outs, opt);
             return;
         }
         const ExprPtr short_rows = binary(BinaryOp::Le, src.shape[1], i64(longest_short));
+        const ExprPtr long_rows = binary(BinaryOp::Gt, src.shape[1], i64(longest_medium));
         pb.set_guard(short_rows);
         reduce_short_rows(pb, name, src, op, outs, opt);
-        pb.set_guard(unary(UnaryOp::Not, short_rows));
+        if (gpu) {
+            pb.set_guard(binary(BinaryOp::And, unary(UnaryOp::Not, short_rows), unary(UnaryOp::Not, long_rows)));
+            reduce_medium_rows(pb, name, src, op, outs, opt);
+        }
+        pb.set_guard(long_rows);
         reduce_rows(pb, name, src, op, outs, opt);
         pb.set_guard(nullptr);
     } else if (op.commutative) reduce_vector_cascade(pb, name, src, op, outs, opt);
