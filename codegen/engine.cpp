@@ -211,7 +211,10 @@ ir::PlanOutcome FusionEngine::run(const std::string& name, FuseContext& fc, cons
     };
     std::shared_ptr<const ir::LaunchPlan> found_early = memoised ? memo_.find(key, answer, positions) : nullptr;
     if (found_early && !binds_all(*found_early, fc)) found_early = nullptr;
-    if (found_early) ++stats.found_before_lowering;
+    if (found_early) {
+        ++stats.found_before_lowering;
+        if (profiling_) ++profiling_->plans_found;
+    }
     if (found_early && !check_plan_memo()) return execute(name, fc, found_early, true);
 
     const size_t bound = fc.bound();
@@ -367,6 +370,7 @@ ProfileReport FusionEngine::profile(const std::function<void()>& run_it, const s
     }
     ProfileReport& report = state.report;
     report.plans_run = state.plans_run;
+    report.plans_found = state.plans_found;
     report.traffic_counted = state.counters;
     std::tie(report.parallel_units, report.unit_name) = executor_->parallel_units();
     for (const auto& [id, bytes] : state.read) report.minimum_bytes += bytes;

@@ -166,6 +166,7 @@ private:
         std::set<const void*> computed;
         bool counters = false;  // :profile (the traffic counters), not :time
         int64_t plans_run = 0;
+        int64_t plans_found = 0;  // found before lowering
     };
     ProfileState* profiling_ = nullptr;
     // Lowering options for the plan being built: shaped for the executor

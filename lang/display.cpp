@@ -633,6 +633,12 @@ DisplayData time_display(const std::vector<KernelProfile>& kernels, double wall_
         d.plain += launches ? "; " + text : " (" + text + ")";
     }
     d.plain += "; front end " + duration_text(breakdown.front_end_seconds);
+    // How many plans the statement lowered: a loop that lowers every step is slow on the host.
+    if (breakdown.plans > 1)
+        d.plain += "; " + std::to_string(breakdown.plans) + " plans, " +
+                   (breakdown.plans_found == breakdown.plans ? std::string("all")
+                                                             : std::to_string(breakdown.plans_found)) +
+                   " found before lowering";
     if (built.compiled)
         d.plain += "; compiled " + std::to_string(built.compiled) + (built.compiled == 1 ? " kernel (" : " kernels (") +
                    duration_text(built.seconds) + ")";

@@ -51,6 +51,8 @@ struct TimeBreakdown {
     double front_end_seconds = 0;  // parsing and type checking
     CompileCounters compiled;      // kernels compiled or found in the caches
     TransferCounters moved;        // host <-> device copies
+    int64_t plans = 0;             // launch plans run
+    int64_t plans_found = 0;       // of those, found before lowering (nothing lowered or printed)
 };
 // `advice`: performance_advice's lines, each shown as "advice: ...".
 DisplayData time_display(const std::vector<KernelProfile>& kernels, double wall_seconds, bool compiled,

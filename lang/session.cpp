@@ -767,6 +767,8 @@ struct SessionCommands {
         if (backend) {
             breakdown.moved = backend->transfers() - moved_before;
             breakdown.compiled = backend->compilation() - compiled_before;
+            breakdown.plans = report.plans_run;
+            breakdown.plans_found = report.plans_found;
         }
         // Advice weighs the time the statement ran, not its compiling.
         const double busy = wall - breakdown.compiled.seconds - breakdown.compiled.cache_seconds;

@@ -38,6 +38,10 @@ TEST_CASE("plan memo: a loop lowers its array operations once") {
     const int64_t found = m.found(loop);
     INFO(m.out);
     CHECK(found >= 49 + 19);
+    // :time says how many of a statement's plans were found before lowering.
+    const std::string timed = printed(m.s, ":time loop a = 0.0 for i < 30 do a + sum (x * float i)");
+    INFO(timed);
+    CHECK(timed.find("; 30 plans, all found before lowering") != std::string::npos);
 }
 
 TEST_CASE("plan memo: other values, the same plan; other structure, another plan") {
