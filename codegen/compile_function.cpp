@@ -106,14 +106,17 @@ bool FuseContext::hoisting() const {
     return !engine || engine->optimisations.hoist;
 }
 
+std::optional<int64_t> FuseContext::integer_value(const std::string& name) const {
+    auto it = scalars_.find(name);
+    if (it == scalars_.end() || !is_integral(it->second.type)) return std::nullopt;
+    return it->second.as_long();
+}
+
 ir::LoweringFacts FuseContext::facts(const ir::PlanBuilder& pb) const {
     if (ctx_.tracer) return {};
     ir::LoweringFacts f;
-    f.value = [this](const std::string& name) -> std::optional<int64_t> {
-        auto it = scalars_.find(name);
-        const std::optional<int64_t> v = it == scalars_.end() || !is_integral(it->second.type)
-                                             ? std::nullopt
-                                             : std::optional<int64_t>(it->second.as_long());
+    f.value = [this](const std::string& name) {
+        const std::optional<int64_t> v = integer_value(name);
         fact_queries_.emplace_back(name, v);
         return v;
     };
@@ -452,7 +455,7 @@ private:
             size_t at = 0;
             std::vector<IExpr> next;
             leaves_of(apply(args[1], {like_leaves(args[2], state, at)}), next);
-            assign_state(state, next);
+            ir::lowering::assign_all(kb_, state, next);  // as one step: (a, b) = (b, a) swaps
         });
         size_t at = 0;
         return like_leaves(args[2], state, at);
@@ -679,17 +682,7 @@ private:
         std::vector<IExpr> next;
         leaves_of(expr(*body, s), next);
         s.locals.resize(mark);
-        assign_state(state, next);
-    }
-
-    // state := next, every value computed before any variable changes. Each
-    // is bound, even a variable: the next state may name the state itself
-    // (`(a, b) = (b, a)`, or `a` unchanged), which lowering::assign_all,
-    // leaving variables unbound, would not snapshot.
-    void assign_state(const std::vector<IExpr>& state, const std::vector<IExpr>& next) {
-        std::vector<IExpr> values;
-        for (const IExpr& x : next) values.push_back(kb_.bind("next", x));
-        for (size_t k = 0; k < state.size(); ++k) kb_.emit(assign(state[k]->name, values[k]));
+        ir::lowering::assign_all(kb_, state, next);  // as one step: (a, b) = (b, a) swaps
     }
 
     // loop p = init for i < n do body: a sequential For in the thread.

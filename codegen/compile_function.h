@@ -97,6 +97,9 @@ public:
     std::vector<std::pair<std::string, std::optional<int64_t>>> take_fact_queries() {
         return std::exchange(fact_queries_, {});
     }
+    // The value of an integer plan scalar bound here (nullopt: none, or not
+    // an integer): what facts() answers, without recording the question.
+    std::optional<int64_t> integer_value(const std::string& name) const;
     // How many parameters and buffers are bound (a lowering that adds some
     // after the probe is not memoised).
     size_t bound() const { return scalars_.size() + buffers_.size(); }

@@ -202,7 +202,7 @@ std::optional<Value> FusionEngine::arg_extreme(bool largest, const Value& xs, Ev
     const std::string name = largest ? "argmax" : "argmin";
     ir::PlanOutcome r = run(name, fc, {name, {src}}, [&](ir::PlanBuilder& pb) {
         const ir::LoweringFacts facts = fc.facts(pb);
-        ir::lower_reduce(pb, largest ? "argmax" : "argmin", src, op, {"best", "index"}, lowering_options(facts));
+        ir::lower_reduce(pb, name, src, op, {"best", "index"}, lowering_options(facts));
     });
     const ir::ArrayData& index = r.outputs.at("index");
     return s.size() == 1 ? Value(first_element(index, Prim::Int)) : result(index, Prim::Int, {s[0]});
@@ -279,13 +279,7 @@ std::optional<Value> FusionEngine::push(const std::string& name, std::span<const
         // An array in memory: a view (NodeGroup::transpose_of), not a copy.
         const Value& a = args[0];
         if (is_operand(a) && (a.is_array() || static_cast<const Node&>(*a.delayed()).computed())) {
-            Node::MakePull swapped = [a](FuseContext& fc) {
-                const PullArray src = pull_of(a, fc);
-                return PullArray{{src.shape[1], src.shape[0]}, src.elem,
-                                 [src](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
-                                     return src.at(kb, {i[1], i[0]});
-                                 }};
-            };
+            Node::MakePull swapped = [a](FuseContext& fc) { return ir::transposed_array(pull_of(a, fc)); };
             return node(elem_of(a), {s[1], s[0]}, std::move(swapped), make_replay(name, nullptr, args, ctx, origin_), ctx,
                         {a}, a);
         }

@@ -204,11 +204,7 @@ ir::PlanOutcome FusionEngine::run(const std::string& name, FuseContext& fc, cons
         positions.insert(positions.end(), probe.checks.begin(), probe.checks.end());
     }
     fc.take_fact_queries();
-    auto answer = [&fc](const std::string& s) -> std::optional<int64_t> {
-        auto it = fc.scalars().find(s);
-        if (it == fc.scalars().end() || !is_integral(it->second.type)) return std::nullopt;
-        return it->second.as_long();
-    };
+    auto answer = [&fc](const std::string& s) { return fc.integer_value(s); };
     std::shared_ptr<const ir::LaunchPlan> found_early = memoised ? memo_.find(key, answer, positions) : nullptr;
     if (found_early && !binds_all(*found_early, fc)) found_early = nullptr;
     if (found_early) {

@@ -20,7 +20,6 @@ std::shared_ptr<LaunchPlan> relocatable_copy(const std::shared_ptr<const LaunchP
     return copy;
 }
 
-
 const PlanScalar* LaunchPlan::find_scalar(const std::string& n) const {
     for (const auto& s : scalars)
         if (s.name == n) return &s;

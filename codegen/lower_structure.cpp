@@ -60,6 +60,12 @@ PullArray gather_array(const PullArray& idx, const PullArray& a, const Loc& loc)
     return r;
 }
 
+PullArray transposed_array(const PullArray& a) {
+    SHOAL_INTERNAL_ASSERT(a.rank() == 2, "transposed_array: rank 2");
+    return PullArray{{a.shape[1], a.shape[0]}, a.elem,
+                     [a](KernelBuilder& kb, const std::vector<ExprPtr>& i) { return a.at(kb, {i[1], i[0]}); }};
+}
+
 PullArray reverse_array(const PullArray& a) {
     const ExprPtr n = a.shape[0];
     return map_rows(a, n, [n](ExprPtr i) { return binary(BinaryOp::Sub, binary(BinaryOp::Sub, n, i64(1)), i); });
@@ -149,8 +155,7 @@ void lower_transpose(PlanBuilder& pb, const std::string& name, const PullArray& 
         // extents when the plan is built, else at run time by a guard.
         const ExprPtr thin = binary(BinaryOp::Or, binary(BinaryOp::Lt, rows, i64(T)), binary(BinaryOp::Lt, cols, i64(T)));
         const std::optional<int64_t> known = known_value(thin, opt);
-        PullArray swapped{{cols, rows}, a.elem, nullptr};
-        swapped.at = [a](KernelBuilder& kb, const std::vector<ExprPtr>& i) { return a.at(kb, {i[1], i[0]}); };
+        const PullArray swapped = transposed_array(a);
         if (known && *known) {
             lower_map(pb, name + "_thin", tuple_of(swapped), {out}, opt);
             return;

@@ -1,7 +1,7 @@
 #include "codegen/plan_memo.h"
 
-#include <cstdlib>
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "codegen/kernel_builder.h"

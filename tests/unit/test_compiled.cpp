@@ -297,6 +297,8 @@ TEST_CASE("compiled backend: nested arrays are hoisted when invariant and loops 
         "let xs = iota 10\nmap (\\i -> sum (generate i (\\j -> j * j)) + sum (iota i) + sum (fill i 2)) (iota 6)\nmap (\\i -> xs[-i - 1]) (iota 3)",
         // loops in the thread
         "map (\\n -> loop x = 1 for i < n do x * 2 + i) (iota 8)\nmap (\\n -> loop (a, b) = (0, 1) for i < n do (b, a + b)) (iota 10)",
+        // a state that swaps: every next value taken before any variable changes
+        "map (\\i -> let (a, b) = loop (a, b) = (float i, 1.0) for k < 3 do (b, a) in a - 10.0 * b) (iota 5)",
         "map (\\n -> loop x = n while x > 1 do if x % 2 == 0 then x / 2 else 3 * x + 1) (iota 9)",
         "let xs = map float (iota 10)\nmap (\\k -> loop acc = 0.0 for i < k do acc + xs[i]) (iota 5)\nmap (\\k -> loop (s, j) = (0, k) while j > 0 do (s + j, j - 1)) (iota 6)",
         "let xs = iota 10\nmap (\\i -> sum (gather [i, 0] xs)) (iota 3)\nmap (\\i -> xs[i:i + 2][1]) (iota 3)\nmap (\\i -> xs[20 + i]) (iota 2)",
