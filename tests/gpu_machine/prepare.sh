@@ -14,6 +14,6 @@ grep -qx "/$dir/" .git/info/exclude 2>/dev/null || echo "/$dir/" >> .git/info/ex
 mkdir -p "$dir/lib"
 cmake --build "$build" -j "$(nproc)" --target shoal shoal_unit_tests >/dev/null
 for f in shoal tests/shoal_unit_tests; do strip -o "$dir/$(basename $f)" "$build/$f"; done
-# The terminal's line editor and its dependencies (not on CUDA images).
-for lib in $(ldd "$build/shoal" | awk '/libedit|libbsd|libmd/ {print $3}'); do cp -L "$lib" "$dir/lib/"; done
+# The terminal's line editor, its dependencies and the allocator (not on CUDA images).
+for lib in $(ldd "$build/shoal" | awk '/libedit|libbsd|libmd|libmimalloc/ {print $3}'); do cp -L "$lib" "$dir/lib/"; done
 du -sh "$dir"
