@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "codegen/ir.h"
+#include "codegen/shared_function.h"
 
 namespace shoal::ir {
 
@@ -84,7 +85,7 @@ private:
 struct PullArray {
     std::vector<ExprPtr> shape;
     ScalarType elem = ScalarType::F32;
-    std::function<ExprPtr(KernelBuilder&, const std::vector<ExprPtr>& index)> at;
+    SharedFunction<ExprPtr(KernelBuilder&, const std::vector<ExprPtr>& index)> at;
 
     int rank() const { return static_cast<int>(shape.size()); }
 };

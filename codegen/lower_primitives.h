@@ -107,7 +107,7 @@ Combine segmented(const Combine& c);
 struct PullTuple {
     std::vector<ExprPtr> shape;
     std::vector<ScalarType> elems;
-    std::function<std::vector<ExprPtr>(KernelBuilder&, const std::vector<ExprPtr>& index)> at;
+    SharedFunction<std::vector<ExprPtr>(KernelBuilder&, const std::vector<ExprPtr>& index)> at;
 
     int rank() const { return static_cast<int>(shape.size()); }
 };
