@@ -484,6 +484,8 @@ std::optional<Value> FusionEngine::compile_builtin(const std::string& name, cons
         return x;
     }
     if (name == "random") return random(args[0], ctx);
+    if (name == "matmul" || name == "@")
+        if (std::optional<Value> r = thin_product(type, args, ctx, loc)) return r;
     if (std::optional<Value> r = consumer(name, args, ctx)) return r;
     // Nodes keep the context with this backend: functions compiled into
     // them hoist invariant array expressions, computed by this backend too.

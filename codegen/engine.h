@@ -120,6 +120,8 @@ private:
     std::optional<Value> index_map(const std::string& name, const Type& type, const std::vector<Value>& a,
                                    const EvalContext& ctx, const Loc& loc);
     std::optional<Value> random(const Value& shape, EvalContext& ctx);
+    std::optional<Value> thin_product(const Type& type, std::span<const Value> args, const EvalContext& ctx,
+                                      const Loc& loc);
     std::optional<Value> consumer(const std::string& name, std::span<const Value> args, EvalContext& ctx);
     std::optional<Value> lower_consumer(const std::string& name, std::span<const Value> args, EvalContext& ctx);
     std::optional<Value> sort(bool by_key, std::span<const Value> args, EvalContext& ctx);

@@ -275,6 +275,52 @@ std::optional<Value> FusionEngine::random(const Value& shape, EvalContext& ctx) 
     return node(Prim::Float, *s, pull, replay, reference, {});
 }
 
+// a @ b with a short inner extent (X @ w for X of n x 3): each element is k
+// products and their sum, a map rather than a product, so it is a node like
+// any elementwise operator (`X @ w - y` is one kernel, fused into whatever
+// reads it). The BLAS (sgemv: 10000 x 3 in 10 us, ~100k instructions) and
+// the tiled kernel (a 32 x 32 tile for 3 columns) both spend their time on
+// the shape, not the arithmetic. The sum is the reference's: from zero, in
+// order. A scalar result (vector . vector) and mismatched extents are the
+// consumer's.
+constexpr int64_t kThinInner = 8;
+
+std::optional<Value> FusionEngine::thin_product(const Type& type, std::span<const Value> args,
+                                                const EvalContext& ctx, const Loc& loc) {
+    if (!is_operand(args[0]) || !is_operand(args[1])) return std::nullopt;
+    const Shape a = shape_of(args[0]), b = shape_of(args[1]);
+    if (a.empty() || b.empty() || a.size() > 2 || b.size() > 2 || a.back() != b.front()) return std::nullopt;
+    const int64_t k = b.front();
+    const Prim elem = elem_of(args[0]);
+    if (k < 1 || k > kThinInner || elem_of(args[1]) != elem || (elem != Prim::Float && elem != Prim::Double))
+        return std::nullopt;
+    const bool rows = a.size() == 2, cols = b.size() == 2;
+    Shape out_shape;
+    if (rows) out_shape.push_back(a[0]);
+    if (cols) out_shape.push_back(b[1]);
+    if (out_shape.empty()) return std::nullopt;
+    const Restore<Loc> during(origin_, loc);
+    const Restore<std::string> named(origin_name_, "matmul");
+    auto pull = [x = args[0], y = args[1], rows, cols, k](FuseContext& fc) {
+        const PullArray pa = pull_of(x, fc), pb = pull_of(y, fc);
+        PullArray out{{}, pa.elem, nullptr};
+        if (rows) out.shape.push_back(pa.shape[0]);
+        if (cols) out.shape.push_back(pb.shape[1]);
+        out.at = [pa, pb, rows, cols, k](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
+            ir::ExprPtr sum = ir::const_float(0, pa.elem);
+            for (int64_t l = 0; l < k; ++l) {
+                const ir::ExprPtr at = ir::i64(l);
+                const ir::ExprPtr av = rows ? pa.at(kb, {i[0], at}) : pa.at(kb, {at});
+                const ir::ExprPtr bv = cols ? pb.at(kb, {at, i[rows ? 1 : 0]}) : pb.at(kb, {at});
+                sum = ir::binary(ir::BinaryOp::Add, sum, ir::binary(ir::BinaryOp::Mul, av, bv));
+            }
+            return sum;
+        };
+        return out;
+    };
+    return node(elem, out_shape, pull, make_replay("matmul", type, args, ctx, loc), ctx, {args[0], args[1]});
+}
+
 std::optional<Value> FusionEngine::producer(const std::string& name, const Type& type,
                                                   std::span<const Value> args, const EvalContext& ctx,
                                                   const Loc& loc) {

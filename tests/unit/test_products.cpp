@@ -37,13 +37,38 @@ const char* kShapes =
     "let d = generate (33, 65) (\\i j -> double (i * j % 7) * 0.25)\n"
     "d @ transpose d\n"
     "sum (flatten (d @ transpose d))\n"
-    "transpose d @ generate 33 (\\i -> double i)\n";
+    "transpose d @ generate 33 (\\i -> double i)\n"
+    // A short inner extent (k <= 8): a map node, fused into what reads it.
+    "let t = generate (41, 3) (\\i j -> float ((i * 3 + j) % 7) - 3.0)\n"
+    "t @ [1.0, -2.0, 0.5]\n"
+    "t @ generate (3, 5) (\\i j -> float (i + j) * 0.5)\n"
+    "[2.0, 1.0, -1.0] @ transpose t\n"
+    "(t * 2.0) @ [1.0, 1.0, 1.0] - generate 41 (\\i -> float i)\n"
+    "sum (t @ [1.0, -2.0, 0.5])\n"
+    "generate (5, 1) (\\i j -> float i) @ generate (1, 4) (\\i j -> float j - 1.5)\n"
+    "let dt = generate (9, 8) (\\i j -> double (i - j) * 0.5)\n"
+    "dt @ generate 8 (\\i -> double i)\n"
+    "[-0.0, -0.0] @ generate (2, 3) (\\i j -> 1.0)\n";  // -0.0 + -0.0 from zero: 0.0, as the reference
 
 }  // namespace
 
 TEST_CASE("products: every shape, in memory or fused, vectors on either side: the reference's results") {
     CHECK(differential(kShapes));
     CHECK(differential(kShapes, ":set blas off"));  // the tiled kernel for every product
+}
+
+TEST_CASE("products: a short inner extent is a map fused into its consumer, not a library call") {
+    runtime::install_compiled_backend();
+    Session s;
+    printed(s, "let X = generate (100, 3) (\\i j -> float (i + j))\nlet w = [1.0, -2.0, 0.5]\nlet y = generate 100 (\\i -> float i)");
+    const std::string plan = printed(s, ":cuda X @ w - y");
+    INFO(plan);
+    CHECK(plan.find("call gemm(") == std::string::npos);
+    CHECK(plan.find("__global__") != std::string::npos);
+    CHECK(plan.find("__global__") == plan.rfind("__global__"));  // one kernel: the product and the subtraction
+    // Nine columns: a product again (the BLAS).
+    printed(s, "let X9 = generate (100, 9) (\\i j -> float (i + j))");
+    CHECK(printed(s, ":cuda X9 @ generate 9 (\\i -> 1.0)").find("call gemm(") != std::string::npos);
 }
 
 TEST_CASE("products: mismatched extents and ranks are the reference's errors; the session goes on") {
