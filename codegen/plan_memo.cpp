@@ -1,6 +1,7 @@
 #include "codegen/plan_memo.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <cstring>
 
@@ -86,13 +87,18 @@ Probe probe_operands(std::span<const ir::PullTuple> operands, std::span<const ir
 }
 
 std::string options_key(const ir::LoweringOptions& o) {
+    const std::array<int64_t, 15> values = {
+        o.block_size,     o.items_per_thread, o.reduce_items_per_thread, o.scan_items_per_thread, o.max_blocks,
+        o.transpose_tile, o.transpose_rows,   o.radix_bits,              o.sort_items_per_thread, o.cpu_cores,
+        o.shared_memory,  o.tile_rows,        o.tile_cols,               o.matmul_tile,           o.library_gemm};
+    // Asked for every plan a loop runs, nearly always with the same options.
+    thread_local std::array<int64_t, 15> last_values{};
+    thread_local std::string last_key;
+    if (!last_key.empty() && values == last_values) return last_key;
     std::string s;
-    for (int64_t v : {int64_t{o.block_size}, int64_t{o.items_per_thread}, int64_t{o.reduce_items_per_thread},
-                      int64_t{o.scan_items_per_thread}, o.max_blocks, int64_t{o.transpose_tile},
-                      int64_t{o.transpose_rows}, int64_t{o.radix_bits}, int64_t{o.sort_items_per_thread},
-                      int64_t{o.cpu_cores}, int64_t{o.shared_memory}, int64_t{o.tile_rows}, int64_t{o.tile_cols},
-                      int64_t{o.matmul_tile}, int64_t{o.library_gemm}})
-        s += std::to_string(v) + ",";
+    for (int64_t v : values) s += std::to_string(v) + ",";
+    last_values = values;
+    last_key = s;
     return s;
 }
 
