@@ -69,6 +69,16 @@ bool holds_array_type(const Type& fn_type, size_t arity) {
 }
 
 Shape shape_of(const Value& v) { return v.is_array() ? v.array()->shape : v.delayed()->shape(); }
+std::optional<ProductShape> product_shape(const Value& a, const Value& b) {
+    if (!is_operand(a) || !is_operand(b)) return std::nullopt;
+    const Shape sa = shape_of(a), sb = shape_of(b);
+    if (sa.empty() || sb.empty() || sa.size() > 2 || sb.size() > 2 || sa.back() != sb.front()) return std::nullopt;
+    ProductShape p{sa.size() == 2, sb.size() == 2, sa.size() == 2 ? sa[0] : 1, sb.front(), sb.size() == 2 ? sb[1] : 1, {}};
+    if (p.a_is_matrix) p.result.push_back(p.n);
+    if (p.b_is_matrix) p.result.push_back(p.m);
+    return p;
+}
+
 Prim elem_of(const Value& v) { return v.is_array() ? v.array()->elem : v.is_delayed() ? v.delayed()->elem() : v.scalar().type; }
 
 std::vector<Value> leaves(const Value& v) {

@@ -98,6 +98,16 @@ bool holds_array(const Value& v);
 bool holds_array_type(const Type& fn_type, size_t arity);
 Shape shape_of(const Value& v);
 Prim elem_of(const Value& v);
+// The shapes of `a @ b` (NumPy's ranks: a vector on the left is a 1 x k row,
+// on the right a k x 1 column, and that axis is dropped from the result):
+// null unless both are operands of rank 1 or 2 with equal inner extents
+// (the reference evaluator raises the error).
+struct ProductShape {
+    bool a_is_matrix = true, b_is_matrix = true;
+    int64_t n = 1, k = 0, m = 1;
+    Shape result;  // (n, m) less the dropped axes; empty: a scalar
+};
+std::optional<ProductShape> product_shape(const Value& a, const Value& b);
 
 // ---------------------------------------------------------------- array-likes
 // An array of tuples is a tuple of arrays of one shape (docs/language.md):

@@ -320,10 +320,8 @@ std::optional<Value> FusionEngine::push(const std::string& name, std::span<const
 // fused where they are not in memory. Mismatched extents decline: the
 // reference evaluator raises the error.
 std::optional<Value> FusionEngine::matmul(std::span<const Value> args, EvalContext& ctx) {
-    if (!is_operand(args[0]) || !is_operand(args[1])) return std::nullopt;
-    const Shape a = shape_of(args[0]), b = shape_of(args[1]);
-    if (a.empty() || b.empty() || a.size() > 2 || b.size() > 2 || a.back() != b.front()) return std::nullopt;
-    const int64_t n = a.size() == 2 ? a[0] : 1, m = b.size() == 2 ? b[1] : 1;
+    const std::optional<ProductShape> shape = product_shape(args[0], args[1]);
+    if (!shape) return std::nullopt;
     FuseContext fc(ctx);
     auto operand = [&fc](const Value& v, bool row) {
         ir::ProductOperand x{pull_of(v, fc), memory_buffer(v, fc)};
@@ -355,11 +353,8 @@ std::optional<Value> FusionEngine::matmul(std::span<const Value> args, EvalConte
         opt.library_gemm = library;
         ir::lower_product(pb, "matmul", left, right, "out", opt);
     });
-    Shape shape;
-    if (a.size() == 2) shape.push_back(n);
-    if (b.size() == 2) shape.push_back(m);
-    if (shape.empty()) return Value(first_element(r.outputs.at("out"), elem_of(args[0])));
-    return result(r.outputs.at("out"), elem_of(args[0]), shape);
+    if (shape->result.empty()) return Value(first_element(r.outputs.at("out"), elem_of(args[0])));
+    return result(r.outputs.at("out"), elem_of(args[0]), shape->result);
 }
 
 // filter p xs (rank 1, arrays of tuples too): the predicate compiled into the

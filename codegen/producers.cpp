@@ -287,18 +287,13 @@ constexpr int64_t kThinInner = 8;
 
 std::optional<Value> FusionEngine::thin_product(const Type& type, std::span<const Value> args,
                                                 const EvalContext& ctx, const Loc& loc) {
-    if (!is_operand(args[0]) || !is_operand(args[1])) return std::nullopt;
-    const Shape a = shape_of(args[0]), b = shape_of(args[1]);
-    if (a.empty() || b.empty() || a.size() > 2 || b.size() > 2 || a.back() != b.front()) return std::nullopt;
-    const int64_t k = b.front();
+    const std::optional<ProductShape> shape = product_shape(args[0], args[1]);
+    if (!shape || shape->result.empty()) return std::nullopt;
+    const int64_t k = shape->k;
     const Prim elem = elem_of(args[0]);
     if (k < 1 || k > kThinInner || elem_of(args[1]) != elem || (elem != Prim::Float && elem != Prim::Double))
         return std::nullopt;
-    const bool rows = a.size() == 2, cols = b.size() == 2;
-    Shape out_shape;
-    if (rows) out_shape.push_back(a[0]);
-    if (cols) out_shape.push_back(b[1]);
-    if (out_shape.empty()) return std::nullopt;
+    const bool rows = shape->a_is_matrix, cols = shape->b_is_matrix;
     const Restore<Loc> during(origin_, loc);
     const Restore<std::string> named(origin_name_, "matmul");
     auto pull = [x = args[0], y = args[1], rows, cols, k](FuseContext& fc) {
@@ -318,7 +313,7 @@ std::optional<Value> FusionEngine::thin_product(const Type& type, std::span<cons
         };
         return out;
     };
-    return node(elem, out_shape, pull, make_replay("matmul", type, args, ctx, loc), ctx, {args[0], args[1]});
+    return node(elem, shape->result, pull, make_replay("matmul", type, args, ctx, loc), ctx, {args[0], args[1]});
 }
 
 std::optional<Value> FusionEngine::producer(const std::string& name, const Type& type,
