@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string_view>
+#include <unordered_map>
 
 #include "codegen/engine.h"
 #include "codegen/kernel_code.h"
@@ -44,24 +46,48 @@ std::optional<Value> FusionEngine::consumer(const std::string& name, std::span<c
     }
 }
 
+namespace {
+
+enum class ConsumerKind : uint8_t { Sort, Scan, Push, Filter, Matmul, Permute, Scatter, Count, ArgExtreme, Reduce, Known };
+
+// Looked up once per builtin call: a loop step calls several, and a chain
+// of string comparisons per call was ~5k instructions of each step.
+std::optional<ConsumerKind> consumer_kind(const std::string& name) {
+    static const std::unordered_map<std::string_view, ConsumerKind> kinds = {
+        {"sort", ConsumerKind::Sort},       {"sortByKey", ConsumerKind::Sort},   {"scan", ConsumerKind::Scan},
+        {"scanExclusive", ConsumerKind::Scan}, {"segscan", ConsumerKind::Scan},  {"++", ConsumerKind::Push},
+        {"interleave", ConsumerKind::Push}, {"transpose", ConsumerKind::Push},   {"filter", ConsumerKind::Filter},
+        {"matmul", ConsumerKind::Matmul},   {"@", ConsumerKind::Matmul},         {"permute", ConsumerKind::Permute},
+        {"scatter", ConsumerKind::Scatter}, {"count", ConsumerKind::Count},      {"argmax", ConsumerKind::ArgExtreme},
+        {"argmin", ConsumerKind::ArgExtreme}, {"reduce", ConsumerKind::Reduce},  {"sum", ConsumerKind::Known},
+        {"product", ConsumerKind::Known},   {"maximum", ConsumerKind::Known},    {"minimum", ConsumerKind::Known},
+        {"all", ConsumerKind::Known},       {"any", ConsumerKind::Known}};
+    const auto it = kinds.find(name);
+    if (it == kinds.end()) return std::nullopt;
+    return it->second;
+}
+
+}  // namespace
+
 std::optional<Value> FusionEngine::lower_consumer(const std::string& name, std::span<const Value> args,
                                                         EvalContext& ctx) {
-    if (name == "sort" || name == "sortByKey") return sort(name == "sortByKey", args, ctx);
-    if (name == "scan" || name == "scanExclusive" || name == "segscan") return scan(name, args, ctx);
-    if (name == "++" || name == "interleave" || name == "transpose") return push(name, args, ctx);
-    if (name == "filter") return filter(args, ctx);
-    if (name == "matmul" || name == "@") return matmul(args, ctx);
-    if (name == "permute") return permute(args, ctx);
-    if (name == "scatter") return scatter(args, ctx);
-    if (name == "count") return count(args[0], args[1], ctx);
-    if (name == "argmax" || name == "argmin") return arg_extreme(name == "argmax", args[0], ctx);
-    if (name == "reduce") {
-        if (operator_arg(args[0]) && args[1].is_scalar() && is_operand(args[2]))
-            return known_reduce(name, args, ctx);
-        return general_reduce(args[0], args[1], args[2], ctx);
+    const std::optional<ConsumerKind> kind = consumer_kind(name);
+    if (!kind) return std::nullopt;
+    switch (*kind) {
+        case ConsumerKind::Sort: return sort(name == "sortByKey", args, ctx);
+        case ConsumerKind::Scan: return scan(name, args, ctx);
+        case ConsumerKind::Push: return push(name, args, ctx);
+        case ConsumerKind::Filter: return filter(args, ctx);
+        case ConsumerKind::Matmul: return matmul(args, ctx);
+        case ConsumerKind::Permute: return permute(args, ctx);
+        case ConsumerKind::Scatter: return scatter(args, ctx);
+        case ConsumerKind::Count: return count(args[0], args[1], ctx);
+        case ConsumerKind::ArgExtreme: return arg_extreme(name == "argmax", args[0], ctx);
+        case ConsumerKind::Reduce:
+            if (operator_arg(args[0]) && args[1].is_scalar() && is_operand(args[2])) return known_reduce(name, args, ctx);
+            return general_reduce(args[0], args[1], args[2], ctx);
+        case ConsumerKind::Known: return known_reduce(name, args, ctx);
     }
-    if (name == "sum" || name == "product" || name == "maximum" || name == "minimum" || name == "all" || name == "any")
-        return known_reduce(name, args, ctx);
     return std::nullopt;
 }
 

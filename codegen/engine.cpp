@@ -5,8 +5,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <atomic>
 #include <set>
+#include <string_view>
+#include <unordered_map>
 #include <utility>
 
 #include "codegen/cuda_printer.h"
@@ -182,6 +185,20 @@ bool binds_all(const ir::LaunchPlan& plan, const FuseContext& fc) {
     return true;
 }
 
+// A key's bytes as text (its encoding is binary: structural_key.h).
+std::string printable(const std::string& key) {
+    std::string s;
+    for (unsigned char c : key) {
+        if (c == '\n' || (c >= 0x20 && c < 0x7f)) s.push_back(static_cast<char>(c));
+        else {
+            char hex[8];
+            std::snprintf(hex, sizeof hex, "\\x%02x", c);
+            s += hex;
+        }
+    }
+    return s;
+}
+
 std::string plan_text(const ir::LaunchPlan& plan) {
     std::string s = ir::to_string(plan);
     for (const ir::Kernel& k : plan.kernels) s += ir::to_string(k);
@@ -224,7 +241,7 @@ ir::PlanOutcome FusionEngine::run(const std::string& name, FuseContext& fc, cons
         if (found_early != found.plan && (!complete || plan_text(*found_early) != plan_text(*found.plan)))
             internal_error(__FILE__, __LINE__,
                            "the structural plan cache returned a stale plan for `" + name + "` at " +
-                               (origin_.valid() ? origin_.position() : "?") + "\nkey:\n" + key + "\ncached:\n" +
+                               (origin_.valid() ? origin_.position() : "?") + "\nkey:\n" + printable(key) + "\ncached:\n" +
                                plan_text(*found_early) + "\nlowered now:\n" + plan_text(*found.plan));
         return execute(name, fc, found_early, true);
     }
@@ -352,7 +369,12 @@ void FusionEngine::record_profile(const ir::LaunchPlan& plan, const ir::PlanOutc
         it->flops += c.flops;
         it->minimum_bytes += c.minimum_bytes;
     }
-    report.plans.push_back({plan.name, source, fc.fused(), fc.materialised()});
+    // A loop runs the same plan with the same decisions at every step: one row.
+    auto same_decisions = [&](const PlanDecisions& p) {
+        return p.plan == plan.name && p.source == source && p.fused == fc.fused() && p.materialised == fc.materialised();
+    };
+    if (std::find_if(report.plans.rbegin(), report.plans.rend(), same_decisions) == report.plans.rend())
+        report.plans.push_back({plan.name, source, fc.fused(), fc.materialised()});
 }
 
 ProfileReport FusionEngine::profile(const std::function<void()>& run_it, const std::string& arch) {
@@ -457,8 +479,17 @@ std::optional<Value> FusionEngine::compile_builtin(const std::string& name, cons
                                                          const Loc& loc) {
     for (const Value& v : args)
         if (v.is_string()) return std::nullopt;  // file I/O: the reference evaluator's
+    // Builtins the engine answers itself (looked up once: a loop step calls
+    // several builtins, and each compared its name against every case).
+    enum class Own : uint8_t { None, Shape, Zip, Unzip, Iterate, Random, Matmul };
+    static const std::unordered_map<std::string_view, Own> own = {
+        {"length", Own::Shape}, {"rows", Own::Shape}, {"cols", Own::Shape},       {"shape", Own::Shape},
+        {"zip", Own::Zip},      {"zip3", Own::Zip},   {"unzip", Own::Unzip},      {"iterate", Own::Iterate},
+        {"random", Own::Random}, {"matmul", Own::Matmul}, {"@", Own::Matmul}};
+    const auto found = own.find(name);
+    const Own kind = found == own.end() ? Own::None : found->second;
     // Shapes are known without computing anything.
-    if ((name == "length" || name == "rows" || name == "cols" || name == "shape") && is_like(args[0])) {
+    if (kind == Own::Shape && is_like(args[0])) {
         const Shape s = like_shape(args[0]);
         auto int_of = [](int64_t n) { return Value(Scalar::of_int(static_cast<int32_t>(n))); };
         if (name == "length") return int_of(s[0]);
@@ -469,12 +500,12 @@ std::optional<Value> FusionEngine::compile_builtin(const std::string& name, cons
         return Value(std::move(t));
     }
     // An array of tuples is a tuple of arrays: zip pairs them, unzip is the identity.
-    if ((name == "zip" || name == "zip3") && is_like(Value(std::vector<Value>(args.begin(), args.end()))))
+    if (kind == Own::Zip && is_like(Value(std::vector<Value>(args.begin(), args.end()))))
         return Value(std::vector<Value>(args.begin(), args.end()));
-    if (name == "unzip" && is_like(args[0])) return args[0];
+    if (kind == Own::Unzip && is_like(args[0])) return args[0];
     // iterate: host control flow; its steps build the graph (bounded by
     // kMaxFusedNodes) unless a step ran plans (`carried`, lang/eval.h).
-    if (name == "iterate" && args[0].is_scalar() && args[1].is_function()) {
+    if (kind == Own::Iterate && args[0].is_scalar() && args[1].is_function()) {
         Value x = args[2];
         for (int64_t k = 0, n = args[0].scalar().as_long(); k < n; ++k) {
             evalimpl::check_cancel(ctx, loc);
@@ -483,8 +514,8 @@ std::optional<Value> FusionEngine::compile_builtin(const std::string& name, cons
         }
         return x;
     }
-    if (name == "random") return random(args[0], ctx);
-    if (name == "matmul" || name == "@")
+    if (kind == Own::Random) return random(args[0], ctx);
+    if (kind == Own::Matmul)
         if (std::optional<Value> r = thin_product(type, args, ctx, loc)) return r;
     if (std::optional<Value> r = consumer(name, args, ctx)) return r;
     // Nodes keep the context with this backend: functions compiled into

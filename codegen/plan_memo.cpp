@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "codegen/kernel_builder.h"
+#include "codegen/structural_key.h"
 
 namespace shoal::compiled {
 
@@ -50,38 +51,46 @@ std::shared_ptr<const ir::LaunchPlan> PlanMemo::at_positions(Entry& e, const Che
 
 Probe probe_operands(std::span<const ir::PullTuple> operands, std::span<const ir::Combine> combines) {
     ir::KernelBuilder kb("probe");
+    // The key's bytes (structural_key.h): the operands' element types,
+    // shapes and reads at symbolic indices, then the combines.
     std::string text;
+    auto put_count = [&text](size_t n) { text += std::to_string(n) + ":"; };
     for (size_t k = 0; k < operands.size(); ++k) {
         const ir::PullTuple& x = operands[k];
-        text += "operand " + std::to_string(k) + ":";
-        for (ir::ScalarType t : x.elems) text += std::string(" ") + ir::scalar_name(t);
-        text += " [";
-        for (const ir::ExprPtr& e : x.shape) text += ir::to_string(e) + ";";
-        text += "]";
+        text += "operand";
+        put_count(x.elems.size());
+        for (ir::ScalarType t : x.elems) text.push_back(static_cast<char>(t));
+        put_count(x.shape.size());
+        for (const ir::ExprPtr& e : x.shape) ir::append_key(text, e);
         std::vector<ir::ExprPtr> index;
         for (int d = 0; d < x.rank(); ++d)
             index.push_back(ir::param("probe_" + std::to_string(k) + "_" + std::to_string(d), ir::ScalarType::I64));
-        for (const ir::ExprPtr& e : x.at(kb, index)) text += " " + ir::to_string(e);
-        text += "\n";
+        const std::vector<ir::ExprPtr> read = x.at(kb, index);
+        put_count(read.size());
+        for (const ir::ExprPtr& e : read) ir::append_key(text, e);
     }
     for (size_t k = 0; k < combines.size(); ++k) {
         const ir::Combine& c = combines[k];
-        text += "combine " + std::to_string(k) + (c.commutative ? " commutative" : "") +
-                (c.known ? " known " + std::to_string(static_cast<int>(*c.known)) : "") + ":";
+        text += "combine" + std::string(c.commutative ? "c" : "-") +
+                (c.known ? std::to_string(static_cast<int>(*c.known)) : "-");
         std::vector<ir::ExprPtr> a, b;
+        put_count(c.types.size());
         for (size_t j = 0; j < c.types.size(); ++j) {
-            text += std::string(" ") + ir::scalar_name(c.types[j]);
+            text.push_back(static_cast<char>(c.types[j]));
             a.push_back(ir::param("probe_a" + std::to_string(k) + "_" + std::to_string(j), c.types[j]));
             b.push_back(ir::param("probe_b" + std::to_string(k) + "_" + std::to_string(j), c.types[j]));
         }
-        for (const ir::ExprPtr& e : c.neutral) text += " neutral " + ir::to_string(e);
-        for (const ir::ExprPtr& e : c.fn(kb, a, b)) text += " " + ir::to_string(e);
-        text += "\n";
+        put_count(c.neutral.size());
+        for (const ir::ExprPtr& e : c.neutral) ir::append_key(text, e);
+        const std::vector<ir::ExprPtr> combined = c.fn(kb, a, b);
+        put_count(combined.size());
+        for (const ir::ExprPtr& e : combined) ir::append_key(text, e);
     }
     // The statements the reads emitted (lets, loops), the parameters they
     // declared and their checks.
     const ir::Kernel probe = kb.finish(false);
-    Probe p{text + ir::to_string_without_positions(probe), {}};
+    ir::append_key(text, probe);
+    Probe p{std::move(text), {}};
     for (const ir::Check& c : probe.checks) p.checks.push_back(c.loc);
     return p;
 }

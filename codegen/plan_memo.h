@@ -29,6 +29,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -78,12 +79,12 @@ private:
     };
     static std::shared_ptr<const ir::LaunchPlan> at_positions(Entry& e, const CheckPositions& positions);
     // A key's entries, one per set of answers (a few: an extent crossing a threshold).
-    std::map<std::string, std::vector<Entry>> entries_;
+    std::unordered_map<std::string, std::vector<Entry>> entries_;
 };
 
-// What one probe of the operands prints: each operand's element types, its
-// shape and the code its `at` emits at symbolic indices (without source
-// positions), and the positions of the checks it emitted. Lifts parameters
+// What one probe of the operands encodes (structural_key.h): each operand's
+// element types, its shape and the code its `at` emits at symbolic indices
+// (without source positions), and the positions of the checks it emitted. Lifts parameters
 // and registers buffers in the operands' FuseContext, as the lowering will.
 struct Probe {
     std::string text;
