@@ -109,17 +109,26 @@ Type t_var(int id, unsigned classes) {
     return t;
 }
 
-Type prune(const Type& t) {
-    Type cur = t;
-    while (cur && cur->kind == TypeKind::Var && cur->bound) cur = cur->bound;
+const Type& prune(const Type& t) {
+    // Most types are not bound variables: no reference counts change.
+    if (!t || t->kind != TypeKind::Var || !t->bound) return t;
+    const TypeNode* rep = t->bound.get();
+    while (rep->kind == TypeKind::Var && rep->bound) rep = rep->bound.get();
     // Full path compression: a 40000-element array literal binds a chain of
-    // 40000 variables, which must not be walked again and again.
-    for (Type v = t; v && v != cur && v->kind == TypeKind::Var;) {
-        Type next = v->bound;
-        v->bound = cur;
-        v = next;
+    // 40000 variables, which must not be walked again and again. Each
+    // variable of the chain is then bound to the representative directly.
+    if (t->bound.get() != rep) {
+        Type target = t->bound;
+        while (target->kind == TypeKind::Var && target->bound) target = target->bound;
+        Type held;  // the variable being rebound, alive until it is
+        for (TypeNode* v = t.get(); v != target.get() && v->kind == TypeKind::Var && v->bound;) {
+            Type next = std::move(v->bound);
+            v->bound = target;
+            held = std::move(next);
+            v = held.get();
+        }
     }
-    return cur;
+    return t->bound;
 }
 
 bool is_prim(const Type& t) { return prune(t)->kind == TypeKind::Prim; }

@@ -75,8 +75,10 @@ Type t_unit();
 Type t_gen(int index, bool is_rank = false);
 Type t_var(int id, unsigned classes = 0);
 
-// Follows variable bindings to the representative type (never null for non-null input).
-Type prune(const Type& t);
+// Follows variable bindings to the representative type (never null for
+// non-null input). The reference is `t` itself or the binding inside it:
+// copy it before unifying anything it could be bound to.
+const Type& prune(const Type& t);
 
 // Readers for resolved types (they prune first).
 bool is_prim(const Type& t);
