@@ -5,6 +5,7 @@
 // lowers each hit again and fails on a stale plan.
 #include <doctest/doctest.h>
 
+#include "codegen/structural_key.h"
 #include "differential.h"
 #include "session_capture.h"
 
@@ -99,4 +100,37 @@ TEST_CASE("plan memo: what shows or counts plans lowers them (and still finds th
     CHECK(m.out.find("sum_partials") != std::string::npos);
     CHECK(m.found(":cuda sum (x * 2.0)\n") == 0);
     CHECK(m.found("sum (x * 3.0)\n") == 1);
+}
+
+TEST_CASE("plan keys: the structural encoding tells every difference apart and nothing else") {
+    namespace ir = shoal::ir;
+    using ir::BinaryOp;
+    using ir::ScalarType;
+    auto key = [](const ir::ExprPtr& e) {
+        std::string s;
+        ir::append_key(s, e);
+        return s;
+    };
+    const ir::ExprPtr x = ir::param("x", ScalarType::F32), y = ir::param("y", ScalarType::F32);
+    // The same tree built twice: the same bytes.
+    CHECK(key(ir::binary(BinaryOp::Add, x, ir::const_float(0.5))) == key(ir::binary(BinaryOp::Add, ir::param("x", ScalarType::F32), ir::const_float(0.5))));
+    const std::vector<ir::ExprPtr> different = {
+        ir::binary(BinaryOp::Add, x, y),
+        ir::binary(BinaryOp::Add, y, x),                                  // operand order
+        ir::binary(BinaryOp::Sub, x, y),                                  // operator
+        ir::binary(BinaryOp::Add, x, ir::const_float(0.0)),
+        ir::binary(BinaryOp::Add, x, ir::const_float(-0.0)),                  // constant bits, not values
+        ir::binary(BinaryOp::Add, x, ir::const_float(0.0, ScalarType::F64)),  // constant type
+        ir::binary(BinaryOp::Add, ir::param("ab", ScalarType::F32), ir::param("c", ScalarType::F32)),
+        ir::binary(BinaryOp::Add, ir::param("a", ScalarType::F32), ir::param("bc", ScalarType::F32)),  // names are length-prefixed
+        ir::load("in0", ir::i64(0), ScalarType::F32),
+        ir::load("in0", ir::i64(0), ScalarType::F32, ir::MemSpace::Shared),      // memory space
+        ir::load("in0", ir::i64(1), ScalarType::F32),
+    };
+    for (size_t a = 0; a < different.size(); ++a)
+        for (size_t b = a + 1; b < different.size(); ++b) {
+            CAPTURE(a);
+            CAPTURE(b);
+            CHECK(key(different[a]) != key(different[b]));
+        }
 }
