@@ -4,9 +4,9 @@
 #include "codegen/engine.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <atomic>
 #include <set>
 #include <string_view>
 #include <unordered_map>
@@ -216,7 +216,7 @@ ir::PlanOutcome FusionEngine::run(const std::string& name, FuseContext& fc, cons
         // Probed whenever the plan could be memoised, so that its parameters
         // have the same names whether it is found or lowered.
         Probe probe = probe_operands(in.operands, in.combines);
-        key = name + "\n" + in.descriptor + "\n" + options_key(lowering_options()) + passes.key() + "\n" + probe.text;
+        key = name + "\n" + in.descriptor + "\n" + options_key(lowering_options()) + passes.key() + "\n" + probe.key;
         positions.push_back(origin_);
         positions.insert(positions.end(), probe.checks.begin(), probe.checks.end());
     }

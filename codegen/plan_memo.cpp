@@ -53,44 +53,44 @@ Probe probe_operands(std::span<const ir::PullTuple> operands, std::span<const ir
     ir::KernelBuilder kb("probe");
     // The key's bytes (structural_key.h): the operands' element types,
     // shapes and reads at symbolic indices, then the combines.
-    std::string text;
-    auto put_count = [&text](size_t n) { text += std::to_string(n) + ":"; };
+    std::string key;
     for (size_t k = 0; k < operands.size(); ++k) {
         const ir::PullTuple& x = operands[k];
-        text += "operand";
-        put_count(x.elems.size());
-        for (ir::ScalarType t : x.elems) text.push_back(static_cast<char>(t));
-        put_count(x.shape.size());
-        for (const ir::ExprPtr& e : x.shape) ir::append_key(text, e);
+        key += "operand";
+        ir::append_count(key, x.elems.size());
+        for (ir::ScalarType t : x.elems) key.push_back(static_cast<char>(t));
+        ir::append_count(key, x.shape.size());
+        for (const ir::ExprPtr& e : x.shape) ir::append_key(key, e);
         std::vector<ir::ExprPtr> index;
         for (int d = 0; d < x.rank(); ++d)
             index.push_back(ir::param("probe_" + std::to_string(k) + "_" + std::to_string(d), ir::ScalarType::I64));
         const std::vector<ir::ExprPtr> read = x.at(kb, index);
-        put_count(read.size());
-        for (const ir::ExprPtr& e : read) ir::append_key(text, e);
+        ir::append_count(key, read.size());
+        for (const ir::ExprPtr& e : read) ir::append_key(key, e);
     }
     for (size_t k = 0; k < combines.size(); ++k) {
         const ir::Combine& c = combines[k];
-        text += "combine" + std::string(c.commutative ? "c" : "-") +
-                (c.known ? std::to_string(static_cast<int>(*c.known)) : "-");
+        key += "combine";
+        key.push_back(c.commutative ? 'c' : '-');
+        key.push_back(c.known ? static_cast<char>(*c.known) : '-');
         std::vector<ir::ExprPtr> a, b;
-        put_count(c.types.size());
+        ir::append_count(key, c.types.size());
         for (size_t j = 0; j < c.types.size(); ++j) {
-            text.push_back(static_cast<char>(c.types[j]));
+            key.push_back(static_cast<char>(c.types[j]));
             a.push_back(ir::param("probe_a" + std::to_string(k) + "_" + std::to_string(j), c.types[j]));
             b.push_back(ir::param("probe_b" + std::to_string(k) + "_" + std::to_string(j), c.types[j]));
         }
-        put_count(c.neutral.size());
-        for (const ir::ExprPtr& e : c.neutral) ir::append_key(text, e);
+        ir::append_count(key, c.neutral.size());
+        for (const ir::ExprPtr& e : c.neutral) ir::append_key(key, e);
         const std::vector<ir::ExprPtr> combined = c.fn(kb, a, b);
-        put_count(combined.size());
-        for (const ir::ExprPtr& e : combined) ir::append_key(text, e);
+        ir::append_count(key, combined.size());
+        for (const ir::ExprPtr& e : combined) ir::append_key(key, e);
     }
     // The statements the reads emitted (lets, loops), the parameters they
     // declared and their checks.
     const ir::Kernel probe = kb.finish(false);
-    ir::append_key(text, probe);
-    Probe p{std::move(text), {}};
+    ir::append_key(key, probe);
+    Probe p{std::move(key), {}};
     for (const ir::Check& c : probe.checks) p.checks.push_back(c.loc);
     return p;
 }

@@ -24,7 +24,6 @@
 // silence.
 #pragma once
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -87,7 +86,7 @@ private:
 // (without source positions), and the positions of the checks it emitted. Lifts parameters
 // and registers buffers in the operands' FuseContext, as the lowering will.
 struct Probe {
-    std::string text;
+    std::string key;
     std::vector<Loc> checks;
 };
 // `combines`: the operators a reduction or scan combines with (a user's

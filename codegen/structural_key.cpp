@@ -56,6 +56,8 @@ void put_block(std::string& out, const BlockStmtPtr& b) {
 
 }  // namespace
 
+void append_count(std::string& out, size_t n) { put_int(out, static_cast<int64_t>(n)); }
+
 void append_key(std::string& out, const ExprPtr& e) {
     if (!e) return put_byte(out, 0xff);
     put_byte(out, static_cast<int>(e->kind));

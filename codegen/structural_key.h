@@ -12,6 +12,8 @@
 namespace shoal::ir {
 
 void append_key(std::string& out, const ExprPtr& e);
+// A count (of operands, components, ...) in the same encoding.
+void append_count(std::string& out, size_t n);
 void append_key(std::string& out, const Kernel& k);
 
 }  // namespace shoal::ir

@@ -112,14 +112,13 @@ Type t_var(int id, unsigned classes) {
 const Type& prune(const Type& t) {
     // Most types are not bound variables: no reference counts change.
     if (!t || t->kind != TypeKind::Var || !t->bound) return t;
-    const TypeNode* rep = t->bound.get();
-    while (rep->kind == TypeKind::Var && rep->bound) rep = rep->bound.get();
+    const Type* rep = &t->bound;
+    while ((*rep)->kind == TypeKind::Var && (*rep)->bound) rep = &(*rep)->bound;
     // Full path compression: a 40000-element array literal binds a chain of
     // 40000 variables, which must not be walked again and again. Each
     // variable of the chain is then bound to the representative directly.
-    if (t->bound.get() != rep) {
-        Type target = t->bound;
-        while (target->kind == TypeKind::Var && target->bound) target = target->bound;
+    if (rep != &t->bound) {
+        const Type target = *rep;
         Type held;  // the variable being rebound, alive until it is
         for (TypeNode* v = t.get(); v != target.get() && v->kind == TypeKind::Var && v->bound;) {
             Type next = std::move(v->bound);
