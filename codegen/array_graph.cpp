@@ -48,7 +48,13 @@ std::string Node::description() const {
     return "`" + group_->what + "`" + (at.valid() ? " at " + at.position() : "");
 }
 
+ArrayPtr Node::host() const {
+    if (!computed() || backend_->step_recording()) return nullptr;
+    return group_->forced[component_].host;
+}
+
 ArrayPtr Node::force() const {
+    if (StepRecording* r = backend_->step_recording()) r->refuse("the step reads an array's elements on the host");
     compute();
     ir::ArrayData& d = group_->forced[component_];
     if (!d.host) d.host = ir::host_array(d, elem(), shape());

@@ -68,7 +68,9 @@ public:
     const Shape& shape() const override { return group_->shape; }
     ArrayPtr force() const override;
     void compute() const override;
-    ArrayPtr host() const override { return computed() ? group_->forced[component_].host : nullptr; }
+    // None while a loop step is recorded: the value stays a node, so that a
+    // host read of its elements goes through force() and is seen.
+    ArrayPtr host() const override;
     // compute(), saying why it is materialised rather than fused into its consumer.
     void compute_because(const std::string& why) const;
     // "map at <stdin>:1:9" ("" for a computed result with no origin).

@@ -34,13 +34,24 @@ ArrayPtr shaped(const ArrayPtr& flat, Prim p, const Shape& shape) {
     return flat;
 }
 
+const void* identity(const ir::ArrayData& d) {
+    return d.host ? static_cast<const void*>(d.host.get()) : static_cast<const void*>(d.device.get());
+}
+
 Scalar first_element(const ir::ArrayData& out, Prim elem) { return ir::host_array(out, elem, {1})->get(0); }
 
 Value FusionEngine::result(const ir::ArrayData& out, Prim elem, const Shape& shape) {
-    if (out.host) return Value(shaped(out.host, elem, shape));
-    SHOAL_INTERNAL_ASSERT(out.device && out.device->count() == shape_size(shape) &&
-                              ir::scalar_size(out.device->elem()) == prim_size(elem),
-                          "an executor's output does not fit its result");
+    if (step_recording_) step_recording_->taken[identity(out)] = {elem, shape};
+    // While a loop step is recorded a host result is a node too, so that
+    // the evaluator reading its elements is seen (Node::force).
+    if (out.host) {
+        if (!step_recording_) return Value(shaped(out.host, elem, shape));
+        shaped(out.host, elem, shape);
+    } else {
+        SHOAL_INTERNAL_ASSERT(out.device && out.device->count() == shape_size(shape) &&
+                                  ir::scalar_size(out.device->elem()) == prim_size(elem),
+                              "an executor's output does not fit its result");
+    }
     // A computed node: consumers read its memory, force() downloads it.
     auto g = std::make_shared<NodeGroup>();
     g->elems = {elem};
@@ -117,6 +128,7 @@ std::vector<ir::ArrayData> FusionEngine::materialise(const NodeGroup& g) {
         for (size_t k = 0; k < outs.size(); ++k) {
             ir::ArrayData& d = r.outputs.at(outs[k]);
             if (d.host) shaped(d.host, g.elems[k], g.shape);
+            if (step_recording_) step_recording_->taken[identity(d)] = {g.elems[k], g.shape};
             arrays.push_back(std::move(d));
         }
         return arrays;
@@ -168,6 +180,15 @@ std::atomic<PlanObserver> g_plan_observer{nullptr};
 }  // namespace
 
 void set_plan_observer(PlanObserver observer) { g_plan_observer.store(observer); }
+
+bool FusionEngine::may_record_steps() const {
+    return !recording_ && !compiling_ && explaining_.empty() && !emitting_ && !step_recording_;
+}
+
+std::unique_ptr<LoopReplay> FusionEngine::replay_loop(const EvalContext& ctx) {
+    if (!may_record_steps() || ctx.tracer) return nullptr;
+    return make_loop_replay(*this, ctx);
+}
 
 bool FusionEngine::memo_allowed(FuseContext& fc) const {
     return !recording_ && !compiling_ && explaining_.empty() && !emitting_ && !(profiling_ && profiling_->counters) &&
@@ -262,23 +283,32 @@ ir::PlanOutcome FusionEngine::execute(const std::string& name, FuseContext& fc,
         if (s.source == ir::ScalarSource::Input) bind.scalars[s.name] = ir::host_value(fc.scalars().at(s.name));
     bind.inputs = fc.buffers();
     bind.symbols = fc.symbols();
+    // The plan compiled: its advice applies (even if running it fails).
+    if (std::vector<Warning>* w = fc.eval_context().warnings) w->insert(w->end(), fc.warnings.begin(), fc.warnings.end());
+    const RunSource source{fc.scalars(), fc.buffers(), fc.fused(), fc.materialised()};
+    ir::PlanOutcome r = launch(found_plan, bind, fc.eval_context(), source);
+    if (step_recording_) step_recording_->record(name, found_plan, bind, source, origin_, r);
+    stats.last_plan = name;
+    return r;
+}
+
+ir::PlanOutcome FusionEngine::launch(const std::shared_ptr<const ir::LaunchPlan>& plan, const ir::PlanBindings& bind,
+                                     const EvalContext& ctx, const RunSource& source, bool replayed) {
     ir::RunOptions options = options_;
-    options.cancel = fc.eval_context().cancel;  // Ctrl-C stops a running kernel
+    options.cancel = ctx.cancel;  // Ctrl-C stops a running kernel
     options.origin = origin_;
     options.timed = profiling_ != nullptr;
     options.counters = profiling_ && profiling_->counters;
-    // The plan compiled: its advice applies (even if running it fails).
-    if (std::vector<Warning>* w = fc.eval_context().warnings) w->insert(w->end(), fc.warnings.begin(), fc.warnings.end());
-    ir::PlanOutcome r = executor_->run(found_plan, bind, options);
+    ir::PlanOutcome r = executor_->run(plan, bind, options);
     if (std::string notice = executor_->take_notice(); !notice.empty())
-        if (std::vector<Warning>* w = fc.eval_context().warnings) w->push_back(Warning{origin_, notice, {}});
+        if (std::vector<Warning>* w = ctx.warnings) w->push_back(Warning{origin_, notice, {}});
     ++stats.plans_run;
     if (profiling_) {
         ++profiling_->plans_run;
-        record_profile(plan, r, fc);
+        profiling_->plans_replayed += replayed;
+        record_profile(*plan, r, source);
     }
     stats.last = r.total;
-    stats.last_plan = name;
     stats.total += r.total;
     return r;
 }
@@ -287,22 +317,18 @@ namespace {
 
 // A plan scalar's value in this run: the run's, else the lifted value
 // (an input's extent the kernels never read is not bound).
-ir::HostValue scalar_value(const std::string& name, const ir::PlanOutcome& r, const FuseContext& fc) {
+ir::HostValue scalar_value(const std::string& name, const ir::PlanOutcome& r, const RunSource& fc) {
     if (auto it = r.scalars.find(name); it != r.scalars.end()) return it->second;
-    if (auto it = fc.scalars().find(name); it != fc.scalars().end()) return ir::host_value(it->second);
+    if (auto it = fc.scalars.find(name); it != fc.scalars.end()) return ir::host_value(it->second);
     internal_error(__FILE__, __LINE__, "profile: no value for the plan scalar " + name);
 }
 
 // Bytes of a plan buffer in this run.
-int64_t buffer_bytes(const ir::LaunchPlan& plan, const std::string& name, const ir::PlanOutcome& r, const FuseContext& fc) {
+int64_t buffer_bytes(const ir::LaunchPlan& plan, const std::string& name, const ir::PlanOutcome& r, const RunSource& fc) {
     const ir::PlanBuffer* b = plan.find_buffer(name);
     if (!b || !b->count) return 0;
     const int64_t n = ir::eval_host_int(b->count, [&](const std::string& s) { return scalar_value(s, r, fc); });
     return n * static_cast<int64_t>(ir::scalar_size(b->elem));
-}
-
-const void* identity(const ir::ArrayData& d) {
-    return d.host ? static_cast<const void*>(d.host.get()) : static_cast<const void*>(d.device.get());
 }
 
 bool computes_in_double(const ir::Kernel& k) {
@@ -315,7 +341,7 @@ bool computes_in_double(const ir::Kernel& k) {
 
 }  // namespace
 
-void FusionEngine::record_profile(const ir::LaunchPlan& plan, const ir::PlanOutcome& r, const FuseContext& fc) {
+void FusionEngine::record_profile(const ir::LaunchPlan& plan, const ir::PlanOutcome& r, const RunSource& fc) {
     ProfileReport& report = profiling_->report;
     auto lookup = [&](const std::string& s) { return scalar_value(s, r, fc); };
     const std::string source = ir::source_comment(origin_);
@@ -348,7 +374,7 @@ void FusionEngine::record_profile(const ir::LaunchPlan& plan, const ir::PlanOutc
     }
     // The statement's least traffic: arrays it reads that no earlier plan of
     // it computed, and the results no later plan of it reads.
-    for (const auto& [name, data] : fc.buffers()) {
+    for (const auto& [name, data] : fc.buffers) {
         const void* id = identity(data);
         if (profiling_->results.erase(id) || profiling_->computed.count(id)) continue;
         profiling_->read[id] = buffer_bytes(plan, name, r, fc);
@@ -371,10 +397,10 @@ void FusionEngine::record_profile(const ir::LaunchPlan& plan, const ir::PlanOutc
     }
     // A loop runs the same plan with the same decisions at every step: one row.
     auto same_decisions = [&](const PlanDecisions& p) {
-        return p.plan == plan.name && p.source == source && p.fused == fc.fused() && p.materialised == fc.materialised();
+        return p.plan == plan.name && p.source == source && p.fused == fc.fused && p.materialised == fc.materialised;
     };
     if (std::find_if(report.plans.rbegin(), report.plans.rend(), same_decisions) == report.plans.rend())
-        report.plans.push_back({plan.name, source, fc.fused(), fc.materialised()});
+        report.plans.push_back({plan.name, source, fc.fused, fc.materialised});
 }
 
 ProfileReport FusionEngine::profile(const std::function<void()>& run_it, const std::string& arch) {
@@ -389,6 +415,7 @@ ProfileReport FusionEngine::profile(const std::function<void()>& run_it, const s
     ProfileReport& report = state.report;
     report.plans_run = state.plans_run;
     report.plans_found = state.plans_found;
+    report.plans_replayed = state.plans_replayed;
     report.traffic_counted = state.counters;
     std::tie(report.parallel_units, report.unit_name) = executor_->parallel_units();
     for (const auto& [id, bytes] : state.read) report.minimum_bytes += bytes;

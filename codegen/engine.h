@@ -14,6 +14,7 @@
 #include "codegen/compiled_backend.h"
 #include "codegen/plan_cache.h"
 #include "codegen/plan_memo.h"
+#include "codegen/step_replay.h"
 
 namespace shoal::compiled {
 
@@ -43,6 +44,7 @@ public:
     std::optional<Value> update(const Value& a, std::span<const ops::AxisSelect> sel, const Value& v,
                                 const Loc& loc) override;
     int64_t plans_run() const override { return stats.plans_run; }
+    std::unique_ptr<LoopReplay> replay_loop(const EvalContext& ctx) override;
     void set_check(bool on) override { options_.check = on; }
     void set_optimisations(const Optimisations& on) override { optimisations = on; }
     void forcing_because(const std::string& why) override { forcing_why_ = why; }
@@ -89,9 +91,20 @@ public:
     // looks it up in the plan cache; runs it on the executor.
     ir::PlanOutcome run(const std::string& name, FuseContext& fc, const PlanOperands& in,
                         const std::function<void(ir::PlanBuilder&)>& build);
+    // Runs a plan on bound operands: execute's second half, and each run
+    // of a replayed loop step (step_replay.h).
+    ir::PlanOutcome launch(const std::shared_ptr<const ir::LaunchPlan>& plan, const ir::PlanBindings& bind,
+                           const EvalContext& ctx, const RunSource& source, bool replayed = false);
+    // While a loop step is recorded (step_replay.h): the record; else null.
+    StepRecording* step_recording() const { return step_recording_; }
+    void set_step_recording(StepRecording* r) { step_recording_ = r; }
+    // Whether the engine may start recording a loop's steps now.
+    bool may_record_steps() const;
+    // The origin plans run for (a replayed run sets its recorded one).
+    Loc& origin() { return origin_; }
     // A plan's output as a value of `elem` and `shape`: the host array (no
     // copy) or, in device memory, a computed node that stays there until
-    // the host needs it.
+    // the host needs it (also a host one while a loop step is recorded).
     Value result(const ir::ArrayData& out, Prim elem, const Shape& shape);
     // The outputs `names`, one per element type in `prims`, all of `shape`.
     std::vector<Value> results(const ir::PlanOutcome& r, const std::vector<std::string>& names,
@@ -169,6 +182,7 @@ private:
         bool counters = false;  // :profile (the traffic counters), not :time
         int64_t plans_run = 0;
         int64_t plans_found = 0;  // found before lowering
+        int64_t plans_replayed = 0;  // run by a replayed loop step (step_replay.h)
     };
     ProfileState* profiling_ = nullptr;
     // Lowering options for the plan being built: shaped for the executor
@@ -184,7 +198,8 @@ private:
         opt.facts = &facts;
         return opt;
     }
-    void record_profile(const ir::LaunchPlan& plan, const ir::PlanOutcome& r, const FuseContext& fc);
+    void record_profile(const ir::LaunchPlan& plan, const ir::PlanOutcome& r, const RunSource& source);
+    StepRecording* step_recording_ = nullptr;
     EvalContext last_ctx_;  // the context of the last builtin (slices have none of their own)
     std::map<std::string, std::vector<ir::Kernel>> emitted_kernels_;
 };
@@ -203,6 +218,8 @@ std::vector<std::string> leaf_buffers(const std::string& prefix, size_t n, bool 
 // An output the executor allocated (rank 1, its element count), given its
 // shape and element type: the same memory, no copy.
 ArrayPtr shaped(const ArrayPtr& flat, Prim p, const Shape& shape);
+// An array's identity in host or device memory (the host array, else the device one).
+const void* identity(const ir::ArrayData& d);
 // The one element of a plan's output (a reduction's total): waits for it.
 Scalar first_element(const ir::ArrayData& out, Prim elem);
 

@@ -351,12 +351,8 @@ Value b_sort_by_key(const BuiltinCall& c, Args a) {
 // ---------------------------------------------------------------- iteration
 Value b_iterate(const BuiltinCall& c, Args a) {
     const Callable& f = as_callable(a[1]);
-    Value x = a[2];
-    for (int64_t k = 0, n = int_arg(a[0]); k < n; ++k) {
-        const int64_t before = plans_run(c.ctx);
-        x = carried(call(c, f, Args(&x, 1)), c.ctx, before);
-    }
-    return x;
+    return run_loop(int_arg(a[0]), a[2], c.ctx, /*counter_free=*/true, c.loc,
+                    [&](int64_t, const Value& x) { return call(c, f, Args(&x, 1)); });
 }
 
 // ---------------------------------------------------------------- I/O
@@ -500,11 +496,11 @@ const BuiltinDef kBuiltins[] = {
     // iteration
     {"iterate", 3, b_iterate},
     // I/O
-    {"load", 1, b_load},
-    {"save", 2, b_save},
-    {"loadCsv", 1, b_load_csv},
-    {"loadCsv1", 1, b_load_csv1},
-    {"saveCsv", 2, b_save_csv},
+    {"load", 1, b_load, true},
+    {"save", 2, b_save, true},
+    {"loadCsv", 1, b_load_csv, true},
+    {"loadCsv1", 1, b_load_csv1, true},
+    {"saveCsv", 2, b_save_csv, true},
 };
 
 const std::unordered_map<std::string_view, const BuiltinDef*>& builtin_table() {
@@ -591,6 +587,7 @@ namespace {
 // reference implementation on forced arguments (a Delayed argument is forced
 // here, the choke point for every reference builtin).
 Value apply_full(const BuiltinDef& def, const Type& type, Args args, EvalContext& ctx, const Loc& loc) {
+    ctx.effects += def.effect;
     if (ctx.backend)
         if (std::optional<Value> r = ctx.backend->apply_builtin(def.name, type, args, ctx, loc)) return *r;
     std::array<Value, kMaxArity> forced;

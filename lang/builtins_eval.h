@@ -69,6 +69,7 @@ struct BuiltinDef {
     const char* name;
     int arity;
     BuiltinImpl impl;
+    bool effect = false;  // reads or writes files: a loop step applying it is not replayed
 };
 
 // The builtin named `name` (a function, an operator such as "+", or the

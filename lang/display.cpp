@@ -634,11 +634,17 @@ DisplayData time_display(const std::vector<KernelProfile>& kernels, double wall_
     }
     d.plain += "; front end " + duration_text(breakdown.front_end_seconds);
     // How many plans the statement lowered: a loop that lowers every step is slow on the host.
-    if (breakdown.plans > 1)
-        d.plain += "; " + std::to_string(breakdown.plans) + " plans, " +
-                   (breakdown.plans_found == breakdown.plans ? std::string("all")
-                                                             : std::to_string(breakdown.plans_found)) +
-                   " found before lowering";
+    // A replayed loop step runs its plans without evaluating the body (docs/compiler.md).
+    if (breakdown.plans > 1) {
+        const int64_t evaluated = breakdown.plans - breakdown.plans_replayed;
+        d.plain += "; " + std::to_string(breakdown.plans) + " plans, ";
+        if (breakdown.plans_replayed)
+            d.plain += std::to_string(breakdown.plans_replayed) + " replayed, " +
+                       (breakdown.plans_found == evaluated ? std::string("the others") : std::to_string(breakdown.plans_found) + " others");
+        else
+            d.plain += breakdown.plans_found == breakdown.plans ? std::string("all") : std::to_string(breakdown.plans_found);
+        d.plain += " found before lowering";
+    }
     if (built.compiled)
         d.plain += "; compiled " + std::to_string(built.compiled) + (built.compiled == 1 ? " kernel (" : " kernels (") +
                    duration_text(built.seconds) + ")";

@@ -53,6 +53,7 @@ struct TimeBreakdown {
     TransferCounters moved;        // host <-> device copies
     int64_t plans = 0;             // launch plans run
     int64_t plans_found = 0;       // of those, found before lowering (nothing lowered or printed)
+    int64_t plans_replayed = 0;    // of those, run by a replayed loop step (the body not evaluated)
 };
 // `advice`: performance_advice's lines, each shown as "advice: ...".
 DisplayData time_display(const std::vector<KernelProfile>& kernels, double wall_seconds, bool compiled,

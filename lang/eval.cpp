@@ -255,19 +255,28 @@ Value eval_with(const Expr& e, const Env& env, EvalContext& ctx) {
 }
 
 // ---------------------------------------------------------------- loops
+// Whether `name` occurs in `e` as a variable (shadowed or not: a loop body
+// that mentions its counter anywhere is not replayed).
+bool mentions(const Expr& e, const std::string& name) {
+    if (e.kind == ExprKind::Var && e.text == name) return true;
+    for (const ExprPtr& k : e.kids)
+        if (k && mentions(*k, name)) return true;
+    for (const IndexArg& a : e.indices)
+        for (const ExprPtr& k : {a.index, a.lo, a.hi, a.step})
+            if (k && mentions(*k, name)) return true;
+    return false;
+}
+
 Value eval_loop_for(const Expr& e, const Env& env, EvalContext& ctx) {
     Value x = eval(e.kids[0], env, ctx);
     const int64_t n = decided(e.kids[1], env, ctx, "the count of a `loop`").scalar().as_long();
     const Prim counter = prim_of(e.kids[1]->type);
-    for (int64_t i = 0; i < n; ++i) {
-        check_cancel(ctx, e.loc);
-        Env inner = extend(env, *e.pattern, x);
+    return run_loop(n, std::move(x), ctx, !mentions(*e.kids[2], e.counter), e.loc, [&](int64_t i, const Value& state) {
+        Env inner = extend(env, *e.pattern, state);
         const Value index(convert_scalar(Scalar::of_long(i), counter));
         inner = std::make_shared<const Frame>(Frame{e.counter, index, inner});
-        const int64_t before = plans_run(ctx);
-        x = carried(eval(e.kids[2], inner, ctx), ctx, before);
-    }
-    return x;
+        return eval(e.kids[2], inner, ctx);
+    });
 }
 
 Value eval_loop_while(const Expr& e, const Env& env, EvalContext& ctx) {
@@ -464,6 +473,32 @@ Value carried(const Value& x, const EvalContext& ctx, int64_t plans_before) {
 }
 
 int64_t plans_run(const EvalContext& ctx) { return ctx.backend ? ctx.backend->plans_run() : 0; }
+
+// Steps before the first recorded one: the first step compiles the plans
+// (and may differ from the rest: its state is the initial value).
+constexpr int64_t kStepsBeforeRecording = 1;
+// Recording costs two steps of checks: only a longer loop is worth it.
+constexpr int64_t kStepsForReplay = 8;
+
+Value run_loop(int64_t n, Value x, EvalContext& ctx, bool counter_free, const Loc& loc,
+               const std::function<Value(int64_t i, const Value& x)>& step) {
+    std::unique_ptr<LoopReplay> replay;
+    if (ctx.backend && !ctx.tracer && counter_free && n >= kStepsForReplay) replay = ctx.backend->replay_loop(ctx);
+    for (int64_t i = 0; i < n; ++i) {
+        check_cancel(ctx, loc);
+        if (replay && replay->ready()) {
+            x = replay->step(x);
+            continue;
+        }
+        const bool recording = replay && i >= kStepsBeforeRecording;
+        const uint64_t effects = ctx.effects, stream = ctx.random_stream;
+        if (recording) x = replay->begin(x);
+        const int64_t before = plans_run(ctx);
+        x = carried(step(i, x), ctx, before);
+        if (recording && (!replay->end(x) || ctx.effects != effects || ctx.random_stream != stream)) replay.reset();
+    }
+    return x;
+}
 
 std::vector<std::pair<std::string, Value>> bind_pattern(const PatternPtr& pattern, const Value& value) {
     std::vector<std::pair<std::string, Value>> out;

@@ -4,6 +4,7 @@
 #pragma once
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -34,6 +35,27 @@ constexpr uint64_t kDefaultSeed = 42;
 
 struct EvalContext;
 
+// A loop whose steps the backend records and then replays (docs/compiler.md,
+// "Replayed loop steps"): a step of a long loop is mostly host work (the
+// evaluator walking the body, plans looked up), while what it computes is a
+// fixed sequence of plans. Two steps are recorded; when they ran the same
+// plans on operands of the same origin (the state, an earlier plan's result,
+// an array from outside the loop) with the same scalars, and nothing was read
+// or done on the host, the remaining steps run those plans directly.
+class LoopReplay {
+public:
+    virtual ~LoopReplay() = default;
+    // Before a recorded step: the state, watched so that a host read of its
+    // elements is seen.
+    virtual Value begin(const Value& state) = 0;
+    // After it, with its settled result: false when the step cannot be
+    // replayed (the loop goes on evaluating its body).
+    virtual bool end(const Value& result) = 0;
+    // Two recorded steps agreed: step() now stands for evaluating the body.
+    virtual bool ready() const = 0;
+    virtual Value step(const Value& state) = 0;
+};
+
 // An array backend other than the reference evaluator (the compiled backend,
 // codegen/ and runtime/cpu/compiled_backend.h). The evaluator consults it
 // whenever a builtin is applied to all its arguments: it returns the result
@@ -59,6 +81,12 @@ public:
     }
     // Plans run so far (a loop step that ran one settles its state, `carried`).
     virtual int64_t plans_run() const { return 0; }
+    // A recorder for a loop's steps (LoopReplay), or null (none now: a loop
+    // inside a recorded step, `:cuda`, `:emit`).
+    virtual std::unique_ptr<LoopReplay> replay_loop(const EvalContext& ctx) {
+        (void)ctx;
+        return nullptr;
+    }
 };
 
 // The value with every Delayed array (also inside tuples) forced to host
@@ -76,6 +104,12 @@ Value settle(const Value& v);
 Value carried(const Value& x, const EvalContext& ctx, int64_t plans_before);
 // The backend's plans_run(), 0 without one.
 int64_t plans_run(const EvalContext& ctx);
+// `n` steps of a loop (`loop ... for`, `iterate`) from `x`: step(i, x) is the
+// state after step i, carried. With a backend the steps are recorded and
+// replayed when they can be (LoopReplay); `counter_free`: the step does not
+// read its index i (a replayed step has none).
+Value run_loop(int64_t n, Value x, EvalContext& ctx, bool counter_free, const Loc& loc,
+               const std::function<Value(int64_t i, const Value& x)>& step);
 
 // `:emit` traces a function through the evaluator (codegen/emit_trace.h):
 // its parameters are placeholders whose scalars carry symbols. The evaluator
@@ -117,6 +151,7 @@ struct EvalContext {
     // arrays standing for f's parameters.
     const std::map<const void*, std::string>* parameter_names = nullptr;
     Tracer* tracer = nullptr;  // `:emit`'s trace; null otherwise
+    uint64_t effects = 0;      // builtins with effects applied (save, load): such a loop step is not replayed
 };
 
 // Evaluates `e` (whose node types are concrete). Throws Error on runtime

@@ -122,6 +122,7 @@ struct ProfileReport {
     double seconds = 0;                   // the statement's run (not the compiling after it)
     int64_t plans_run = 0;                // launch plans the statement ran
     int64_t plans_found = 0;              // of those, found before lowering (codegen/plan_memo.h)
+    int64_t plans_replayed = 0;           // of those, run by a replayed loop step (nothing evaluated)
     // What runs blocks side by side on the executor: its cores ("core") or
     // a GPU's multiprocessors ("SM"); 0: unknown.
     int parallel_units = 0;

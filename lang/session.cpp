@@ -769,6 +769,7 @@ struct SessionCommands {
             breakdown.compiled = backend->compilation() - compiled_before;
             breakdown.plans = report.plans_run;
             breakdown.plans_found = report.plans_found;
+            breakdown.plans_replayed = report.plans_replayed;
         }
         // Advice weighs the time the statement ran, not its compiling.
         const double busy = wall - breakdown.compiled.seconds - breakdown.compiled.cache_seconds;
