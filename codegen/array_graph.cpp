@@ -23,12 +23,12 @@ Value rebuild_from(const Value& like, const std::vector<Value>& ls, size_t& at) 
     return Value(std::move(out));
 }
 
-int64_t fusion_weight(const std::vector<Value>& operands) {
-    int64_t w = 1;
+int64_t fusion_weight(const std::vector<Value>& operands, int64_t reads) {
+    int64_t w = 0;
     for (const Value& v : operands)
         for (const Value& l : leaves(v))
             if (l.is_delayed()) w += static_cast<const Node&>(*l.delayed()).weight();
-    return w;
+    return 1 + reads * w;
 }
 }  // namespace
 
@@ -229,8 +229,8 @@ std::vector<Prim> prims_of(const Value& like) {
 }
 
 // ---------------------------------------------------------------- fusion bound
-int64_t bounded_weight(const std::vector<Value>& operands) {
-    int64_t w = fusion_weight(operands);
+int64_t bounded_weight(const std::vector<Value>& operands, int64_t reads) {
+    int64_t w = fusion_weight(operands, reads);
     if (w <= kMaxFusedNodes) return w;
     for (const Value& v : operands)
         for (const Value& l : leaves(v))

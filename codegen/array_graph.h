@@ -165,8 +165,10 @@ Replay leaf_replay(Replay whole, size_t k);
 // become one enormous kernel. A node whose fused graph would exceed this many
 // nodes forces its operands first (then they are buffers, weight 0).
 constexpr int64_t kMaxFusedNodes = 200;
-// The weight of a node reading `operands`, forcing them first when it would
-// exceed kMaxFusedNodes.
-int64_t bounded_weight(const std::vector<Value>& operands);
+// The weight of a node reading `operands`, each `reads` times per element
+// (a product's inner extent: its fused operands are repeated that often in
+// the kernel, and a loop of `a @ m` would grow the kernel exponentially),
+// forcing them first when it would exceed kMaxFusedNodes.
+int64_t bounded_weight(const std::vector<Value>& operands, int64_t reads = 1);
 
 }  // namespace shoal::compiled

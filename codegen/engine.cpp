@@ -140,11 +140,11 @@ std::vector<ir::ArrayData> FusionEngine::materialise(const NodeGroup& g) {
 }
 
 Value FusionEngine::node(Prim elem, Shape shape, Node::MakePull pull, Replay replay, const EvalContext& ctx,
-                               const std::vector<Value>& operands, std::optional<Value> transpose_of) {
+                               const std::vector<Value>& operands, std::optional<Value> transpose_of, int64_t reads) {
     check_array_size(elem, shape);  // "array of shape ... is too large", as the reference raises it
     auto g = std::make_shared<NodeGroup>(
         NodeGroup{[pull](FuseContext& fc) { return ir::tuple_of(pull(fc)); }, {elem}, std::move(shape),
-                  std::move(replay), ctx, bounded_weight(operands), origin_, origin_name_, {}, {}, std::move(transpose_of)});
+                  std::move(replay), ctx, bounded_weight(operands, reads), origin_, origin_name_, {}, {}, std::move(transpose_of)});
     Value v(std::make_shared<const Node>(shared_from_this(), std::move(g), 0, std::move(pull)));
     if (!optimisations.fusion) static_cast<const Node&>(*v.delayed()).compute_because(kFusionOff);  // a kernel per primitive
     return v;
@@ -532,15 +532,9 @@ std::optional<Value> FusionEngine::compile_builtin(const std::string& name, cons
     if (kind == Own::Unzip && is_like(args[0])) return args[0];
     // iterate: host control flow; its steps build the graph (bounded by
     // kMaxFusedNodes) unless a step ran plans (`carried`, lang/eval.h).
-    if (kind == Own::Iterate && args[0].is_scalar() && args[1].is_function()) {
-        Value x = args[2];
-        for (int64_t k = 0, n = args[0].scalar().as_long(); k < n; ++k) {
-            evalimpl::check_cancel(ctx, loc);
-            const int64_t before = stats.plans_run;
-            x = carried(evalimpl::apply_value(args[1], std::span<const Value>(&x, 1), ctx, loc), ctx, before);
-        }
-        return x;
-    }
+    if (kind == Own::Iterate && args[0].is_scalar() && args[1].is_function())
+        return run_loop(args[0].scalar().as_long(), args[2], ctx, /*counter_free=*/true, loc,
+                        [&](int64_t, const Value& x) { return evalimpl::apply_value(args[1], std::span<const Value>(&x, 1), ctx, loc); });
     if (kind == Own::Random) return random(args[0], ctx);
     if (kind == Own::Matmul)
         if (std::optional<Value> r = thin_product(type, args, ctx, loc)) return r;

@@ -100,6 +100,10 @@ public:
     void set_step_recording(StepRecording* r) { step_recording_ = r; }
     // Whether the engine may start recording a loop's steps now.
     bool may_record_steps() const;
+    // A loop was not replayed, for this reason (`:time`'s advice says the first).
+    void not_replayed(const std::string& why) {
+        if (profiling_ && profiling_->report.loop_not_replayed.empty()) profiling_->report.loop_not_replayed = why;
+    }
     // The origin plans run for (a replayed run sets its recorded one).
     Loc& origin() { return origin_; }
     // A plan's output as a value of `elem` and `shape`: the host array (no
@@ -118,7 +122,8 @@ private:
     // A node computed from `operands` (array-likes it reads; they are fused
     // into it unless that would make kernels too large, then forced first).
     Value node(Prim elem, Shape shape, Node::MakePull pull, Replay replay, const EvalContext& ctx,
-               const std::vector<Value>& operands, std::optional<Value> transpose_of = std::nullopt);
+               const std::vector<Value>& operands, std::optional<Value> transpose_of = std::nullopt,
+               int64_t reads = 1);
     // The nodes of a map returning a tuple: one per leaf component.
     std::vector<Value> tuple_nodes(std::vector<Prim> elems, Shape shape,
                                    std::function<ir::PullTuple(FuseContext&)> pull, Replay replay,

@@ -313,7 +313,8 @@ std::optional<Value> FusionEngine::thin_product(const Type& type, std::span<cons
         };
         return out;
     };
-    return node(elem, shape->result, pull, make_replay("matmul", type, args, ctx, loc), ctx, {args[0], args[1]});
+    return node(elem, shape->result, pull, make_replay("matmul", type, args, ctx, loc), ctx, {args[0], args[1]},
+                std::nullopt, /*reads=*/k);
 }
 
 std::optional<Value> FusionEngine::producer(const std::string& name, const Type& type,

@@ -43,6 +43,14 @@ bool state_leaves(const Value& v, std::vector<Leaf>& out) {
     return true;
 }
 
+// The value's tuples with every leaf dropped: what a replayed result is shaped like.
+Value skeleton(const Value& v) {
+    if (!v.is_tuple()) return Value();
+    std::vector<Value> elems;
+    for (const Value& x : v.tuple()) elems.push_back(skeleton(x));
+    return Value(std::move(elems));
+}
+
 // The value shaped like `like` (tuples) with these leaves, consumed in order.
 Value with_leaves(const Value& like, const std::vector<Value>& leaves, size_t& at) {
     if (!like.is_tuple()) return leaves.at(at++);
@@ -110,11 +118,14 @@ public:
         if (current_ && engine_.step_recording() == &current_->record) engine_.set_step_recording(nullptr);
     }
 
-    Value begin(const Value& state) override {
+    Value begin(const Value& state_given) override {
+        // A state still delayed (the step before ran no plan) is computed
+        // first, outside the record: the recorded step starts from memory.
+        const Value state = settle(state_given);
         current_ = std::make_unique<Step>();
         engine_.set_step_recording(&current_->record);
         if (!state_leaves(state, current_->start)) {
-            current_->record.refuse("the loop's state holds a scalar or an array not in memory");
+            current_->record.refuse("the loop's state holds a scalar");
             return state;
         }
         // Watched: each array of the state becomes a node (a host read of it goes through Node::force).
@@ -124,14 +135,21 @@ public:
         return with_leaves(state, watched, at);
     }
 
-    bool end(const Value& result) override {
+    bool end(const Value& result, const char* host_effect) override {
         engine_.set_step_recording(nullptr);
         std::unique_ptr<Step> step = std::move(current_);
-        if (!step->record.why_not.empty() || !state_leaves(result, step->end)) return false;
-        for (const RecordedRun& r : step->record.runs)
+        StepRecording& record = step->record;
+        if (host_effect) record.refuse(host_effect);
+        if (!state_leaves(result, step->end))
+            record.refuse("the step's result is not arrays its plans computed (a scalar, or an array left to fuse into the next step)");
+        for (const RecordedRun& r : record.runs)
             for (const auto& [buffer, out] : r.outputs)
-                if (!step->record.taken.count(identity(out))) return false;  // read on the host as a scalar
-        step->result = result;
+                if (!record.taken.count(identity(out))) record.refuse("`" + r.name + "`'s result is read on the host");
+        if (!record.why_not.empty()) {
+            refuse(record.why_not);
+            return false;
+        }
+        step->result = skeleton(result);
         if (!first_) {
             first_ = std::move(step);
             return true;
@@ -140,6 +158,8 @@ public:
         first_.reset();
         return ready_;
     }
+
+    void refuse(const std::string& why) override { engine_.not_replayed(why); }
 
     bool ready() const override { return ready_; }
 
@@ -185,18 +205,26 @@ private:
     bool make_program(const Step& a, const Step& b) {
         const std::vector<RecordedRun>& ra = a.record.runs;
         const std::vector<RecordedRun>& rb = b.record.runs;
-        if (ra.size() != rb.size() || a.end.size() != b.end.size() || a.start.size() != b.start.size()) return false;
+        auto differ = [this](const std::string& what) {
+            refuse("two steps " + what);
+            return false;
+        };
+        if (ra.size() != rb.size() || a.end.size() != b.end.size() || a.start.size() != b.start.size())
+            return differ("ran different numbers of plans");
         std::vector<ProgramRun> program;
         for (size_t k = 0; k < rb.size(); ++k) {
-            if (ra[k].plan != rb[k].plan || !same_scalars(ra[k].bind.scalars, rb[k].bind.scalars) ||
-                ra[k].bind.inputs.size() != rb[k].bind.inputs.size())
-                return false;
+            if (ra[k].plan != rb[k].plan || ra[k].bind.inputs.size() != rb[k].bind.inputs.size())
+                return differ("ran different plans (`" + ra[k].name + "`, `" + rb[k].name + "`)");
+            if (!same_scalars(ra[k].bind.scalars, rb[k].bind.scalars))
+                return differ("gave `" + rb[k].name + "` different scalars (computed on the host from the state)");
             ProgramRun p{rb[k], {}, {}};
             for (const auto& [name, data] : rb[k].bind.inputs) {
                 const auto other = ra[k].bind.inputs.find(name);
-                if (other == ra[k].bind.inputs.end()) return false;
                 Source s = b.source_of(data, k);
-                if (!same_source(a.source_of(other->second, k), s)) return false;
+                if (other == ra[k].bind.inputs.end() || !same_source(a.source_of(other->second, k), s))
+                    return differ("gave `" + rb[k].name +
+                                  "` an array made anew on the host each step (an array literal, or the reference "
+                                  "evaluator's result)");
                 p.inputs.emplace_back(name, std::move(s));
             }
             for (const auto& [buffer, out] : rb[k].outputs) p.shapes[buffer] = b.record.taken.at(identity(out));
@@ -207,9 +235,10 @@ private:
         std::vector<Source> results;
         for (size_t j = 0; j < b.end.size(); ++j) {
             Source s = b.source_of(b.end[j].data, rb.size());
-            if (!same_source(a.source_of(a.end[j].data, ra.size()), s) || a.end[j].shape != b.end[j].shape ||
-                a.end[j].elem != b.end[j].elem || a.start[j].shape != b.end[j].shape)
-                return false;
+            if (!same_source(a.source_of(a.end[j].data, ra.size()), s))
+                return differ("ended with arrays of different origins");
+            if (a.end[j].shape != b.end[j].shape || a.end[j].elem != b.end[j].elem || a.start[j].shape != b.end[j].shape)
+                return differ("changed the state's shape");
             results.push_back(std::move(s));
         }
         program_ = std::move(program);

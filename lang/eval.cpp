@@ -483,7 +483,11 @@ constexpr int64_t kStepsForReplay = 8;
 Value run_loop(int64_t n, Value x, EvalContext& ctx, bool counter_free, const Loc& loc,
                const std::function<Value(int64_t i, const Value& x)>& step) {
     std::unique_ptr<LoopReplay> replay;
-    if (ctx.backend && !ctx.tracer && counter_free && n >= kStepsForReplay) replay = ctx.backend->replay_loop(ctx);
+    if (ctx.backend && !ctx.tracer && n >= kStepsForReplay) replay = ctx.backend->replay_loop(ctx);
+    if (replay && !counter_free) {
+        replay->refuse("the step reads the loop's counter");
+        replay.reset();
+    }
     for (int64_t i = 0; i < n; ++i) {
         check_cancel(ctx, loc);
         if (replay && replay->ready()) {
@@ -495,7 +499,10 @@ Value run_loop(int64_t n, Value x, EvalContext& ctx, bool counter_free, const Lo
         if (recording) x = replay->begin(x);
         const int64_t before = plans_run(ctx);
         x = carried(step(i, x), ctx, before);
-        if (recording && (!replay->end(x) || ctx.effects != effects || ctx.random_stream != stream)) replay.reset();
+        const char* effect = ctx.effects != effects        ? "the step reads or writes a file"
+                             : ctx.random_stream != stream ? "the step draws random numbers"
+                                                           : nullptr;
+        if (recording && !replay->end(x, effect)) replay.reset();
     }
     return x;
 }

@@ -48,9 +48,12 @@ public:
     // Before a recorded step: the state, watched so that a host read of its
     // elements is seen.
     virtual Value begin(const Value& state) = 0;
-    // After it, with its settled result: false when the step cannot be
-    // replayed (the loop goes on evaluating its body).
-    virtual bool end(const Value& result) = 0;
+    // After it, with its settled result (`host_effect`: what the step did
+    // on the host that rules replaying out, or null): false when the step
+    // cannot be replayed (the loop goes on evaluating its body).
+    virtual bool end(const Value& result, const char* host_effect) = 0;
+    // The loop is not replayed for this reason (`:time` and `:profile` say it).
+    virtual void refuse(const std::string& why) = 0;
     // Two recorded steps agreed: step() now stands for evaluating the body.
     virtual bool ready() const = 0;
     virtual Value step(const Value& state) = 0;

@@ -44,11 +44,17 @@ std::vector<std::string> performance_advice(const ProfileReport& report, double 
     for (const KernelProfile& k : report.kernels) device_seconds += static_cast<double>(k.nanoseconds) * 1e-9;
     for (const LibraryCallProfile& c : report.calls) device_seconds += static_cast<double>(c.nanoseconds) * 1e-9;
     // Many small plans: the host's lowering, launching and allocating dominate.
+    // A loop whose steps only run plans is replayed (docs/compiler.md): say why one was not.
     if (report.plans_run >= 20 && busy_seconds > 0.002 && device_seconds < 0.3 * busy_seconds)
         advice.push_back(std::to_string(report.plans_run) + " plans ran and " + ms_text(busy_seconds - device_seconds) +
                          " of " + ms_text(busy_seconds) +
                          " went outside kernels (each small array operation is lowered, launched and given memory "
-                         "on the host): do the loop's work as whole-array operations, so that fewer, larger kernels "
+                         "on the host)" +
+                         (report.loop_not_replayed.empty()
+                              ? std::string()
+                              : "; a loop's steps were evaluated one by one, not replayed, because " +
+                                    report.loop_not_replayed + " (a step that only computes arrays from arrays is replayed)") +
+                         ": do the loop's work as whole-array operations, so that fewer, larger kernels "
                          "do it (a 2-D `generate`, a reduction over rows instead of a loop over them)");
     for (const KernelProfile& k : report.kernels) {
         const double seconds = static_cast<double>(k.nanoseconds) * 1e-9;

@@ -123,6 +123,7 @@ struct ProfileReport {
     int64_t plans_run = 0;                // launch plans the statement ran
     int64_t plans_found = 0;              // of those, found before lowering (codegen/plan_memo.h)
     int64_t plans_replayed = 0;           // of those, run by a replayed loop step (nothing evaluated)
+    std::string loop_not_replayed;        // why a long loop's steps were all evaluated (the first reason seen)
     // What runs blocks side by side on the executor: its cores ("core") or
     // a GPU's multiprocessors ("SM"); 0: unknown.
     int parallel_units = 0;
