@@ -135,7 +135,12 @@ public:
         return with_leaves(state, watched, at);
     }
 
-    bool end(const Value& result, const char* host_effect) override {
+    bool end(const Value& result_given, const char* host_effect) override {
+        // A recorded step computes its result (recorded with it): the loop
+        // runs plans at least every other step (lang/eval.cpp run_loop), and
+        // one that updates its state would compute it at the next step's
+        // start (eval_with) anyway.
+        const Value result = settle(result_given);
         engine_.set_step_recording(nullptr);
         std::unique_ptr<Step> step = std::move(current_);
         StepRecording& record = step->record;

@@ -474,9 +474,11 @@ Value carried(const Value& x, const EvalContext& ctx, int64_t plans_before) {
 
 int64_t plans_run(const EvalContext& ctx) { return ctx.backend ? ctx.backend->plans_run() : 0; }
 
-// Steps before the first recorded one: the first step compiles the plans
-// (and may differ from the rest: its state is the initial value).
-constexpr int64_t kStepsBeforeRecording = 1;
+// Recording starts after this many steps (the first compiles the plans and
+// may differ: its state is the initial value), in a loop that ran at least
+// a plan every other step so far: one whose steps build one fused
+// computation (forced now and then by the fusion bound) is left to fuse.
+constexpr int64_t kStepsBeforeRecording = 2;
 // Recording costs two steps of checks: only a longer loop is worth it.
 constexpr int64_t kStepsForReplay = 8;
 
@@ -488,21 +490,26 @@ Value run_loop(int64_t n, Value x, EvalContext& ctx, bool counter_free, const Lo
         replay->refuse("the step reads the loop's counter");
         replay.reset();
     }
+    const int64_t plans_before_loop = plans_run(ctx);
+    int64_t recorded = 0;
     for (int64_t i = 0; i < n; ++i) {
         check_cancel(ctx, loc);
         if (replay && replay->ready()) {
             x = replay->step(x);
             continue;
         }
-        const bool recording = replay && i >= kStepsBeforeRecording;
+        const bool recording =
+            replay && (recorded > 0 || (i >= kStepsBeforeRecording && 2 * (plans_run(ctx) - plans_before_loop) >= i));
         const uint64_t effects = ctx.effects, stream = ctx.random_stream;
-        if (recording) x = replay->begin(x);
         const int64_t before = plans_run(ctx);
+        if (recording) x = replay->begin(x);
         x = carried(step(i, x), ctx, before);
+        if (!recording) continue;
         const char* effect = ctx.effects != effects        ? "the step reads or writes a file"
                              : ctx.random_stream != stream ? "the step draws random numbers"
                                                            : nullptr;
-        if (recording && !replay->end(x, effect)) replay.reset();
+        if (replay->end(x, effect)) ++recorded;
+        else replay.reset();
     }
     return x;
 }
