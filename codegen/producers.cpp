@@ -285,6 +285,27 @@ std::optional<Value> FusionEngine::random(const Value& shape, EvalContext& ctx) 
 // consumer's.
 constexpr int64_t kThinInner = 8;
 
+namespace {
+
+// The left operand of a thin product when it is a matrix in memory: its
+// rows' length is k, a constant in the kernel, so that the native compiler
+// turns the k loads of a row into vector loads and shuffles (with the
+// length a run-time extent they stay scalar loads).
+PullArray rows_of_known_length(const Value& x, FuseContext& fc, int64_t k) {
+    PullArray p = pull_of(x, fc);
+    const std::string buffer = memory_buffer(x, fc);
+    if (buffer.empty() || p.shape.size() != 2) return p;
+    p.at = [buffer, elem = p.elem, shape = p.shape, k](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
+        kb.buffer_param(buffer, elem, ir::Access::Read);
+        for (const ir::ExprPtr& s : shape) ir::use_params(kb, s);  // the buffer's extents, as buffer_array binds them
+        const ir::ExprPtr row = ir::cast(ir::ScalarType::I64, i[0]), col = ir::cast(ir::ScalarType::I64, i[1]);
+        return ir::load(buffer, ir::binary(ir::BinaryOp::Add, ir::binary(ir::BinaryOp::Mul, row, ir::i64(k)), col), elem);
+    };
+    return p;
+}
+
+}  // namespace
+
 std::optional<Value> FusionEngine::thin_product(const Type& type, std::span<const Value> args,
                                                 const EvalContext& ctx, const Loc& loc) {
     const std::optional<ProductShape> shape = product_shape(args[0], args[1]);
@@ -297,7 +318,7 @@ std::optional<Value> FusionEngine::thin_product(const Type& type, std::span<cons
     const Restore<Loc> during(origin_, loc);
     const Restore<std::string> named(origin_name_, "matmul");
     auto pull = [x = args[0], y = args[1], rows, cols, k](FuseContext& fc) {
-        const PullArray pa = pull_of(x, fc), pb = pull_of(y, fc);
+        const PullArray pa = rows ? rows_of_known_length(x, fc, k) : pull_of(x, fc), pb = pull_of(y, fc);
         PullArray out{{}, pa.elem, nullptr};
         if (rows) out.shape.push_back(pa.shape[0]);
         if (cols) out.shape.push_back(pb.shape[1]);
