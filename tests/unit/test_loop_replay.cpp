@@ -52,6 +52,7 @@ TEST_CASE("replayed loop steps: a loop that only runs plans is replayed, with th
         "loop (a, b) = (x, [1.0, 1.0, 1.0]) for i < 20 do (b, step (a + b))",  // a leaf passed on, another computed
         "loop (a, b) = (x, x) for i < 20 do (a, step b)",                      // a leaf kept as it is
         "loop w = [0.0, 0.0, 0.0] for i < 20 do loop v = w for j < 3 do step v",  // a loop inside the step
+        "loop w = x for i < 20 do step w + [1.0, 2.0, 3.0]",  // a literal: a new array each step, the same elements
         // An update: each step computes the last one's state first (eval_with).
         "iterate 20 (\\u -> u with [1:-1, 1:-1] = u[1:-1, 1:-1] + 0.1 * (u[:-2, 1:-1] + u[2:, 1:-1] - 2.0 * u[1:-1, 1:-1])) X",
     };
@@ -84,7 +85,6 @@ TEST_CASE("replayed loop steps: a step that reads or does anything on the host i
         {"loop (w, s) = (x, 0.0) for i < 20 do (step w * 1.5, s + 1.0)", "the loop's state holds a scalar"},
         {"loop w = x for i < 20 do let k = filter (\\v -> v > 1.5) (step w) in w + float (length k)",
          "`filter` reads a value back to the host"},
-        {"loop w = x for i < 20 do step w + [1.0, 2.0, 3.0]", "an array made anew on the host each step"},
         {"loop w = x for i < 20 do step w + random 3", "draws random numbers"},
     };
     for (const auto& [loop, why] : evaluated) {
