@@ -45,8 +45,8 @@ Value FusionEngine::result(const ir::ArrayData& out, Prim elem, const Shape& sha
     // While a loop step is recorded a host result is a node too, so that
     // the evaluator reading its elements is seen (Node::force).
     if (out.host) {
-        if (!step_recording_) return Value(shaped(out.host, elem, shape));
         shaped(out.host, elem, shape);
+        if (!step_recording_) return Value(out.host);
     } else {
         SHOAL_INTERNAL_ASSERT(out.device && out.device->count() == shape_size(shape) &&
                                   ir::scalar_size(out.device->elem()) == prim_size(elem),
@@ -181,18 +181,15 @@ std::atomic<PlanObserver> g_plan_observer{nullptr};
 
 void set_plan_observer(PlanObserver observer) { g_plan_observer.store(observer); }
 
-bool FusionEngine::may_record_steps() const {
-    return !recording_ && !compiling_ && explaining_.empty() && !emitting_ && !step_recording_;
-}
+bool FusionEngine::showing_plans() const { return recording_ || compiling_ || !explaining_.empty() || emitting_; }
 
 std::unique_ptr<LoopReplay> FusionEngine::replay_loop(const EvalContext& ctx) {
-    if (!may_record_steps() || ctx.tracer) return nullptr;
+    if (showing_plans() || step_recording_) return nullptr;  // a loop inside a recorded step runs as part of it
     return make_loop_replay(*this, ctx);
 }
 
 bool FusionEngine::memo_allowed(FuseContext& fc) const {
-    return !recording_ && !compiling_ && explaining_.empty() && !emitting_ && !(profiling_ && profiling_->counters) &&
-           !fc.eval_context().tracer;
+    return !showing_plans() && !(profiling_ && profiling_->counters) && !fc.eval_context().tracer;
 }
 
 namespace {

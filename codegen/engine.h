@@ -98,8 +98,6 @@ public:
     // While a loop step is recorded (step_replay.h): the record; else null.
     StepRecording* step_recording() const { return step_recording_; }
     void set_step_recording(StepRecording* r) { step_recording_ = r; }
-    // Whether the engine may start recording a loop's steps now.
-    bool may_record_steps() const;
     // A loop was not replayed, for this reason (`:time`'s advice says the first).
     void not_replayed(const std::string& why) {
         if (profiling_ && profiling_->report.loop_not_replayed.empty()) profiling_->report.loop_not_replayed = why;
@@ -165,6 +163,9 @@ private:
     // Whether plans may come from memo_: not while a plan is shown, emitted
     // or counted (those lower every time, for the form they show).
     bool memo_allowed(FuseContext& fc) const;
+    // Whether plans are being shown or traced (`:cuda`/`:explain`, `:compile`,
+    // `:emit`): those lower every plan and evaluate every loop step.
+    bool showing_plans() const;
     // Runs a plan found in a cache on the executor, with the bindings in fc.
     ir::PlanOutcome execute(const std::string& name, FuseContext& fc, const std::shared_ptr<const ir::LaunchPlan>& plan,
                             bool hit);

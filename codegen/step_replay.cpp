@@ -160,7 +160,7 @@ public:
         StepRecording& record = step->record;
         if (host_effect) record.refuse(host_effect);
         if (!state_leaves(result, step->end))
-            record.refuse("the step's result is not arrays its plans computed (a scalar, or an array left to fuse into the next step)");
+            record.refuse("the step's result holds a scalar");
         for (const RecordedRun& r : record.runs)
             for (const auto& [buffer, out] : r.outputs)
                 if (!record.taken.count(identity(out))) record.refuse("`" + r.name + "`'s result is read on the host");
