@@ -50,6 +50,20 @@ row1, big = rng.random((1, 4096), dtype=f32), rng.random((4096, 4096), dtype=f32
 x1k = rng.random(1000, dtype=f32)
 
 
+def mm_loop():
+    e = t3 @ col
+    for _ in range(1000):
+        e = t3 @ col
+    return e
+
+
+def mv_loop():
+    e = X @ w3
+    for _ in range(1000):
+        e = X @ w3 - e * f32(0.5)
+    return e
+
+
 def loop2000():
     a = f32(0)
     for i in range(2000):
@@ -69,6 +83,8 @@ cases = {
     "mm_4096x64x4096": lambda: tall @ wide,
     "mm_3x10000x1": lambda: t3 @ col,
     "mv_10000x3": lambda: X @ w3,
+    "mm_3x10000x1_loop1000": mm_loop,
+    "mv_10000x3_loop1000": mv_loop,
     "mm_1x4096x4096": lambda: row1 @ big,
     "loop2000_sum": loop2000,
     "stmt_sum1k": lambda: np.sum(x1k * f32(2)),

@@ -20,10 +20,10 @@ def ms(text):
 times = [ms(m.group(1)) + ms(m.group(2)) for m in
          (re.match(r"time: ([0-9.]+ [mu]?s).*; front end ([0-9.]+ [mu]?s)", l) for l in open(out + "/shoal")) if m]
 peers = dict(l.split() for l in open(out + "/peers"))
-print("%-18s %10s %10s %7s" % ("case", "shoal ms", "numpy ms", "ratio"))
+print("%-22s %10s %10s %7s" % ("case", "shoal ms", "numpy ms", "ratio"))
 for i, n in enumerate(names):
     s = min(times[6 * i + 1:6 * i + 6])
     p = float(peers[n])
-    print("%-18s %10.3f %10.3f %6.2fx" % (n, s, p, s / p))
+    print("%-22s %10.3f %10.3f %6.2fx" % (n, s, p, s / p))
 PY
 rm -rf "$out"
