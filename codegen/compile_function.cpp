@@ -1076,13 +1076,46 @@ private:
             if (is_array_val(a)) srcs.push_back(vector_arg(a));
         std::vector<ScalarType> types;
         for (const CVal& a : args) types.push_back(is_array_val(a) ? as_pull(a).elem : single(a)->type);
-        ir::PullArray out{{equal_extents(name, srcs)}, builtin_result(name, types), nullptr};
-        out.at = [this, name, args](KernelBuilder& kb, const std::vector<IExpr>& i) {
+        ir::PullArray out{{broadcast_extent(name, srcs)}, builtin_result(name, types), nullptr};
+        const bool stretches = srcs.size() > 1;
+        out.at = [this, name, args, stretches](KernelBuilder& kb, const std::vector<IExpr>& i) {
             std::vector<IExpr> xs;
-            for (const CVal& a : args) xs.push_back(is_array_val(a) ? kb.bind("e", as_pull(a).at(kb, i)) : a.scalar);
+            for (const CVal& a : args) {
+                if (!is_array_val(a)) {
+                    xs.push_back(a.scalar);
+                    continue;
+                }
+                const ir::PullArray& p = as_pull(a);
+                // An operand of extent 1 stretches: it is read at 0.
+                const IExpr at = stretches ? ir::select(binary(BinaryOp::Eq, ir::use_params(kb, p.shape[0]), ir::i64(1)),
+                                                        ir::i64(0), i[0])
+                                           : i[0];
+                xs.push_back(kb.bind("e", p.at(kb, {at})));
+            }
             return emit_builtin(kb, name, xs);
         };
         return pull_val(out);
+    }
+
+    // The extent of vectors combined by an elementwise operator, by NumPy's
+    // rule (ops::broadcast_shapes): equal extents, or one of them 1. Known
+    // only when the kernel runs, so the test is in the kernel; a mismatch
+    // is the reference's error.
+    IExpr broadcast_extent(const std::string& name, const std::vector<ir::PullArray>& xs) {
+        IExpr n = kb_.bind("n", ir::use_params(kb_, xs[0].shape[0]));
+        for (size_t k = 1; k < xs.size(); ++k) {
+            const IExpr m = kb_.bind("n", ir::use_params(kb_, xs[k].shape[0]));
+            const int code = kb_.add_check(
+                "operands of `" + name + "` could not be broadcast together with shapes ({index}) ({extent})", loc_);
+            const IExpr one = ir::i64(1);
+            kb_.emit(if_then(binary(BinaryOp::And, binary(BinaryOp::Ne, n, m),
+                                    binary(BinaryOp::And, binary(BinaryOp::Ne, n, one), binary(BinaryOp::Ne, m, one))),
+                             {ir::error(code, n, m)}));
+            // Past a mismatch (an error) the shorter extent: no thread reads past an end.
+            n = kb_.bind("n", ir::select(binary(BinaryOp::Eq, n, one), m,
+                                         ir::select(binary(BinaryOp::Eq, m, one), n, binary(BinaryOp::Min, n, m))));
+        }
+        return n;
     }
 
     // The common extent of vectors combined elementwise; a mismatch is the

@@ -35,6 +35,45 @@ std::optional<Prim> elementwise_result(const std::string& name, Prim operand, si
     return std::nullopt;
 }
 
+// Broadcasting as index maps (ops::broadcast_shapes is the rule): an
+// operand stretched along an axis reads index 0 there, and one of lower
+// rank drops the result's leading indices. Which axes stretch is known when
+// the node is made, so it is in the kernel's text and the plan's key (an
+// extent of 1 that stretches is a constant 0, not a run-time test).
+std::vector<ir::ExprPtr> broadcast_read(const std::vector<ir::ExprPtr>& i, const Shape& from, const Shape& to) {
+    if (from == to) return i;
+    const size_t lead = to.size() - from.size();
+    std::vector<ir::ExprPtr> out;
+    for (size_t k = lead; k < to.size(); ++k) out.push_back(ops::stretched_axis(from, to, k) ? ir::i64(0) : i[k]);
+    return out;
+}
+
+// The result's extents: on each axis an extent of an operand that is not
+// stretched there (so it is the result's).
+std::vector<ir::ExprPtr> broadcast_extents(const std::vector<PullArray>& srcs, const std::vector<Shape>& shapes,
+                                           const Shape& to) {
+    std::vector<ir::ExprPtr> out(to.size());
+    for (size_t k = 0; k < to.size(); ++k)
+        for (size_t s = 0; s < srcs.size() && !out[k]; ++s)
+            if (srcs[s].at && !ops::stretched_axis(shapes[s], to, k))
+                out[k] = srcs[s].shape[k - (to.size() - shapes[s].size())];
+    return out;
+}
+
+// Extents the shape check found equal (an axis both operands have and
+// neither stretches along) are one extent to the kernel builder: a read of
+// either at the same position is the same read.
+void note_aligned_extents(ir::KernelBuilder& kb, const std::vector<PullArray>& srcs, const std::vector<Shape>& shapes,
+                          const Shape& to) {
+    if (srcs.size() != 2 || !srcs[0].at || !srcs[1].at) return;
+    for (size_t k = 0; k < to.size(); ++k) {
+        const size_t la = to.size() - shapes[0].size(), lb = to.size() - shapes[1].size();
+        if (k < la || k < lb || ops::stretched_axis(shapes[0], to, k) || ops::stretched_axis(shapes[1], to, k))
+            continue;
+        kb.note_same_extents({srcs[0].shape[k - la]}, {srcs[1].shape[k - lb]});
+    }
+}
+
 std::optional<Shape> shape_arg(const Value& v) {
     Shape s;
     if (v.is_tuple())
@@ -194,14 +233,15 @@ std::optional<Value> FusionEngine::map_node(const std::string& name, const Type&
     return rebuild_type(r, members, at);
 }
 
-// Index maps (reverse, gather, take, drop, reshape, flatten): fused pull
+// Index maps (reverse, gather, take, drop, reshape, flatten, col, row): fused pull
 // arrays, one node per leaf of an array of tuples.
 std::optional<Value> FusionEngine::index_map(const std::string& name, const Type& type,
                                                    const std::vector<Value>& a, const EvalContext& ctx,
                                                    const Loc& loc) {
-    static const std::set<std::string> names = {"reverse", "flatten", "gather", "take", "drop", "reshape"};
+    static const std::set<std::string> names = {"reverse", "flatten", "gather", "take",
+                                                "drop",    "reshape", "col",    "row"};
     if (!names.count(name)) return std::nullopt;
-    const bool unary = name == "reverse" || name == "flatten";
+    const bool unary = name == "reverse" || name == "flatten" || name == "col" || name == "row";
     const Value& src = a[unary ? 0 : 1];
     if (!is_like(src)) return std::nullopt;
     Shape s = like_shape(src);
@@ -224,8 +264,10 @@ std::optional<Value> FusionEngine::index_map(const std::string& name, const Type
         map = [take = name == "take", n](FuseContext& fc, const PullArray& x) {
             return take ? ir::take_array(x, fc.extent(n)) : ir::drop_array(x, fc.extent(n));
         };
-    } else if (name == "reshape" || name == "flatten") {
+    } else if (name == "reshape" || name == "flatten" || name == "col" || name == "row") {
         Shape to = {shape_size(s)};
+        if (name == "col") to = {shape_size(s), 1};
+        if (name == "row") to = {1, shape_size(s)};
         if (name == "reshape") {
             const std::optional<Shape> target = shape_arg(a[0]);
             if (!target || target->empty() || target->size() > 3 || shape_size(*target) != shape_size(s))
@@ -349,28 +391,29 @@ std::optional<Value> FusionEngine::producer(const std::string& name, const Type&
         const auto result = elementwise_result(name, elem_of(a[0]), a.size());
         if (!result) return std::nullopt;
         const Value& arr = is_operand(a[0]) ? a[0] : a[1];
-        if (a.size() == 2 && is_operand(a[0]) && is_operand(a[1]))
-            ops::require_same_shape(shape_of(a[0]), shape_of(a[1]), name.c_str(), loc);
-        const bool checked_same = a.size() == 2 && is_operand(a[0]) && is_operand(a[1]);
-        auto pull = [a, name, result, checked_same](FuseContext& fc) {
+        const bool two_arrays = a.size() == 2 && is_operand(a[0]) && is_operand(a[1]);
+        const Shape shape =
+            two_arrays ? ops::require_broadcast(shape_of(a[0]), shape_of(a[1]), name.c_str(), loc) : shape_of(arr);
+        std::vector<Shape> shapes;  // each operand's shape (empty: a scalar)
+        for (const Value& v : a) shapes.push_back(is_operand(v) ? shape_of(v) : Shape{});
+        auto pull = [a, name, result, shape, shapes](FuseContext& fc) {
             std::vector<PullArray> srcs;
             for (const Value& v : a) srcs.push_back(is_operand(v) ? pull_of(v, fc) : PullArray{});
-            const size_t shape_from = srcs[0].at ? 0 : 1;
             PullArray out;
             out.elem = ir::scalar_of(*result);
-            out.shape = srcs[shape_from].shape;
+            out.shape = broadcast_extents(srcs, shapes, shape);
             auto keep = std::make_shared<const std::vector<Value>>(a);  // addresses key the lifted scalars
-            out.at = [srcs, name, keep, checked_same, &fc](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
-                // Shapes checked equal above: a read of either at the map's position is the same read.
-                if (checked_same) kb.note_same_extents(srcs[0].shape, srcs[1].shape);
+            out.at = [srcs, name, keep, shape, shapes, &fc](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
+                note_aligned_extents(kb, srcs, shapes, shape);
                 std::vector<ir::ExprPtr> xs;
                 for (size_t k = 0; k < srcs.size(); ++k)
-                    xs.push_back(srcs[k].at ? srcs[k].at(kb, i) : fc.lift(kb, (*keep)[k].scalar(), &(*keep)[k]));
+                    xs.push_back(srcs[k].at ? srcs[k].at(kb, broadcast_read(i, shapes[k], shape))
+                                            : fc.lift(kb, (*keep)[k].scalar(), &(*keep)[k]));
                 return compiled::emit_builtin(kb, name, xs);
             };
             return out;
         };
-        return node(*result, shape_of(arr), pull, make_replay(name, type, args, ctx, loc), ctx, a);
+        return node(*result, shape, pull, make_replay(name, type, args, ctx, loc), ctx, a);
     }
     if (name == "map" || name == "zipWith" || name == "zipWith3") return map_node(name, type, a, ctx, loc);
     if (name == "iota") {

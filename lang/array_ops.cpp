@@ -122,6 +122,67 @@ void require_same_shape(const Shape& a, const Shape& b, const char* name, const 
                            shape_to_string(b));
 }
 
+std::optional<Shape> broadcast_shapes(const Shape& a, const Shape& b) {
+    const size_t rank = std::max(a.size(), b.size());
+    Shape out(rank);
+    for (size_t k = 0; k < rank; ++k) {
+        // Axis k of the result is axis k - (rank - size) of an operand.
+        const int64_t x = k + a.size() >= rank ? a[k + a.size() - rank] : 1;
+        const int64_t y = k + b.size() >= rank ? b[k + b.size() - rank] : 1;
+        if (x != y && x != 1 && y != 1) return std::nullopt;
+        out[k] = x == 1 ? y : x;
+    }
+    return out;
+}
+
+Shape require_broadcast(const Shape& a, const Shape& b, const char* name, const Loc& loc) {
+    if (a == b) return a;
+    if (std::optional<Shape> s = broadcast_shapes(a, b)) return *s;
+    if (t_shape_mismatch_as_exception) throw ShapeMismatch{a, b, name, loc};
+    std::vector<std::string> notes = {
+        "NumPy's rule: shapes are aligned at their last axis, and on each axis the extents must be equal or "
+        "one of them 1 (it stretches); a missing leading axis counts as 1"};
+    // One value per row of a matrix, combined with the matrix: the vector
+    // lines up with the rows' axis only as a column.
+    const Shape& v = a.size() == 1 ? a : b;
+    const Shape& m = a.size() == 1 ? b : a;
+    if (v.size() == 1 && m.size() == 2 && v[0] == m[0])
+        notes.push_back("to combine one value per row with every column, make the vector a column: `col v` has shape (" +
+                        std::to_string(v[0]) + ", 1)");
+    user_error(ErrorKind::Runtime, loc,
+                  std::string("operands of `") + name + "` could not be broadcast together with shapes " +
+                      shape_to_string(a) + " " + shape_to_string(b),
+                  notes);
+}
+
+bool stretched_axis(const Shape& from, const Shape& to, size_t k) {
+    const size_t lead = to.size() - from.size();
+    return k < lead || (from[k - lead] == 1 && to[k] != 1);
+}
+
+std::vector<int64_t> broadcast_index(const Shape& from, const Shape& to) {
+    // Strides of `from` laid along `to`'s axes, 0 where it is stretched.
+    const size_t rank = to.size(), lead = rank - from.size();
+    std::vector<int64_t> stride(rank, 0);
+    for (size_t k = rank, s = 1; k-- > lead;) {
+        if (!stretched_axis(from, to, k)) stride[k] = static_cast<int64_t>(s);
+        s *= static_cast<size_t>(from[k - lead]);
+    }
+    std::vector<int64_t> out(static_cast<size_t>(shape_size(to)));
+    std::vector<int64_t> at(rank, 0);
+    int64_t j = 0;
+    for (int64_t& o : out) {
+        o = j;
+        for (size_t k = rank; k-- > 0;) {  // the odometer: the next element of `to`
+            j += stride[k];
+            if (++at[k] < to[k]) break;
+            j -= stride[k] * at[k];
+            at[k] = 0;
+        }
+    }
+    return out;
+}
+
 // One definition of the conversion rules (convert_scalar), applied per element.
 Value convert_value(const Value& a, Prim to) {
     if (!a.is_array()) return Value(convert_scalar(a.scalar(), to));

@@ -107,8 +107,8 @@ struct RoundingFn : FloatFn<F> {
 
 // ---------------------------------------------------------------- elementwise
 // Applies a scalar operator elementwise over scalars and arrays of any rank
-// with scalar broadcasting; `name` appears in shape-mismatch errors
-// ("shape mismatch in +: (3) vs (4)"). Both operands have one element type.
+// with NumPy's broadcasting (broadcast_shape); `name` appears in its errors.
+// Both operands have one element type.
 // The operator is a callable object whose operator() is constrained to the
 // element types it supports.
 template <class Op>
@@ -121,6 +121,21 @@ Value convert_value(const Value& a, Prim to);
 
 // Throws `shape mismatch in <name>: (3) vs (4)` unless the shapes agree.
 void require_same_shape(const Shape& a, const Shape& b, const char* name, const Loc& loc);
+
+// NumPy's broadcasting rule, the one definition every path follows: shapes
+// are aligned at their last axis, a missing leading axis counts as extent 1,
+// and on each axis the extents are equal or one of them is 1 (it stretches).
+// The result's shape, or nullopt when they do not broadcast.
+std::optional<Shape> broadcast_shapes(const Shape& a, const Shape& b);
+// broadcast_shapes, or the error "operands of + could not be broadcast
+// together with shapes (1000, 64) (1000)" with the rule and the fix.
+Shape require_broadcast(const Shape& a, const Shape& b, const char* name, const Loc& loc);
+// Whether `from` is stretched along axis k of `to` (its broadcast result):
+// a leading axis it lacks, or an extent of 1 where the result's is not.
+bool stretched_axis(const Shape& from, const Shape& to, size_t k);
+// For each element of `to` in row-major order, the index of the element
+// of `from` (broadcast to `to`) that it reads.
+std::vector<int64_t> broadcast_index(const Shape& from, const Shape& to);
 
 // While `:emit` traces a function its extents are placeholders, so a
 // mismatch may only mean that two of them must be equal: inside a
@@ -266,14 +281,22 @@ Value lift2(const Op& op, const Value& a, const Value& b, const char* name, cons
             using R = std::invoke_result_t<const Op&, T, T>;
             if (!a.is_array() && !b.is_array())
                 return Value(make_scalar(op(scalar_as<T>(a.scalar()), scalar_as<T>(b.scalar()))));
-            if (a.is_array() && b.is_array()) require_same_shape(a.array()->shape, b.array()->shape, name, loc);
-            ArrayPtr out = std::make_shared<Array>(prim_v<R>, a.is_array() ? a.array()->shape : b.array()->shape);
+            const Shape shape = a.is_array() && b.is_array()
+                                    ? require_broadcast(a.array()->shape, b.array()->shape, name, loc)
+                                    : (a.is_array() ? a.array()->shape : b.array()->shape);
+            ArrayPtr out = std::make_shared<Array>(prim_v<R>, shape);
             R* o = out->data<R>();
             const int64_t n = out->size();
-            if (a.is_array() && b.is_array()) {
+            if (a.is_array() && b.is_array() && a.array()->shape == b.array()->shape) {
                 const T* x = a.array()->data<T>();
                 const T* y = b.array()->data<T>();
                 for (int64_t i = 0; i < n; ++i) o[i] = op(x[i], y[i]);
+            } else if (a.is_array() && b.is_array()) {
+                const T* x = a.array()->data<T>();
+                const T* y = b.array()->data<T>();
+                const std::vector<int64_t> ia = broadcast_index(a.array()->shape, shape);
+                const std::vector<int64_t> ib = broadcast_index(b.array()->shape, shape);
+                for (int64_t i = 0; i < n; ++i) o[i] = op(x[ia[static_cast<size_t>(i)]], y[ib[static_cast<size_t>(i)]]);
             } else if (a.is_array()) {
                 const T* x = a.array()->data<T>();
                 const T y = scalar_as<T>(b.scalar());

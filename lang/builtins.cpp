@@ -34,6 +34,9 @@ std::vector<BuiltinDoc> make_builtin_docs() {
         {"reshape", "shape -> arr a -> arr a", "the same elements in row-major order with a new shape (sizes must agree)"},
         {"flatten", "arr a -> [a]", "all elements in row-major order as a vector"},
         {"transpose", "[[a]] -> [[a]]", "swap rows and columns"},
+        {"col", "[a] -> [[a]]",
+         "the vector as a column, shape (n, 1), that broadcasts one value per row: `m - col (maximum m)`"},
+        {"row", "[a] -> [[a]]", "the vector as a row, shape (1, n), that broadcasts one value per column"},
         {"matmul", "[[a]] -> [[a]] -> [[a]]   (a float or double; either side may be a vector [a])",
          "matrix product: (n, k) by (k, m) gives (n, m); a vector is a row on the left and a column on the right, "
          "and that axis is dropped: (n, k) @ (k) gives (n), (k) @ (k) a scalar (NumPy's matmul); also the operator @"},

@@ -145,6 +145,14 @@ Value b_flatten(const BuiltinCall& c, Args a) {
 
 Value b_transpose(const BuiltinCall&, Args a) { return ops::map_leaves(a[0], ops::transpose_array); }
 
+// col v: shape (n, 1); row v: shape (1, n). Views for broadcasting.
+template <bool Column>
+Value b_col_row(const BuiltinCall& c, Args a) {
+    return ops::map_leaves(a[0], [&](const Array& x) {
+        return ops::reshape_array(x, Column ? Shape{x.size(), 1} : Shape{1, x.size()}, c.loc);
+    });
+}
+
 Value b_matmul(const BuiltinCall& c, Args a) {
     ArrayPtr r = ops::matmul_array(*a[0].array(), *a[1].array(), c.loc);
     if (r->rank() == 0) return Value(r->get(0));  // vector @ vector: the dot product
@@ -456,6 +464,8 @@ const BuiltinDef kBuiltins[] = {
     {"shape", 1, b_shape},
     {"reshape", 2, b_reshape},
     {"flatten", 1, b_flatten},
+    {"col", 1, b_col_row<true>},
+    {"row", 1, b_col_row<false>},
     {"transpose", 1, b_transpose},
     {"matmul", 2, b_matmul},
     {"@", 2, b_matmul},

@@ -81,7 +81,7 @@ Type type_of_load(const std::string& path, const Loc& loc) {
 // tables are skipped, so the overview never lists what does not exist).
 const std::pair<const char*, std::vector<const char*>> kHelpGroups[] = {
     {"construction", {"iota", "fill", "generate", "random"}},
-    {"shape", {"length", "rows", "cols", "shape", "reshape", "flatten", "transpose"}},
+    {"shape", {"length", "rows", "cols", "shape", "reshape", "flatten", "transpose", "col", "row"}},
     {"elementwise", {"map", "zipWith", "zipWith3", "zip", "unzip"}},
     {"math", {"sqrt", "exp", "log", "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh",
               "tanh", "abs", "floor", "ceil", "round", "min", "max", "pow", "erf"}},

@@ -821,8 +821,15 @@ public:
     void solve_with_defaults() {
         solve();
         while (!pending_.empty()) {
-            Constraint c = pending_.front();
-            pending_.erase(pending_.begin());
+            // Elementwise operators first: their default (an unknown operand
+            // is a scalar, or has the known operands' rank) decides the
+            // ranks that a reduction or an index of the result would
+            // otherwise default to 1 (`\v -> sum (m - v)`).
+            auto first = std::find_if(pending_.begin(), pending_.end(),
+                                      [](const Constraint& p) { return p.kind == Constraint::Kind::Lift; });
+            if (first == pending_.end()) first = pending_.begin();
+            Constraint c = *first;
+            pending_.erase(first);
             if (!solve_reporting(c, true))
                 internal_error(__FILE__, __LINE__, "constraint not solved by defaulting: " + c.what);
             solve();
@@ -959,6 +966,8 @@ public:
             for (auto& s : shapes)
                 if (s < 0) s = 0;  // defaulting: an unknown operand is a scalar
         // Unify every operand whose shape is known with its element now.
+        int known_rank = 0;              // the largest known rank of an array operand
+        std::vector<Type> unknown_ranks;  // rank variables of the others
         for (size_t i = 0; i < nargs; ++i) {
             const Type& arg = c.types[2 + 2 * i];
             const Type& elem = c.types[3 + 2 * i];
@@ -967,23 +976,28 @@ public:
             } else if (shapes[i] == 1) {
                 Type a = prune(arg);
                 lift_unify_elem(c, i, a->args[1], elem);
-                if (!rank) {
-                    rank = a->args[0];
-                } else {
-                    try {
-                        unify(rank, a->args[0]);
-                    } catch (const Mismatch&) {
-                        user_error(ErrorKind::Type, arg_loc(c, i),
-                                   "operands of `" + display_op(c.what) + "` have different ranks: " +
-                                       type_to_string(c.types[2]) + " and " + type_to_string(arg),
-                                   {"arrays combine elementwise only with arrays of their rank or with scalars (no "
-                                    "broadcasting of rows); to combine a row v with every row of m write "
-                                    "`generate (rows m, cols m) (\\i j -> m[i, j] + v[j])`"});
-                    }
-                }
+                const Type& r = prune(a->args[0]);
+                if (r->kind == TypeKind::Rank) known_rank = std::max(known_rank, r->rank);
+                else if (std::find(unknown_ranks.begin(), unknown_ranks.end(), r) == unknown_ranks.end())
+                    unknown_ranks.push_back(r);
             }
         }
         if (std::any_of(shapes.begin(), shapes.end(), [](int s) { return s < 0; })) return false;
+        // Broadcasting: the result has the largest rank of the array
+        // operands. An operand of unknown rank waits for it unless it is the
+        // only rank (one array operand, or `x + x`); defaulting gives it the
+        // largest known rank, the rule from before broadcasting (operands of
+        // one rank), so a program that typed then types the same now.
+        if (unknown_ranks.size() == 1 && known_rank == 0) {
+            rank = unknown_ranks[0];
+        } else if (!unknown_ranks.empty()) {
+            if (!force) return false;
+            const Type to = known_rank ? t_rank(known_rank) : unknown_ranks[0];
+            for (const Type& r : unknown_ranks) unify(r, to);
+            rank = prune(to);
+        } else if (known_rank) {
+            rank = t_rank(known_rank);
+        }
         Type result = rank ? t_array(rank, c.types[1]) : c.types[1];
         Type needed = prune(c.types[0]);
         try {
@@ -1436,6 +1450,11 @@ std::map<std::string, SchemePtr> make_builtin_schemes() {
         SchemeBuilder b;
         Type e = b.var();
         m["transpose"] = b.done(t_func(t_array(2, e), t_array(2, e)));
+    }
+    for (const char* f : {"col", "row"}) {
+        SchemeBuilder b;
+        Type e = b.var();
+        m[f] = b.done(t_func(t_array(1, e), t_array(2, e)));
     }
     for (const char* f : {"matmul", "@"}) {
         SchemeBuilder b;

@@ -196,7 +196,7 @@ TEST_CASE("eval: && and || short-circuit on scalars") {
     CHECK(error("true && [1, 2][5] == 1") == "index 5 is out of bounds for axis 0 with extent 2");
 }
 
-TEST_CASE("eval: elementwise operators broadcast scalars; shapes must agree") {
+TEST_CASE("eval: elementwise operators broadcast by NumPy's rules") {
     CHECK(run("[1, 2, 3] + 1") == "[2, 3, 4]");
     CHECK(run("10 - [1, 2, 3]") == "[9, 8, 7]");
     CHECK(run("2.0 * [1.0, 2.5]") == "[2.0, 5.0]");
@@ -206,9 +206,21 @@ TEST_CASE("eval: elementwise operators broadcast scalars; shapes must agree") {
     CHECK(run("[1.0, 0.2] > 0.5") == "[true, false]");
     CHECK(run("-[1, -2]") == "[-1, 2]");
     CHECK(run("[] + (1 : int)") == "[]");
-    CHECK(error("[1, 2, 3] + [1, 2, 3, 4]") == "shape mismatch in +: (3) vs (4)");
-    CHECK(error("[[1, 2], [3, 4]] * [[1, 2, 3], [4, 5, 6]]") == "shape mismatch in *: (2, 2) vs (2, 3)");
-    CHECK(error("max [1.0] [1.0, 2.0]") == "shape mismatch in max: (1) vs (2)");
+    // Shapes aligned at the last axis; an extent of 1 stretches; a lower rank gets leading axes.
+    CHECK(run("[[1, 2], [3, 4], [5, 6]] - [10, 20]") == "[[-9, -18], [-7, -16], [-5, -14]]");
+    CHECK(run("[[1], [2]] * [10, 20, 30]") == "[[10, 20, 30], [20, 40, 60]]");
+    CHECK(run("[[1, 2, 3]] + [[10], [20]]") == "[[11, 12, 13], [21, 22, 23]]");
+    CHECK(run("[[[1, 2]], [[3, 4]]] + [[10], [20], [30]]") ==
+          "[[[11, 12], [21, 22], [31, 32]], [[13, 14], [23, 24], [33, 34]]]");
+    CHECK(run("max [1.0] [1.0, 2.0]") == "[1.0, 2.0]");
+    CHECK(run("[[1.0, 2.0]] < [[1.5], [0.5]]") == "[[true, false], [false, false]]");
+    CHECK(run("[] + [1]") == "[]");
+    CHECK(run("[[1, 2]][0:0] + [5, 6]") == "[]");
+    CHECK(error("[1, 2, 3] + [1, 2, 3, 4]") == "operands of `+` could not be broadcast together with shapes (3) (4)");
+    CHECK(error("[[1, 2], [3, 4]] * [[1, 2, 3], [4, 5, 6]]") ==
+          "operands of `*` could not be broadcast together with shapes (2, 2) (2, 3)");
+    CHECK(error("[[1, 2, 3], [4, 5, 6]] - [1, 2]") ==
+          "operands of `-` could not be broadcast together with shapes (2, 3) (2)");
 }
 
 TEST_CASE("eval: math functions elementwise, in float or double") {

@@ -370,9 +370,14 @@ private:
     }
 
     std::string elementwise(El e, int64_t n, int d) {
+        // A scalar, a vector of n, or (broadcast, NumPy's rule) a vector of
+        // one element; the second operand has n elements unless the first has.
+        bool full = false;
         auto arr_or_scalar = [&](El t, bool& used_arr) {
             if (coin(0.35)) return top_scalar(t);
             used_arr = true;
+            if (full && coin(0.2)) return par(vec(t, 1, d));
+            full = true;
             return par(vec(t, n, d));
         };
         bool used = false;
@@ -431,7 +436,9 @@ private:
             return "generate " + shape + " " + lambda({El::Int, El::Int}, e, 1);
         }
         const int d = depth - 1;
-        switch (pick(9)) {
+        switch (pick(10)) {
+            case 9:
+                return broadcast(e, r, c, d);
             case 0:
                 return "generate " + shape + " " + lambda({El::Int, El::Int}, e, 2 + pick(2));
             case 1: {
@@ -464,6 +471,36 @@ private:
                 if (e != El::Float) return "scan " + std::string(scan_op(e)) + " " + seed(e) + " " + par(mat(e, r, c, d));
                 return "float " + par(mat(El::Int, r, c, d));
         }
+    }
+
+    // An r x c matrix from two operands that broadcast to it (NumPy's rule):
+    // a column and a row, or an r x c matrix and one of (1, c), (r, 1), a
+    // vector of c, `col` of r elements, `row` of c, another r x c.
+    std::string broadcast(El e, int64_t r, int64_t c, int d) {
+        const El t = e == El::Bool ? (coin(0.5) ? El::Int : El::Float) : e;
+        std::string a, b;
+        if (coin(0.2)) {
+            a = par("col " + par(vec(t, r, d)));
+            b = coin(0.5) ? par("row " + par(vec(t, c, d))) : par(vec(t, c, d));
+        } else {
+            a = par(mat(t, r, c, d));
+            switch (pick(6)) {
+                case 0: b = par(mat(t, 1, c, d)); break;
+                case 1: b = par(mat(t, r, 1, d)); break;
+                case 2: b = par(vec(t, c, d)); break;
+                case 3: b = par("col " + par(vec(t, r, d))); break;
+                case 4: b = par("row " + par(vec(t, c, d))); break;
+                default: b = par(mat(t, r, c, d));
+            }
+        }
+        if (coin(0.5)) std::swap(a, b);
+        static const char* int_ops[] = {"+", "-", "*", "max", "min"};
+        static const char* float_ops[] = {"+", "-", "*", "max"};
+        static const char* cmps[] = {"<", "<=", ">", ">=", "==", "!="};
+        if (e == El::Bool) return a + " " + cmps[pick(6)] + " " + b;
+        const std::string op = e == El::Int ? int_ops[pick(5)] : float_ops[pick(4)];
+        if (op == "max" || op == "min") return op + " " + a + " " + b;
+        return a + " " + op + " " + b;
     }
 
     // ---- top-level statements: consumers whose (possibly inexact) results are only printed.

@@ -131,7 +131,8 @@ TEST_CASE("type errors say what was expected and what was found") {
     CHECK(t.error("3 1").find("is not a function") != std::string::npos);
     CHECK(t.error("sum [1] 2").find("takes 1 argument but is given 2") != std::string::npos);
     CHECK(t.error("(1, 2) + 1").find("works on numbers and arrays of numbers, not on") != std::string::npos);
-    CHECK(t.error("[1] + [[1]]").find("different ranks") != std::string::npos);
+    CHECK(t.run("[1] + [[1]]") == "[[int]]");  // broadcasting: the larger rank
+    CHECK(t.run("\\(m : [[float]]) (v : [float]) -> m - v") == "[[float]] -> [float] -> [[float]]");
     CHECK(t.error("1 & 2.0").find("mismatched types in `&`") != std::string::npos);
     CHECK(t.error("3000000000").find("does not fit in int") != std::string::npos);
 }
@@ -159,4 +160,21 @@ TEST_CASE("readable schemes for functions over arrays") {
     // y may be a scalar (the root mean square of x - y), which the display says.
     CHECK(t.run("let rmse x y = sqrt (sum ((x - y) ** 2.0) / float (length x))") ==
           "[float] -> [float] -> float  (a scalar also fits where an array combines elementwise)");
+}
+
+TEST_CASE("broadcasting: the result has the larger rank; an unknown rank waits, then defaults to the known one") {
+    Typer t;
+    CHECK(t.run("[[1.0]] * [2.0]") == "[[float]]");
+    CHECK(t.run("[[[1]]] + [[1]] - [1]") == "[[[int]]]");
+    CHECK(t.run("atan2 [[1.0]] [2.0]") == "[[float]]");
+    CHECK(t.run("[[1.0]] > [2.0]") == "[[bool]]");
+    // A function's operand of unknown rank: instantiated at each use.
+    t.run("let f = \\a b -> a * b + 1.0");
+    CHECK(t.run("f [[1.0]] [2.0]") == "[[float]]");
+    CHECK(t.run("f [2.0] 3.0") == "[float]");
+    // Defaulting: an operand of unknown shape is a scalar, before the
+    // reduction of the result would default its rank to 1.
+    t.run("let m = [[1.0, 2.0]]");
+    CHECK(t.run("\\v -> sum (m - v)") == "float -> [float]");
+    CHECK(t.run("\\(v : [float]) -> sum (m - v)") == "[float] -> [float]");
 }
