@@ -228,6 +228,14 @@ std::vector<Prim> prims_of(const Value& like) {
     return out;
 }
 
+AlignedSources aligned_sources(const Value& v) {
+    AlignedSources out = {value_identity(v)};
+    if (const auto* n = v.is_delayed() ? dynamic_cast<const Node*>(v.delayed().get()) : nullptr)
+        for (const void* s : n->group().aligned)
+            if (out.size() < kMaxAlignedSources) out.push_back(s);
+    return out;
+}
+
 // ---------------------------------------------------------------- fusion bound
 int64_t bounded_weight(const std::vector<Value>& operands, int64_t reads) {
     int64_t w = fusion_weight(operands, reads);

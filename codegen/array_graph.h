@@ -15,6 +15,7 @@
 
 #include "codegen/compile_function.h"
 #include "codegen/lower_primitives.h"
+#include "codegen/row_values.h"
 #include "lang/eval.h"
 
 namespace shoal::compiled {
@@ -53,6 +54,10 @@ struct NodeGroup {
     // `a` to the BLAS as a transposed operand, and forced it is the tiled
     // transpose kernel. Unset for every other node.
     std::optional<Value> transpose_of;
+    // The arrays it reads element for element at its own index (an
+    // elementwise operator's operands of its shape, transitively), for the
+    // broadcasting footgun's provenance (row_values.h).
+    AlignedSources aligned;
 };
 
 // A node of the delayed graph: shape and element type known eagerly, the
@@ -170,5 +175,7 @@ constexpr int64_t kMaxFusedNodes = 200;
 // the kernel, and a loop of `a @ m` would grow the kernel exponentially),
 // forcing them first when it would exceed kMaxFusedNodes.
 int64_t bounded_weight(const std::vector<Value>& operands, int64_t reads = 1);
+// A value's identity with the arrays it reads at its own index (NodeGroup::aligned).
+AlignedSources aligned_sources(const Value& v);
 
 }  // namespace shoal::compiled

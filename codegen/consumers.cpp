@@ -112,6 +112,7 @@ std::optional<Value> FusionEngine::known_reduce(const std::string& name, std::sp
     });
     const ir::ArrayData& out = r.outputs.at("out");
     Value v = s.size() == 1 ? Value(first_element(out, elem)) : result(out, elem, {s[0]});
+    if (s.size() == 2) note_row_values(v, xs, name);
     if (!is_reduce) return v;
     // reduce f z xs folds from z: combine z with each row's total (the operators commute).
     static const std::map<ir::AssocOp, const char*> names = {
@@ -231,7 +232,10 @@ std::optional<Value> FusionEngine::arg_extreme(bool largest, const Value& xs, Ev
         ir::lower_reduce(pb, name, src, op, {"best", "index"}, lowering_options(facts));
     });
     const ir::ArrayData& index = r.outputs.at("index");
-    return s.size() == 1 ? Value(first_element(index, Prim::Int)) : result(index, Prim::Int, {s[0]});
+    if (s.size() == 1) return Value(first_element(index, Prim::Int));
+    Value v = result(index, Prim::Int, {s[0]});
+    note_row_values(v, xs, name);
+    return v;
 }
 
 // scan/scanExclusive (rank 1 or 2, per row) and segscan (rank 1): one scan

@@ -69,6 +69,10 @@ std::vector<Value> FusionEngine::results(const ir::PlanOutcome& r, const std::ve
 }
 
 
+void FusionEngine::note_row_values(const Value& v, const Value& of, const std::string& what) {
+    row_values_.note_reduction(v, aligned_sources(of), what, origin_);
+}
+
 // ---------------------------------------------------------------- forcing
 namespace {
 
@@ -140,11 +144,13 @@ std::vector<ir::ArrayData> FusionEngine::materialise(const NodeGroup& g) {
 }
 
 Value FusionEngine::node(Prim elem, Shape shape, Node::MakePull pull, Replay replay, const EvalContext& ctx,
-                               const std::vector<Value>& operands, std::optional<Value> transpose_of, int64_t reads) {
+                               const std::vector<Value>& operands, std::optional<Value> transpose_of, int64_t reads,
+                               AlignedSources aligned) {
     check_array_size(elem, shape);  // "array of shape ... is too large", as the reference raises it
     auto g = std::make_shared<NodeGroup>(
         NodeGroup{[pull](FuseContext& fc) { return ir::tuple_of(pull(fc)); }, {elem}, std::move(shape),
-                  std::move(replay), ctx, bounded_weight(operands, reads), origin_, origin_name_, {}, {}, std::move(transpose_of)});
+                  std::move(replay), ctx, bounded_weight(operands, reads), origin_, origin_name_, {}, {},
+                  std::move(transpose_of), std::move(aligned)});
     Value v(std::make_shared<const Node>(shared_from_this(), std::move(g), 0, std::move(pull)));
     if (!optimisations.fusion) static_cast<const Node&>(*v.delayed()).compute_because(kFusionOff);  // a kernel per primitive
     return v;
@@ -156,7 +162,7 @@ std::vector<Value> FusionEngine::tuple_nodes(std::vector<Prim> elems, Shape shap
     for (Prim p : elems) check_array_size(p, shape);
     auto g = std::make_shared<const NodeGroup>(NodeGroup{std::move(pull), std::move(elems), std::move(shape),
                                                          std::move(replay), ctx, bounded_weight(operands), origin_,
-                                                         origin_name_, {}, {}, {}});
+                                                         origin_name_, {}, {}, {}, {}});
     std::vector<Value> members;
     for (size_t k = 0; k < g->elems.size(); ++k) {
         // Fused into a consumer, a member computes the whole tuple and keeps

@@ -121,7 +121,7 @@ private:
     // into it unless that would make kernels too large, then forced first).
     Value node(Prim elem, Shape shape, Node::MakePull pull, Replay replay, const EvalContext& ctx,
                const std::vector<Value>& operands, std::optional<Value> transpose_of = std::nullopt,
-               int64_t reads = 1);
+               int64_t reads = 1, AlignedSources aligned = {});
     // The nodes of a map returning a tuple: one per leaf component.
     std::vector<Value> tuple_nodes(std::vector<Prim> elems, Shape shape,
                                    std::function<ir::PullTuple(FuseContext&)> pull, Replay replay,
@@ -131,6 +131,8 @@ private:
                                          EvalContext& ctx, const Loc& loc);
     std::optional<Value> producer(const std::string& name, const Type& type, std::span<const Value> args,
                                   const EvalContext& ctx, const Loc& loc);
+    void warn_rows_along_columns(const std::vector<Value>& a, const std::vector<Shape>& shapes, const EvalContext& ctx,
+                                 const Loc& loc);
     std::optional<Value> map_node(const std::string& name, const Type& type, const std::vector<Value>& a,
                                   const EvalContext& ctx, const Loc& loc);
     std::optional<Value> index_map(const std::string& name, const Type& type, const std::vector<Value>& a,
@@ -206,6 +208,9 @@ private:
     }
     void record_profile(const ir::LaunchPlan& plan, const ir::PlanOutcome& r, const RunSource& source);
     StepRecording* step_recording_ = nullptr;
+    RowValues row_values_;  // reductions' results: one value per row of which matrix (row_values.h)
+    // An innermost reduction's result `v` of the matrix `of`, noted for the footgun check.
+    void note_row_values(const Value& v, const Value& of, const std::string& what);
     EvalContext last_ctx_;  // the context of the last builtin (slices have none of their own)
     std::map<std::string, std::vector<ir::Kernel>> emitted_kernels_;
 };

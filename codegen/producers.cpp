@@ -380,6 +380,32 @@ std::optional<Value> FusionEngine::thin_product(const Type& type, std::span<cons
                 std::nullopt, /*reads=*/k);
 }
 
+// The footgun (row_values.h): a vector of one value per row of a matrix,
+// stretched along the rows of a matrix read at the reduced one's index, so
+// that it lines up with the columns. Only a square matrix gets here (else
+// the shapes do not broadcast, and that error suggests `col`).
+void FusionEngine::warn_rows_along_columns(const std::vector<Value>& a, const std::vector<Shape>& shapes,
+                                           const EvalContext& ctx, const Loc& loc) {
+    if (!ctx.warnings) return;
+    for (size_t k = 0; k < 2; ++k) {
+        const Shape& v = shapes[k];
+        const Shape& m = shapes[1 - k];
+        if (v.size() != 1 || m.size() != 2 || m[0] != m[1] || m[0] <= 1) continue;
+        const RowValues::Reduction* r = row_values_.reduced_from(a[k], aligned_sources(a[1 - k]));
+        if (!r) continue;
+        const std::string at = r->at.valid() ? " at " + r->at.position() : "";
+        const std::string text = source_text(r->at, r->what);
+        const std::string shown = text.empty() ? r->what + " ..." : text;
+        ctx.warnings->push_back(
+            {loc,
+             "`" + shown + "`" + at + " has one value per row of a matrix, but broadcasting lines a vector up " +
+                 "with a matrix's columns (its last axis): each row here is combined with every row's value",
+             {"write `col (" + shown + ")` to combine each row with its own value (shape (" + std::to_string(v[0]) +
+                  ", 1)); to reduce each column instead, reduce the transpose (`" + r->what + " (transpose m)`)",
+              "NumPy gives the same wrong result without a word; a matrix that is not square would not broadcast"}});
+    }
+}
+
 std::optional<Value> FusionEngine::producer(const std::string& name, const Type& type,
                                                   std::span<const Value> args, const EvalContext& ctx,
                                                   const Loc& loc) {
@@ -396,6 +422,12 @@ std::optional<Value> FusionEngine::producer(const std::string& name, const Type&
             two_arrays ? ops::require_broadcast(shape_of(a[0]), shape_of(a[1]), name.c_str(), loc) : shape_of(arr);
         std::vector<Shape> shapes;  // each operand's shape (empty: a scalar)
         for (const Value& v : a) shapes.push_back(is_operand(v) ? shape_of(v) : Shape{});
+        if (two_arrays) warn_rows_along_columns(a, shapes, ctx, loc);
+        AlignedSources aligned;  // the operands read at the result's index, and theirs
+        for (size_t k = 0; k < a.size(); ++k)
+            if (is_operand(a[k]) && shapes[k] == shape)
+                for (const void* s : aligned_sources(a[k]))
+                    if (aligned.size() < kMaxAlignedSources) aligned.push_back(s);
         auto pull = [a, name, result, shape, shapes](FuseContext& fc) {
             std::vector<PullArray> srcs;
             for (const Value& v : a) srcs.push_back(is_operand(v) ? pull_of(v, fc) : PullArray{});
@@ -413,7 +445,12 @@ std::optional<Value> FusionEngine::producer(const std::string& name, const Type&
             };
             return out;
         };
-        return node(*result, shape, pull, make_replay(name, type, args, ctx, loc), ctx, a);
+        Value v = node(*result, shape, pull, make_replay(name, type, args, ctx, loc), ctx, a, std::nullopt, 1,
+                       std::move(aligned));
+        if (shape.size() == 1)  // `sum m / 3.0` holds one value per row of m as `sum m` does
+            for (size_t k = 0; k < a.size(); ++k)
+                if (is_operand(a[k]) && shapes[k] == shape) row_values_.carry(a[k], v);
+        return v;
     }
     if (name == "map" || name == "zipWith" || name == "zipWith3") return map_node(name, type, a, ctx, loc);
     if (name == "iota") {

@@ -1,0 +1,97 @@
+// Broadcasting by NumPy's rules (docs/language.md, "Elementwise"): the
+// compiled kernels agree with the reference evaluator on every form, a
+// stretched axis is an index map (no copy), and the footgun -- a vector of
+// one value per row lined up with a square matrix's columns -- is warned
+// of, while correct code is not.
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "differential.h"
+#include "lang/session.h"
+#include "runtime/executors.h"
+
+namespace {
+
+using shoal::Session;
+
+struct WarningCapture : shoal::SessionOutput {
+    std::string all;
+    std::vector<std::string> warnings;
+    void value(const shoal::Value&, const shoal::Type&, const std::string& text) override { all += text + "\n"; }
+    void text(const std::string& s) override { all += s + "\n"; }
+    void error(const shoal::Error& e) override { all += "error: " + e.message + "\n"; }
+    void warning(const std::string& w) override { warnings.push_back(w); }
+};
+
+// The warnings `statement` gives after `setup` in a compiled session.
+std::vector<std::string> warnings_of(const std::string& setup, const std::string& statement) {
+    shoal::runtime::install_compiled_backend();
+    Session s;
+    WarningCapture out;
+    s.execute(setup, "<t>", out);
+    out.warnings.clear();
+    s.execute(statement, "<t>", out);
+    return out.warnings;
+}
+
+const char* kSquare = "let m = generate (3, 3) (\\i j -> float (i * 3 + j * j))";
+const char* kWide = "let w = generate (2, 3) (\\i j -> float (i * 3 + j * j))";
+
+}  // namespace
+
+TEST_CASE("broadcasting: kernels agree with the reference on every form") {
+    const std::string setup = std::string(kSquare) + "\n" + kWide +
+                              "\nlet v3 = [1.0, -2.0, 0.5]\nlet v2 = [10.0, 20.0]\nlet one = [3.0]\n"
+                              "let t = generate (2, 1, 3) (\\i j k -> i * 10 + k)\n";
+    for (const char* e : {
+             "w - v3", "v3 * w", "w + col v2", "col v2 - w", "row v3 * col v2", "w - row v3", "m - one", "one + v3",
+             "max w (col v2)", "w > v3", "atan2 w (col v2)", "t + [[1], [2], [3]]", "t * [7, 8, 9]",
+             "w[0:1] + w", "sum (w - v3)", "maximum (w * col v2)", "exp (w - col (maximum w))",
+             "let e = exp (w - col (maximum w)) in e / col (sum e)", "(w - v3)[1, 2]",
+             "map (\\i -> sum (w[i] * v3)) (iota 2)", "map (\\i -> sum (w[i] * one)) (iota 2)",
+             "loop a = w for i < 3 do a - v3 * 0.5", "w - [1.0, 2.0]", "map (\\i -> sum (w[i] * v2)) (iota 2)"}) {
+        INFO(e);
+        CHECK(shoal::testing::differential(setup + e));
+    }
+}
+
+TEST_CASE("broadcasting: a stretched axis reads index 0 in the one fused kernel, no copy") {
+    shoal::runtime::install_compiled_backend();
+    Session s;
+    WarningCapture out;
+    s.execute(std::string(kWide) + "\nlet c = [1.0, 2.0]\n:cuda w - col c", "<t>", out);
+    INFO(out.all);
+    CHECK(out.all.find("1. alloc float out[len_w0 * len_w1]") != std::string::npos);
+    CHECK(out.all.find("2. launch map") != std::string::npos);
+    CHECK(out.all.find("3. launch") == std::string::npos);  // one kernel: the column is not materialised
+    CHECK(out.all.find("w[gid] - c[") != std::string::npos);
+}
+
+TEST_CASE("broadcasting: a vector of one value per row, lined up with a square matrix's columns, is warned of") {
+    // The footgun, as NumPy would run it silently.
+    for (const char* e : {"m - maximum m", "maximum m - m", "exp m - maximum m", "m - sum m / 3.0",
+                          "let mx = minimum m in m * mx", "m / product (m + 1.0)"}) {
+        INFO(e);
+        const std::vector<std::string> w = warnings_of(kSquare, e);
+        REQUIRE(w.size() == 1);
+        CHECK(w[0].find("has one value per row of a matrix, but broadcasting lines a vector up") != std::string::npos);
+        CHECK(w[0].find("write `col (") != std::string::npos);
+    }
+    CHECK(warnings_of(kSquare, "m - maximum m")[0].find("write `col (maximum m)`") != std::string::npos);
+    // Correct code: a column, a reduction of the transpose (the columns), an
+    // unrelated vector, a reduction of another matrix.
+    for (const char* e : {"m - col (maximum m)", "m - maximum (transpose m)", "m - sum (transpose m) / 3.0",
+                          "m - [1.0, 2.0, 3.0]",
+                          "let other = generate (3, 3) (\\i j -> 1.0) in m - maximum other"}) {
+        INFO(e);
+        CHECK(warnings_of(kSquare, e).empty());
+    }
+    // Not square: the shapes do not broadcast, and the error suggests `col`.
+    shoal::runtime::install_compiled_backend();
+    Session s;
+    WarningCapture out;
+    s.execute(std::string(kWide) + "\nw - maximum w", "<t>", out);
+    CHECK(out.all.find("could not be broadcast together with shapes (2, 3) (2)") != std::string::npos);
+}
