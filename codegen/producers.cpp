@@ -156,7 +156,8 @@ std::optional<Value> FusionEngine::update(const Value& a, std::span<const ops::A
     const Restore<Loc> during(origin_, loc);
     const Restore<std::string> named(origin_name_, "with");
     const Replay whole = [a, sel, v, loc] { return Value(ops::update_array(*force(a).array(), sel, force(v), loc)); };
-    auto pull = [a, v, sel, scalar_value](FuseContext& fc) {
+    const Shape part_shape = ops::selected_shape(sel), value_shape = scalar_value ? Shape{} : like_shape(v);
+    auto pull = [a, v, sel, scalar_value, part_shape, value_shape](FuseContext& fc) {
         const PullArray src = pull_of(a, fc);
         std::optional<PullArray> part;
         if (!scalar_value) part = pull_of(v, fc);
@@ -169,7 +170,8 @@ std::optional<Value> FusionEngine::update(const Value& a, std::span<const ops::A
         PullArray out{src.shape, src.elem, nullptr};
         const Scalar value = scalar_value ? v.scalar() : Scalar{};
         auto keep = std::make_shared<const Scalar>(value);
-        out.at = [&fc, src, part, starts, steps, counts, keep](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
+        out.at = [&fc, src, part, starts, steps, counts, keep, part_shape, value_shape](ir::KernelBuilder& kb,
+                                                                                       const std::vector<ir::ExprPtr>& i) {
             using ir::BinaryOp;
             ir::ExprPtr selected = ir::const_bool(true);
             std::vector<ir::ExprPtr> j;  // the position in the selected part
@@ -194,7 +196,8 @@ std::optional<Value> FusionEngine::update(const Value& a, std::span<const ops::A
             // part, the part's element 0 (the part is not empty), which the
             // reference computes too (no error it would not raise).
             for (ir::ExprPtr& q : j) q = kb.bind("part_index", ir::select(in_part, q, ir::i64(0)));
-            const ir::ExprPtr new_value = part ? part->at(kb, j) : fc.lift(kb, *keep, keep.get());
+            const ir::ExprPtr new_value =
+                part ? part->at(kb, broadcast_read(j, value_shape, part_shape)) : fc.lift(kb, *keep, keep.get());
             return ir::select(in_part, kb.bind("new_value", new_value), src.at(kb, i));
         };
         return out;

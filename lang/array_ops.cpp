@@ -102,9 +102,9 @@ Shape selected_shape(const std::vector<AxisSelect>& sel) {
 }
 
 void require_update_shape(const Shape& part, const Shape& value, const Loc& loc) {
-    if (value != part)
-        runtime_error(loc, "shape mismatch in with: the selected part has shape " + shape_to_string(part) +
-                               " but the value has shape " + shape_to_string(value));
+    if (value == part || broadcast_shapes(part, value) == part) return;
+    runtime_error(loc, "shape mismatch in with: the selected part has shape " + shape_to_string(part) +
+                           " and the value's shape " + shape_to_string(value) + " does not broadcast to it");
 }
 
 // ---------------------------------------------------------------- elementwise
@@ -366,10 +366,17 @@ ArrayPtr update_array(const Array& a, const std::vector<AxisSelect>& selection, 
     }
     SHOAL_INTERNAL_ASSERT(v.is_array() && v.array()->elem == a.elem, "with: value is not an array of the element type");
     const Array& src = *v.array();
-    require_update_shape(selected_shape(sel), src.shape, loc);
+    const Shape part = selected_shape(sel);
+    require_update_shape(part, src.shape, loc);
     const int64_t w = width(a);
+    // A value broadcast to the part reads its elements through the index map.
+    const std::vector<int64_t> at = src.shape == part ? std::vector<int64_t>{} : broadcast_index(src.shape, part);
     int64_t from = 0;
-    for_each_selected(a, sel, [&](int64_t dst) { std::memcpy(element_ptr(*out, dst), element_ptr(src, from++), w); });
+    for_each_selected(a, sel, [&](int64_t dst) {
+        const int64_t k = at.empty() ? from : at[static_cast<size_t>(from)];
+        std::memcpy(element_ptr(*out, dst), element_ptr(src, k), w);
+        ++from;
+    });
     return out;
 }
 

@@ -213,7 +213,8 @@ Value index_array(const Array& a, const std::vector<AxisSelect>& sel);
 std::vector<AxisSelect> full_selection(const Shape& shape, std::vector<AxisSelect> sel);
 // The shape of the part a (full) selection selects.
 Shape selected_shape(const std::vector<AxisSelect>& sel);
-// `with`'s rule: the new part has exactly the selected part's shape, else
+// `with`'s rule: the new part broadcasts to the selected part's shape
+// (NumPy's rule, one way: the part keeps its shape), else
 // "shape mismatch in with: ...".
 void require_update_shape(const Shape& part, const Shape& value, const Loc& loc);
 // A copy of `a` with the selected part replaced by `v` (a Scalar broadcast,

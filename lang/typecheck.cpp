@@ -917,9 +917,23 @@ public:
                 return true;
             }
             case Constraint::Kind::Assign: {
-                // types: {selected part, value, element}: a scalar value is broadcast.
+                // types: {selected part, value, element}: a scalar value is
+                // broadcast, and so is an array of a rank up to the part's
+                // (NumPy's rule; the extents are checked when it runs).
                 int shape = operand_shape(c.types[1]);
                 if (shape < 0 && !force) return false;
+                if (shape == 1) {
+                    const Type part = prune(c.types[0]), value = prune(c.types[1]);
+                    if (part->kind == TypeKind::Array) {
+                        const Type pr = prune(part->args[0]), vr = prune(value->args[0]);
+                        const bool known = pr->kind == TypeKind::Rank && vr->kind == TypeKind::Rank;
+                        if (!known && !force) return false;
+                        if (known && vr->rank < pr->rank) {
+                            expect(value->args[1], part->args[1], c.loc, "element of the value assigned with `with`");
+                            return true;
+                        }
+                    }
+                }
                 expect(c.types[1], shape == 1 ? c.types[0] : c.types[2], c.loc, "value assigned with `with`");
                 return true;
             }

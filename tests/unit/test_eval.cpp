@@ -375,9 +375,16 @@ TEST_CASE("eval: functional update with `with`") {
     CHECK(run("(zip [1, 2] [3.0, 4.0]) with [0] = (5, 6.0)") == "([5, 2], [6.0, 4.0])");
     CHECK(error("[1, 2, 3] with [3] = 0") == "index 3 is out of bounds for axis 0 with extent 3");
     CHECK(error("[1, 2, 3, 4] with [1:3] = [7, 8, 9]") ==
-          "shape mismatch in with: the selected part has shape (2) but the value has shape (3)");
+          "shape mismatch in with: the selected part has shape (2) and the value's shape (3) does not broadcast to it");
     CHECK(error("fill (3, 3) 1 with [1:, 1:] = [[1, 2, 3], [4, 5, 6]]") ==
-          "shape mismatch in with: the selected part has shape (2, 2) but the value has shape (2, 3)");
+          "shape mismatch in with: the selected part has shape (2, 2) and the value's shape (2, 3) does not broadcast "
+          "to it");
+    // The value broadcasts to the part (NumPy's rule, one way).
+    CHECK(run("fill (3, 4) 0 with [0:2] = [1, 2, 3, 4]") == "[[1, 2, 3, 4], [1, 2, 3, 4], [0, 0, 0, 0]]");
+    CHECK(run("fill (3, 4) 0 with [:, 1:3] = col [7, 8, 9]") == "[[0, 7, 7, 0], [0, 8, 8, 0], [0, 9, 9, 0]]");
+    CHECK(run("fill (2, 3) 0 with [1] = [5]") == "[[0, 0, 0], [5, 5, 5]]");
+    CHECK(error("fill (3, 4) 0 with [0:2] = [1, 2]") ==
+          "shape mismatch in with: the selected part has shape (2, 4) and the value's shape (2) does not broadcast to it");
 }
 
 TEST_CASE("eval: construction builtins") {
