@@ -214,6 +214,10 @@ IExpr integer_power(KernelBuilder& kb, const IExpr& x, const IExpr& y) {
 
 IExpr emit_builtin(KernelBuilder& kb, const std::string& name, const std::vector<IExpr>& args) {
     if (args.size() == 1) return emit_unary(name, args[0]);
+    if (name == "where" && args.size() == 3) {
+        if (args[0]->type != ScalarType::Bool || args[1]->type != args[2]->type) decline("where of these types");
+        return select(args[0], args[1], args[2]);
+    }
     if (args.size() != 2) decline("the function " + name);
     const ScalarType t = args[0]->type;
     if (name == "**" || name == "pow" || name == "atan2") {
@@ -950,7 +954,7 @@ private:
     static bool is_elementwise(const std::string& name) {
         return binary_ops().count(name) || name == "**" || name == "pow" || name == "atan2" || name == "negate" ||
                name == "!" || name == "~" || name == "abs" || name == "floor" || name == "ceil" || name == "round" ||
-               is_math_function(name) || conversion_target(name).has_value();
+               is_math_function(name) || conversion_target(name).has_value() || name == "where";
     }
     static int find_builtin_arity(const std::string& name) {
         const evalimpl::BuiltinDef* d = evalimpl::find_builtin(name);

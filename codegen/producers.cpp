@@ -18,16 +18,18 @@ const std::set<std::string>& elementwise_names() {
     static const std::set<std::string> names = {
         "+", "-", "*", "/", "%", "**", "==", "!=", "<", "<=", ">", ">=", "&&", "||", "&", "|", "^", "<<", ">>",
         "negate", "!", "~", "sqrt", "exp", "log", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh",
-        "tanh", "erf", "floor", "ceil", "round", "abs", "atan2", "pow", "min", "max", "int", "long", "float", "double"};
+        "tanh", "erf", "floor", "ceil", "round", "abs", "atan2", "pow", "min", "max", "int", "long", "float", "double",
+        "where"};
     return names;
 }
 
 // The element type an elementwise builtin produces, or nullopt when the
 // compiled subset does not cover it (found by emitting it on dummy operands).
-std::optional<Prim> elementwise_result(const std::string& name, Prim operand, size_t arity) {
-    const ir::ScalarType t = ir::scalar_of(operand);
+std::optional<Prim> elementwise_result(const std::string& name, const std::vector<Prim>& operands) {
+    std::vector<ir::ScalarType> ts;
+    for (Prim p : operands) ts.push_back(ir::scalar_of(p));
     try {
-        const ir::ScalarType r = compiled::builtin_result(name, std::vector<ir::ScalarType>(arity, t));
+        const ir::ScalarType r = compiled::builtin_result(name, ts);
         for (Prim p : {Prim::Bool, Prim::Int, Prim::Long, Prim::Float, Prim::Double})
             if (ir::scalar_of(p) == r) return p;
     } catch (const Decline&) {
@@ -417,14 +419,18 @@ std::optional<Value> FusionEngine::producer(const std::string& name, const Type&
         if (std::none_of(a.begin(), a.end(), is_operand)) return std::nullopt;
         for (const Value& v : a)
             if (!is_operand(v) && !v.is_scalar()) return std::nullopt;
-        const auto result = elementwise_result(name, elem_of(a[0]), a.size());
+        std::vector<Prim> elems;
+        for (const Value& v : a) elems.push_back(elem_of(v));
+        const auto result = elementwise_result(name, elems);
         if (!result) return std::nullopt;
-        const Value& arr = is_operand(a[0]) ? a[0] : a[1];
-        const bool two_arrays = a.size() == 2 && is_operand(a[0]) && is_operand(a[1]);
-        const Shape shape =
-            two_arrays ? ops::require_broadcast(shape_of(a[0]), shape_of(a[1]), name.c_str(), loc) : shape_of(arr);
         std::vector<Shape> shapes;  // each operand's shape (empty: a scalar)
         for (const Value& v : a) shapes.push_back(is_operand(v) ? shape_of(v) : Shape{});
+        std::optional<Shape> broadcast;  // the operands' shapes broadcast together
+        for (size_t k = 0; k < a.size(); ++k)
+            if (is_operand(a[k]))
+                broadcast = broadcast ? ops::require_broadcast(*broadcast, shapes[k], name.c_str(), loc) : shapes[k];
+        const Shape shape = *broadcast;
+        const bool two_arrays = a.size() == 2 && is_operand(a[0]) && is_operand(a[1]);
         if (two_arrays) warn_rows_along_columns(a, shapes, ctx, loc);
         AlignedSources aligned;  // the operands read at the result's index, and theirs
         for (size_t k = 0; k < a.size(); ++k)

@@ -123,6 +123,8 @@ std::vector<BuiltinDoc> make_builtin_docs() {
         {"round", "a -> a   (a floating; elementwise on arrays)", "round to nearest, halves away from zero"},
         {"min", "a -> a -> a   (a numeric; elementwise on arrays)", "the smaller argument (a NaN operand gives the other)"},
         {"max", "a -> a -> a   (a numeric; elementwise on arrays)", "the larger argument (a NaN operand gives the other)"},
+        {"where", "bool -> a -> a -> a   (elementwise on arrays, broadcasting)",
+         "NumPy's where: x where the condition holds, else y: `where (xs > 0.0) xs 0.0`"},
         {"pow", "a -> a -> a   (a floating; elementwise on arrays)", "pow x y is x raised to y (as x ** y)"},
 
         // ---------------------------------------------------------- conversions

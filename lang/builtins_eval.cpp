@@ -71,6 +71,25 @@ Value binary_op(const BuiltinCall& c, Args a) { return ops::lift2(Op{}, a[0], a[
 template <Prim P>
 Value convert_op(const BuiltinCall&, Args a) { return ops::convert_value(a[0], P); }
 
+// where c x y: x's element where c holds, else y's; the three broadcast.
+Value b_where(const BuiltinCall& c, Args a) {
+    if (!a[0].is_array() && !a[1].is_array() && !a[2].is_array())
+        return a[0].scalar().as_bool() ? a[1] : a[2];
+    std::optional<Shape> shape;
+    for (const Value& v : a)
+        if (v.is_array()) shape = shape ? ops::require_broadcast(*shape, v.array()->shape, "where", c.loc) : v.array()->shape;
+    const Prim elem = ops::prim_of_value(a[1]);
+    auto out = std::make_shared<Array>(elem, *shape);
+    std::vector<std::vector<int64_t>> at(3);
+    for (size_t k = 0; k < 3; ++k)
+        if (a[k].is_array()) at[k] = ops::broadcast_index(a[k].array()->shape, *shape);
+    auto get = [&](size_t k, int64_t i) {
+        return a[k].is_array() ? a[k].array()->get(at[k][static_cast<size_t>(i)]) : a[k].scalar();
+    };
+    for (int64_t i = 0, n = out->size(); i < n; ++i) out->set(i, get(0, i).as_bool() ? get(1, i) : get(2, i));
+    return Value(std::move(out));
+}
+
 // ---------------------------------------------------------------- construction
 Value b_iota(const BuiltinCall& c, Args a) {
     const Shape s = shape_arg(c, a[0]);
@@ -447,6 +466,7 @@ const BuiltinDef kBuiltins[] = {
     {"pow", 2, binary_op<ops::Pow>},
     {"min", 2, binary_op<ops::Min>},
     {"max", 2, binary_op<ops::Max>},
+    {"where", 3, b_where},
     // conversions
     {"int", 1, convert_op<Prim::Int>},
     {"long", 1, convert_op<Prim::Long>},

@@ -82,7 +82,7 @@ Type type_of_load(const std::string& path, const Loc& loc) {
 const std::pair<const char*, std::vector<const char*>> kHelpGroups[] = {
     {"construction", {"iota", "fill", "generate", "random"}},
     {"shape", {"length", "rows", "cols", "shape", "reshape", "flatten", "transpose", "col", "row"}},
-    {"elementwise", {"map", "zipWith", "zipWith3", "zip", "unzip"}},
+    {"elementwise", {"map", "zipWith", "zipWith3", "zip", "unzip", "where"}},
     {"math", {"sqrt", "exp", "log", "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh",
               "tanh", "abs", "floor", "ceil", "round", "min", "max", "pow", "erf"}},
     {"conversions", {"int", "long", "float", "double"}},

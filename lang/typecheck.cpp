@@ -1391,6 +1391,13 @@ std::map<std::string, SchemePtr> make_builtin_schemes() {
     for (const char* op : {"==", "!="}) m[op] = lifted(2, ClassEq, nullptr, tbool());
     for (const char* op : {"<", "<=", ">", ">="}) m[op] = lifted(2, ClassOrd | ClassNum, nullptr, tbool());
     for (const char* op : {"&&", "||"}) m[op] = lifted(2, 0, tbool(), nullptr);
+    {
+        // where c x y: a bool condition, x and y of one element type; the three broadcast.
+        SchemeBuilder b;
+        Type e = b.var(0, true), r = b.var(), c = b.var(), x = b.var(), y = b.var();
+        b.constrain(Constraint::Kind::Lift, {r, e, c, tbool(), x, e, y, e});
+        m["where"] = b.done(t_func({c, x, y}, r));
+    }
     for (const char* op : {"&", "|", "^", "<<", ">>"}) m[op] = lifted(2, ClassIntegral | ClassNum, nullptr, nullptr);
     m["negate"] = lifted(1, ClassNum, nullptr, nullptr);
     m["!"] = lifted(1, 0, tbool(), nullptr);

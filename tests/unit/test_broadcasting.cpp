@@ -51,7 +51,13 @@ TEST_CASE("broadcasting: kernels agree with the reference on every form") {
              "w[0:1] + w", "sum (w - v3)", "maximum (w * col v2)", "exp (w - col (maximum w))",
              "let e = exp (w - col (maximum w)) in e / col (sum e)", "(w - v3)[1, 2]",
              "map (\\i -> sum (w[i] * v3)) (iota 2)", "map (\\i -> sum (w[i] * one)) (iota 2)",
-             "loop a = w for i < 3 do a - v3 * 0.5", "w - [1.0, 2.0]", "map (\\i -> sum (w[i] * v2)) (iota 2)"}) {
+             "loop a = w for i < 3 do a - v3 * 0.5", "w - [1.0, 2.0]", "map (\\i -> sum (w[i] * v2)) (iota 2)",
+             // with: the value broadcasts to the selected part
+             "w with [0:1] = v3", "w with [:, 1:3] = col v2", "m with [1] = one", "w with [0:2] = v2",
+             // where: the condition and both values broadcast
+             "where (w > 2.0) w 0.0", "where (w > v3) w (col v2)", "where [true, false, true] w (-w)",
+             "where (v3 > 0.0) 1 0", "map (\\i -> sum (where (w[i] > 1.0) w[i] one)) (iota 2)",
+             "where (w > 0.0) w [1.0, 2.0]"}) {
         INFO(e);
         CHECK(shoal::testing::differential(setup + e));
     }

@@ -35,7 +35,7 @@ const std::map<std::string, std::string> kCalls = {
     {"length", "length (take (i + 1) xs)"}, {"rows", "rows m + i"}, {"cols", "cols m + i"},
     {"shape", "let (a, b) = shape m in a + b + i"}, {"reshape", "(reshape (2, 4) xs)[1, i]"},
     {"flatten", "(flatten m)[i]"}, {"transpose", "(transpose m)[i, 1]"},
-    {"col", "(col xs)[i, 0]"}, {"row", "(row xs - col xs)[0, i]"},
+    {"col", "(col xs)[i, 0]"}, {"where", "sum (where (xs > float i) xs 0.0)"}, {"row", "(row xs - col xs)[0, i]"},
     {"matmul", "(matmul m (transpose m))[i, 0]"}, {"@", "(m @ transpose m)[0, i]"},
     {"map", "sum (map (\\v -> v * float i) xs)"}, {"zipWith", "sum (zipWith (\\a b -> a * float b + float i) xs ys)"},
     {"zipWith3", "sum (zipWith3 (\\a b c -> a + float b + c * float i) xs ys xs)"},
