@@ -587,7 +587,30 @@ private:
     // reference evaluator's bounds check and message (negative indices count
     // from the end). With slices or fewer indices than axes (a[lo:hi],
     // a[i, :], b[:, j], m[i]) the result is a nested array.
-    CVal index(const Expr& e, Scope& s) { return index_of(expr(*e.kids[0], s), e, s); }
+    CVal index(const Expr& e, Scope& s) {
+        if (is_mask_index(e)) return masked(expr(*e.indices[0].index, s), expr(*e.kids[0], s));
+        return index_of(expr(*e.kids[0], s), e, s);
+    }
+
+    // xs[mask] (compress mask xs) in the thread: xs with the mask's flags as
+    // the elements kept, as a nested `filter` keeps them (only folds and
+    // maps take it).
+    CVal masked(const CVal& m, const CVal& a) {
+        if (a.keep || m.keep) decline("a mask of a filtered array");
+        ir::PullArray x = vector_arg(a);
+        const ir::PullArray flags = vector_arg(m);
+        const IExpr n = kb_.bind("n", ir::use_params(kb_, x.shape[0]));
+        const IExpr f = kb_.bind("n", ir::use_params(kb_, flags.shape[0]));
+        const int code = kb_.add_check("boolean index did not match indexed array along axis 0; size of axis is "
+                                       "{extent} but size of corresponding boolean axis is {index}",
+                                       loc_);
+        kb_.emit(if_then(binary(BinaryOp::Ne, n, f), {ir::error(code, f, n)}));
+        x.shape[0] = kb_.bind("n", binary(BinaryOp::Min, n, f));  // past a mismatch (an error) no read past an end
+        CVal out = pull_val(x);
+        out.keep = std::make_shared<const std::function<IExpr(KernelBuilder&, IExpr)>>(
+            [flags](KernelBuilder& kb, IExpr k) { return flags.at(kb, {std::move(k)}); });
+        return out;
+    }
 
     // An array of tuples is a tuple of arrays (`zip xs ys`): each is indexed.
     CVal index_of(const CVal& a, const Expr& e, Scope& s) {
@@ -799,6 +822,7 @@ private:
                 });
             return out;
         }
+        if (name == "compress") return masked(args[0], args[1]);
         if (name == "map" && args.size() == 2 && args[1].keep) {  // map f (filter p xs): the same elements kept
             CVal whole = args[1];
             whole.keep = nullptr;

@@ -48,7 +48,7 @@ std::optional<Value> FusionEngine::consumer(const std::string& name, std::span<c
 
 namespace {
 
-enum class ConsumerKind : uint8_t { Sort, Scan, Push, Filter, Matmul, Permute, Scatter, Count, ArgExtreme, Reduce, Known };
+enum class ConsumerKind : uint8_t { Sort, Scan, Push, Filter, Compress, Matmul, Permute, Scatter, Count, ArgExtreme, Reduce, Known };
 
 // Looked up once per builtin call: a loop step calls several, and a chain
 // of string comparisons per call was ~5k instructions of each step.
@@ -57,6 +57,7 @@ std::optional<ConsumerKind> consumer_kind(const std::string& name) {
         {"sort", ConsumerKind::Sort},       {"sortByKey", ConsumerKind::Sort},   {"scan", ConsumerKind::Scan},
         {"scanExclusive", ConsumerKind::Scan}, {"segscan", ConsumerKind::Scan},  {"++", ConsumerKind::Push},
         {"interleave", ConsumerKind::Push}, {"transpose", ConsumerKind::Push},   {"filter", ConsumerKind::Filter},
+        {"compress", ConsumerKind::Compress},
         {"matmul", ConsumerKind::Matmul},   {"@", ConsumerKind::Matmul},         {"permute", ConsumerKind::Permute},
         {"scatter", ConsumerKind::Scatter}, {"count", ConsumerKind::Count},      {"argmax", ConsumerKind::ArgExtreme},
         {"argmin", ConsumerKind::ArgExtreme}, {"reduce", ConsumerKind::Reduce},  {"sum", ConsumerKind::Known},
@@ -78,6 +79,7 @@ std::optional<Value> FusionEngine::lower_consumer(const std::string& name, std::
         case ConsumerKind::Scan: return scan(name, args, ctx);
         case ConsumerKind::Push: return push(name, args, ctx);
         case ConsumerKind::Filter: return filter(args, ctx);
+        case ConsumerKind::Compress: return compress(args, ctx);
         case ConsumerKind::Matmul: return matmul(args, ctx);
         case ConsumerKind::Permute: return permute(args, ctx);
         case ConsumerKind::Scatter: return scatter(args, ctx);
@@ -393,19 +395,53 @@ std::optional<Value> FusionEngine::matmul(std::span<const Value> args, EvalConte
 std::optional<Value> FusionEngine::filter(std::span<const Value> args, EvalContext& ctx) {
     const Value& xs = args[1];
     if (!args[0].is_function() || !is_like(xs) || like_shape(xs).size() != 1) return std::nullopt;
-    const std::vector<Prim> prims = prims_of(xs);
     const Type et = elem_type(xs);
     FuseContext fc(ctx);
-    const std::vector<std::string> outs = leaf_buffers("out", prims.size(), true);
     const std::vector<PullArray> x = pulls_of(xs, fc);
     PullArray keep{x[0].shape, ir::ScalarType::Bool, nullptr};
     keep.at = [&fc, x, p = args[0], et](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
         return compiled::compile_call(fc, kb, p, element_at(kb, x, i), {et}).at(0);
     };
-    ir::PlanOutcome r = run("filter", fc, {"filter", {ir::tuple_of(keep), ir::tuple_of(x)}},
-                            [&](ir::PlanBuilder& pb) { ir::lower_filter(pb, "filter", keep, x, outs, "count"); });
+    return kept_elements("filter", fc, xs, keep, x, 1);
+}
+
+// compress mask xs (xs[mask]): filter's plan with the mask as the keep
+// flags. The rows of a matrix are kept as their elements: the flags of the
+// flattened matrix read the mask at the row, so one plan keeps rows too.
+std::optional<Value> FusionEngine::compress(std::span<const Value> args, EvalContext& ctx) {
+    const Value &mask = args[0], &xs = args[1];
+    if (!is_operand(mask) || !is_like(xs)) return std::nullopt;
+    const Shape s = like_shape(xs);
+    if (shape_of(mask).size() != 1) return std::nullopt;
+    ops::require_mask_length(shape_of(mask)[0], s[0], origin_);
+    if (s.size() > 2 || (s.size() == 2 && s[1] == 0)) return std::nullopt;  // empty rows: the reference keeps them
+    FuseContext fc(ctx);
+    const PullArray m = pull_of(mask, fc);
+    std::vector<PullArray> x = pulls_of(xs, fc);
+    PullArray keep = m;
+    const int64_t row = s.size() == 2 ? s[1] : 1;
+    if (s.size() == 2) {
+        const ir::ExprPtr flat = fc.extent(s[0] * s[1]), cols = fc.extent(s[1]);
+        keep = PullArray{{flat}, ir::ScalarType::Bool, [m, cols](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
+                             return m.at(kb, {ir::binary(ir::BinaryOp::Div, i[0], use(kb, cols))});
+                         }};
+        for (PullArray& p : x) p = ir::reshape_array(p, {flat});
+    }
+    return kept_elements("compress", fc, xs, keep, x, row);
+}
+
+// The elements of `x` (the leaves of xs, rank 1) where `keep` holds, as
+// rows of `row` elements: one filter plan.
+Value FusionEngine::kept_elements(const std::string& name, FuseContext& fc, const Value& xs, const PullArray& keep,
+                                  const std::vector<PullArray>& x, int64_t row) {
+    const std::vector<Prim> prims = prims_of(xs);
+    const std::vector<std::string> outs = leaf_buffers("out", prims.size(), true);
+    ir::PlanOutcome r = run(name, fc, {name, {ir::tuple_of(keep), ir::tuple_of(x)}},
+                            [&](ir::PlanBuilder& pb) { ir::lower_filter(pb, name, keep, x, outs, "count"); });
     const int64_t n = r.scalars.at("count").i;
-    return rebuild(xs, results(r, outs, prims, {n}));
+    Shape shape = like_shape(xs);
+    shape[0] = n / row;
+    return rebuild(xs, results(r, outs, prims, shape));
 }
 
 // sort (each innermost row, any rank) and sortByKey (rank-1 keys; values of

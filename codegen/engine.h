@@ -150,6 +150,9 @@ private:
     std::optional<Value> scan(const std::string& name, std::span<const Value> args, EvalContext& ctx);
     std::optional<Value> push(const std::string& name, std::span<const Value> args, EvalContext& ctx);
     std::optional<Value> filter(std::span<const Value> args, EvalContext& ctx);
+    std::optional<Value> compress(std::span<const Value> args, EvalContext& ctx);
+    Value kept_elements(const std::string& name, FuseContext& fc, const Value& xs, const PullArray& keep,
+                        const std::vector<PullArray>& x, int64_t row);
     std::optional<Value> matmul(std::span<const Value> args, EvalContext& ctx);
     std::optional<Value> permute(std::span<const Value> args, EvalContext& ctx);
     std::optional<Value> scatter(std::span<const Value> args, EvalContext& ctx);

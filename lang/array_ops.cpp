@@ -122,6 +122,14 @@ void require_same_shape(const Shape& a, const Shape& b, const char* name, const 
                            shape_to_string(b));
 }
 
+void require_mask_length(int64_t mask, int64_t rows, const Loc& loc) {
+    if (mask == rows) return;
+    user_error(ErrorKind::Runtime, loc,
+               "boolean index did not match indexed array along axis 0; size of axis is " + std::to_string(rows) +
+                   " but size of corresponding boolean axis is " + std::to_string(mask),
+               {"a mask has one flag per row: build it from the array it selects from (`xs[xs > 0.5]`)"});
+}
+
 std::optional<Shape> broadcast_shapes(const Shape& a, const Shape& b) {
     const size_t rank = std::max(a.size(), b.size());
     Shape out(rank);

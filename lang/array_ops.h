@@ -122,6 +122,10 @@ Value convert_value(const Value& a, Prim to);
 // Throws `shape mismatch in <name>: (3) vs (4)` unless the shapes agree.
 void require_same_shape(const Shape& a, const Shape& b, const char* name, const Loc& loc);
 
+// A boolean mask selects rows: it has one flag per row of the indexed
+// array, else NumPy's error ("boolean index did not match ...").
+void require_mask_length(int64_t mask, int64_t rows, const Loc& loc);
+
 // NumPy's broadcasting rule, the one definition every path follows: shapes
 // are aligned at their last axis, a missing leading axis counts as extent 1,
 // and on each axis the extents are equal or one of them is 1 (it stretches).

@@ -89,6 +89,8 @@ std::vector<BuiltinDoc> make_builtin_docs() {
         {"take", "int -> arr a -> arr a", "the first n elements (rows); n is clamped to [0, length a]"},
         {"drop", "int -> arr a -> arr a", "all but the first n elements (rows); n is clamped to [0, length a]"},
         {"filter", "(a -> bool) -> [a] -> [a]", "the elements satisfying a predicate, in order"},
+        {"compress", "[bool] -> arr a -> arr a",
+         "the rows where the mask holds, in order (NumPy's boolean index; `xs[mask]` is `compress mask xs`)"},
         {"sort", "[a] -> [a]   (per row for matrices)", "ascending, stable; NaNs last"},
         {"sortByKey", "[k] -> [v] -> ([k], [v])", "sort the keys ascending (stable) and permute the values alike"},
 

@@ -364,6 +364,17 @@ Value b_filter(const BuiltinCall& c, Args a) {
     return take_rows(a[1], kept);
 }
 
+// compress mask xs (xs[mask]): the rows where the mask holds, in order.
+Value b_compress(const BuiltinCall& c, Args a) {
+    const Array& mask = array_arg(a[0]);
+    const int64_t n = ops::outer_extent(a[1]);
+    ops::require_mask_length(mask.size(), n, c.loc);
+    std::vector<int64_t> kept;
+    for (int64_t i = 0; i < n; ++i)
+        if (mask.get(i).b) kept.push_back(i);
+    return take_rows(a[1], kept);
+}
+
 Value b_sort(const BuiltinCall&, Args a) { return Value(ops::sort_inner(array_arg(a[0]))); }
 
 Value b_sort_by_key(const BuiltinCall& c, Args a) {
@@ -521,6 +532,7 @@ const BuiltinDef kBuiltins[] = {
     {"take", 2, b_take},
     {"drop", 2, b_drop},
     {"filter", 2, b_filter},
+    {"compress", 2, b_compress},
     {"sort", 1, b_sort},
     {"sortByKey", 2, b_sort_by_key},
     // iteration

@@ -227,15 +227,37 @@ std::optional<Value> backend_slice(const Expr& e, const Value& a, const Env& env
     return ctx.backend->slice(a, sel, e.loc);
 }
 
+Value eval_operator(const std::string& op, std::span<const Value> args, const Expr& e, EvalContext& ctx);
+
 Value eval_index(const Expr& e, const Env& env, EvalContext& ctx) {
     Value a = eval(e.kids[0], env, ctx);
+    if (is_mask_index(e)) {  // NumPy's boolean index: compress mask xs
+        const Value args[2] = {eval(e.indices[0].index, env, ctx), a};
+        return eval_operator("compress", args, e, ctx);
+    }
     if (auto sliced = backend_slice(e, a, env, ctx)) return *sliced;
     a = force(a);
     return index_value(a, selection(e, array_like_shape(a), env, ctx));
 }
 
+// xs with [mask] = v: where mask v xs, the mask a column for a matrix's
+// rows (one fused kernel on a backend).
+Value eval_mask_update(const Expr& e, const Value& a, const Env& env, EvalContext& ctx) {
+    Value mask = eval(e.indices[0].index, env, ctx);
+    auto shape = [](const Value& v) { return v.is_delayed() ? v.delayed()->shape() : array_like_shape(force(v)); };
+    const Shape rows = shape(a), flags = shape(mask);
+    ops::require_mask_length(flags[0], rows[0], e.loc);
+    if (rows.size() > 1) {
+        const Value one[1] = {mask};
+        mask = eval_operator("col", one, e, ctx);
+    }
+    const Value args[3] = {mask, eval(e.kids[1], env, ctx), a};
+    return eval_operator("where", args, e, ctx);
+}
+
 Value eval_with(const Expr& e, const Env& env, EvalContext& ctx) {
     Value a = eval(e.kids[0], env, ctx);
+    if (is_mask_index(e)) return eval_mask_update(e, a, env, ctx);
     // A backend computes the update as a kernel (fused with what reads it and
     // with the new part), without bringing anything to the host (not while
     // :emit traces). The array updated is computed first, before the new part
@@ -436,6 +458,11 @@ Value eval(const ExprPtr& ep, const Env& env, EvalContext& ctx) {
 }
 
 }  // namespace
+
+bool is_mask_index(const Expr& e) {
+    return e.indices.size() == 1 && !e.indices[0].is_slice && e.indices[0].index &&
+           e.indices[0].index->type && is_array(e.indices[0].index->type);
+}
 
 Value evaluate(const ExprPtr& e, EvalContext& ctx) { return eval(e, nullptr, ctx); }
 

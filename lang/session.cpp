@@ -90,7 +90,7 @@ const std::pair<const char*, std::vector<const char*>> kHelpGroups[] = {
     {"matrices", {"matmul"}},
     {"scans", {"scan", "scanExclusive", "segscan"}},
     {"permutations", {"gather", "scatter", "permute", "reverse"}},
-    {"structure", {"interleave", "take", "drop", "filter", "sort", "sortByKey"}},
+    {"structure", {"interleave", "take", "drop", "filter", "compress", "sort", "sortByKey"}},
     {"iteration", {"iterate"}},
     {"I/O", {"load", "save", "loadCsv", "loadCsv1", "saveCsv"}},
 };

@@ -678,6 +678,34 @@ public:
 
     static std::string display_op(const std::string& op) { return op == "negate" ? "-" : op; }
 
+    // xs[mask] is compress mask xs: the indexed array's type. In an update
+    // the value is a scalar, or (a matrix's rows selected) a row that every
+    // selected row gets.
+    Type infer_mask(const ExprPtr& e, const Type& shaped, const Type& elem, const Type& mask, bool update) {
+        const ExprPtr& m = e->indices[0].index;
+        try {
+            unify(mask, t_array(1, t_prim(Prim::Bool)));
+        } catch (const Mismatch&) {
+            user_error(ErrorKind::Type, m->loc, "an array index must be a mask of bools, found " + describe(mask),
+                       {"index with an int, or with a mask: `xs[xs > 0.5]` keeps the elements where it holds"});
+        }
+        if (!update) return shaped;
+        const Type value = infer(e->kids[1]);
+        const Type v = prune(value);
+        if (v->kind == TypeKind::Array) {
+            const Type rank = prune(prune(shaped)->args[0]);
+            if (rank->kind == TypeKind::Rank && rank->rank == 2) {
+                expect(value, t_array(1, elem), e->kids[1]->loc, "value assigned to the rows a mask selects");
+                return shaped;
+            }
+            user_error(ErrorKind::Type, e->kids[1]->loc,
+                       "a mask update takes a scalar (or, for a matrix's rows, a row), found " + describe(value),
+                       {"to take new values from an array of the same shape, write `where mask new xs`"});
+        }
+        expect(value, elem, e->kids[1]->loc, "value assigned with `with`");
+        return shaped;
+    }
+
     Type infer_index(const ExprPtr& e, const Type* updated) {
         Type arr = updated ? *updated : infer(e->kids[0]);
         Type elem = fresh();
@@ -686,11 +714,31 @@ public:
             user_error(ErrorKind::Type, e->kids[0]->loc, "cannot index a value of type " + describe(arr));
         Type shaped = fresh_array(elem);
         expect(arr, shaped, e->kids[0]->loc, "indexed value");
+        Type single;  // the type of a single index, inferred first: a mask?
+        if (e->indices.size() == 1 && !e->indices[0].is_slice) {
+            // A boolean mask (NumPy's boolean index): `xs[xs > 0.5]` keeps
+            // the rows where it holds, `xs with [mask] = v` updates them.
+            single = infer(e->indices[0].index);
+            if (prune(single)->kind == TypeKind::Array) return infer_mask(e, shaped, elem, single, updated != nullptr);
+            if (operand_shape(single) < 0 && !updated) {
+                // Not known yet (`xs[xs < float i]` with i's type open):
+                // decided when it is, an int index by default.
+                Type result = fresh();
+                Constraint c;
+                c.kind = Constraint::Kind::MaskOrIndex;
+                c.types = {shaped, result, single};
+                c.loc = e->indices[0].index->loc;
+                c.what = "index";
+                pending_.push_back(c);
+                solve();
+                return result;
+            }
+        }
         int n_indices = 0;
         for (const auto& ix : e->indices) {
             auto check_int = [&](const ExprPtr& x, const char* what) {
                 if (!x) return;
-                Type t = infer(x);
+                Type t = single && x == e->indices[0].index ? single : infer(x);
                 try {
                     unify(t, t_prim(Prim::Int));
                 } catch (const Mismatch&) {
@@ -914,6 +962,24 @@ public:
                 int left = rank->rank - c.n_indices;
                 Type res = left == 0 ? arr->args[1] : t_array(left, arr->args[1]);
                 unify(c.types[1], res);
+                return true;
+            }
+            case Constraint::Kind::MaskOrIndex: {
+                const Type index = prune(c.types[2]);
+                if (index->kind == TypeKind::Var && !force) return false;
+                if (index->kind == TypeKind::Array) {
+                    expect(c.types[2], t_array(1, t_prim(Prim::Bool)), c.loc, "mask");
+                    unify(c.types[1], c.types[0]);
+                    return true;
+                }
+                expect(c.types[2], t_prim(Prim::Int), c.loc, "array index");
+                Constraint r;
+                r.kind = Constraint::Kind::IndexResult;
+                r.types = {c.types[0], c.types[1]};
+                r.n_indices = r.n_args = 1;
+                r.loc = c.loc;
+                r.what = "index";
+                if (!try_solve(r, force)) pending_.push_back(r);
                 return true;
             }
             case Constraint::Kind::Assign: {
@@ -1594,6 +1660,11 @@ std::map<std::string, SchemePtr> make_builtin_schemes() {
         SchemeBuilder b;
         Type e = b.var();
         m["filter"] = b.done(t_func({t_func(e, tbool()), t_array(1, e)}, t_array(1, e)));
+    }
+    {
+        SchemeBuilder b;
+        Type r = b.rank(), e = b.var();
+        m["compress"] = b.done(t_func({t_array(1, tbool()), t_array(r, e)}, t_array(r, e)));
     }
     {
         SchemeBuilder b;

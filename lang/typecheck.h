@@ -30,6 +30,7 @@ struct Constraint {
         IndexResult,  // result of indexing an array with n_indices plain indices among n_args
         Assign,       // `a with [...] = v`: v is the selected part or one element (broadcast)
         Matmul,       // {left, right, result} of `@`: NumPy's ranks (a vector is a row on the left, a column on the right)
+        MaskOrIndex,  // {indexed array, result, index} of `xs[e]` with e's type open: a mask if an array, else an int
     };
     Kind kind;
     std::vector<Type> types;  // layout per kind, see typecheck.cpp

@@ -691,3 +691,23 @@ TEST_CASE("eval: the reference evaluator is not needlessly slow") {
           "1999998.0");
     CHECK(run("reduce (+) (0 : long) (long (iota 1000000))") == "499999500000");
 }
+
+TEST_CASE("eval: masks select and update rows; where selects elementwise") {
+    CHECK(run("let xs = [0.1, 0.7, 0.3, 0.9] in xs[xs > 0.5]") == "[0.7, 0.9]");
+    CHECK(run("let xs = [0.1, 0.7, 0.3, 0.9] in xs with [xs > 0.5] = 0.5") == "[0.1, 0.5, 0.3, 0.5]");
+    CHECK(run("let m = [[1, 2], [3, 4], [5, 6]] in m[[false, true, true]]") == "[[3, 4], [5, 6]]");
+    CHECK(run("let m = [[1, 2], [3, 4], [5, 6]] in m with [[true, false, true]] = 0") == "[[0, 0], [3, 4], [0, 0]]");
+    CHECK(run("let m = [[1, 2], [3, 4], [5, 6]] in m with [[true, false, true]] = [7, 8]") ==
+          "[[7, 8], [3, 4], [7, 8]]");
+    CHECK(run("compress [true, false, true] (iota 3)") == "[0, 2]");
+    CHECK(run("(iota 4)[[false, false, false, false]]") == "[]");
+    CHECK(run("generate 3 (\\i -> length ((iota 3)[iota 3 < i]))") == "[0, 1, 2]");
+    CHECK(error("[1, 2, 3][[true, false]]") ==
+          "boolean index did not match indexed array along axis 0; size of axis is 3 but size of corresponding boolean "
+          "axis is 2");
+    CHECK(run("where [true, false, true] [1, 2, 3] 0") == "[1, 0, 3]");
+    CHECK(run("where ([[1.0, -1.0], [-2.0, 2.0]] > 0.0) 1.0 [10.0, 20.0]") == "[[1.0, 20.0], [10.0, 1.0]]");
+    CHECK(run("where false 1 2") == "2");
+    CHECK(error("where [true, false] [1, 2, 3] 0") ==
+          "operands of `where` could not be broadcast together with shapes (2) (3)");
+}

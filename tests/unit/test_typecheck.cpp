@@ -178,3 +178,14 @@ TEST_CASE("broadcasting: the result has the larger rank; an unknown rank waits, 
     CHECK(t.run("\\v -> sum (m - v)") == "float -> [float]");
     CHECK(t.run("\\(v : [float]) -> sum (m - v)") == "[float] -> [float]");
 }
+
+TEST_CASE("masks: an index of array type is a mask, decided when its type is known") {
+    Typer t;
+    t.run("let xs = [0.5, 1.5]");
+    CHECK(t.run("xs[xs > 1.0]") == "[float]");
+    CHECK(t.run("[[1]][[true]]") == "[[int]]");
+    CHECK(t.run("generate 2 (\\i -> sum (xs[xs < float i]))") == "[float]");  // float i: open when indexed
+    CHECK(t.run("generate 2 (\\i -> xs[i])") == "[float]");
+    CHECK(t.run("xs with [xs > 1.0] = 0.0") == "[float]");
+    CHECK(t.error("xs[[1, 0]]").find("an array index must be a mask of bools") != std::string::npos);
+}
