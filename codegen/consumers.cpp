@@ -402,46 +402,38 @@ std::optional<Value> FusionEngine::filter(std::span<const Value> args, EvalConte
     keep.at = [&fc, x, p = args[0], et](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
         return compiled::compile_call(fc, kb, p, element_at(kb, x, i), {et}).at(0);
     };
-    return kept_elements("filter", fc, xs, keep, x, 1);
+    return rebuild(xs, kept_elements("filter", fc, prims_of(xs), keep, x));
 }
 
 // compress mask xs (xs[mask]): filter's plan with the mask as the keep
-// flags. The rows of a matrix are kept as their elements: the flags of the
-// flattened matrix read the mask at the row, so one plan keeps rows too.
+// flags. A matrix's rows: the plan keeps the rows' indices (a pass over the
+// mask alone), and the rows are a gather of them, fused into what reads it
+// (keeping the elements of the flattened matrix instead scanned every
+// element: 45x NumPy's time for 4096 rows of 256).
 std::optional<Value> FusionEngine::compress(std::span<const Value> args, EvalContext& ctx) {
     const Value &mask = args[0], &xs = args[1];
     if (!is_operand(mask) || !is_like(xs)) return std::nullopt;
     const Shape s = like_shape(xs);
     if (shape_of(mask).size() != 1) return std::nullopt;
     ops::require_mask_length(shape_of(mask)[0], s[0], origin_);
-    if (s.size() > 2 || (s.size() == 2 && s[1] == 0)) return std::nullopt;  // empty rows: the reference keeps them
     FuseContext fc(ctx);
     const PullArray m = pull_of(mask, fc);
-    std::vector<PullArray> x = pulls_of(xs, fc);
-    PullArray keep = m;
-    const int64_t row = s.size() == 2 ? s[1] : 1;
-    if (s.size() == 2) {
-        const ir::ExprPtr flat = fc.extent(s[0] * s[1]), cols = fc.extent(s[1]);
-        keep = PullArray{{flat}, ir::ScalarType::Bool, [m, cols](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
-                             return m.at(kb, {ir::binary(ir::BinaryOp::Div, i[0], use(kb, cols))});
-                         }};
-        for (PullArray& p : x) p = ir::reshape_array(p, {flat});
-    }
-    return kept_elements("compress", fc, xs, keep, x, row);
+    if (s.size() == 1) return rebuild(xs, kept_elements("compress", fc, prims_of(xs), m, pulls_of(xs, fc)));
+    const PullArray row_index{m.shape, ir::ScalarType::I32, [](ir::KernelBuilder&, const std::vector<ir::ExprPtr>& i) {
+                                  return ir::cast(ir::ScalarType::I32, i[0]);  // indices are ints
+                              }};
+    const Value rows = kept_elements("compress_rows", fc, {Prim::Int}, m, {row_index}).at(0);
+    return index_map("gather", nullptr, {rows, xs}, ctx, origin_);
 }
 
-// The elements of `x` (the leaves of xs, rank 1) where `keep` holds, as
-// rows of `row` elements: one filter plan.
-Value FusionEngine::kept_elements(const std::string& name, FuseContext& fc, const Value& xs, const PullArray& keep,
-                                  const std::vector<PullArray>& x, int64_t row) {
-    const std::vector<Prim> prims = prims_of(xs);
+// The elements of `x` (rank 1, one per leaf of `prims`) where `keep` holds:
+// one filter plan.
+std::vector<Value> FusionEngine::kept_elements(const std::string& name, FuseContext& fc, const std::vector<Prim>& prims,
+                                               const PullArray& keep, const std::vector<PullArray>& x) {
     const std::vector<std::string> outs = leaf_buffers("out", prims.size(), true);
     ir::PlanOutcome r = run(name, fc, {name, {ir::tuple_of(keep), ir::tuple_of(x)}},
                             [&](ir::PlanBuilder& pb) { ir::lower_filter(pb, name, keep, x, outs, "count"); });
-    const int64_t n = r.scalars.at("count").i;
-    Shape shape = like_shape(xs);
-    shape[0] = n / row;
-    return rebuild(xs, results(r, outs, prims, shape));
+    return results(r, outs, prims, {r.scalars.at("count").i});
 }
 
 // sort (each innermost row, any rank) and sortByKey (rank-1 keys; values of

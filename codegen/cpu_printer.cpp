@@ -313,6 +313,8 @@ protected:
         }
         for (const auto& [name, type] : per_thread_)
             line(type_name(type) + " " + name + "[" + std::to_string(k.block_size) + "];  // per thread, used by another loop of the block");
+        for (const auto& [name, type] : uniform_across_)
+            line("[[maybe_unused]] " + type_name(type) + " " + name + " = 0;  // the block's, used by another loop of the block");
         print_blocks(k.body, true);
         close();
         line("return 0;");
@@ -367,10 +369,19 @@ protected:
         for (const auto& [phase, segs] : segments_)
             for (const Segment& seg : segs) all.push_back(&seg);
         per_thread_.clear();
+        uniform_across_.clear();
         for (const Segment* a : all)
             for (const auto& [name, type] : a->declared)
                 for (const Segment* b : all)
-                    if (b != a && b->mentioned.count(name)) per_thread_[name] = type;
+                    if (b != a && b->mentioned.count(name)) {
+                        // A value every thread of the block computes alike (a
+                        // row's offset) is one scalar: an array of copies
+                        // indexed by thread hides from the vectoriser that
+                        // the loads it offsets are contiguous.
+                        const ExprPtr value = levels_->let_value(name);
+                        if (value && levels_->uniform(value)) uniform_across_[name] = type;
+                        else per_thread_[name] = type;
+                    }
     }
 
     std::string block_size() const { return std::to_string(kernel_->block_size); }
@@ -475,7 +486,8 @@ protected:
     }
 
     void print_let(const Stmt& s) override {
-        if (per_thread_.count(s.name)) line(variable(s.name) + " = " + print_expr(s.exprs[0]) + ";");
+        if (per_thread_.count(s.name) || uniform_across_.count(s.name))
+            line(variable(s.name) + " = " + print_expr(s.exprs[0]) + ";");
         else CLikePrinter::print_let(s);
     }
 
@@ -662,6 +674,7 @@ private:
     const bool checked_;
     bool flag_checks_ = false;  // a failed check sets shoal_failed (print_interchanged)
     std::map<std::string, ScalarType> per_thread_;
+    std::map<std::string, ScalarType> uniform_across_;  // declared in one loop of the block, read in another, uniform
     std::unique_ptr<ThreadLevels> levels_;
     std::map<const Stmt*, std::vector<Segment>> segments_;  // by phase
 };

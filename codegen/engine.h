@@ -151,8 +151,8 @@ private:
     std::optional<Value> push(const std::string& name, std::span<const Value> args, EvalContext& ctx);
     std::optional<Value> filter(std::span<const Value> args, EvalContext& ctx);
     std::optional<Value> compress(std::span<const Value> args, EvalContext& ctx);
-    Value kept_elements(const std::string& name, FuseContext& fc, const Value& xs, const PullArray& keep,
-                        const std::vector<PullArray>& x, int64_t row);
+    std::vector<Value> kept_elements(const std::string& name, FuseContext& fc, const std::vector<Prim>& prims,
+                                     const PullArray& keep, const std::vector<PullArray>& x);
     std::optional<Value> matmul(std::span<const Value> args, EvalContext& ctx);
     std::optional<Value> permute(std::span<const Value> args, EvalContext& ctx);
     std::optional<Value> scatter(std::span<const Value> args, EvalContext& ctx);

@@ -1,4 +1,4 @@
-"""NumPy on the cases of bench/cliffs/cliffs.shoal (issue 22), best of ROUNDS
+"""NumPy on the cases of bench/cliffs/cases.shoal (issue 22), best of ROUNDS
 after a first run. Prints `<case> <milliseconds>` lines."""
 import os
 import sys

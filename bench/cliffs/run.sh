@@ -1,29 +1,5 @@
 #!/usr/bin/env bash
-# Issue 22's cases side by side: each case of cliffs.shoal timed with :time
-# in one native-tier session (best of 5 after a first run, which builds its
-# plans), then NumPy (peers.py, in the venv bench/tiers makes on first use).
-# Prints case, Shoal ms, NumPy ms and the ratio. BUILD=dir picks the build.
-set -euo pipefail
-cd "$(dirname "$0")/../.."
-source bench/cpu_peers.sh
-out=$(mktemp -d)
-SHOAL_CACHE_DIR=$out/cache SHOAL_CPU_TIER=native "$build/shoal" bench/cliffs/cliffs.shoal >"$out/shoal" 2>&1
-"$python" bench/cliffs/peers.py >"$out/peers"
-"$python" - "$out" bench/cliffs/cliffs.shoal <<'PY'
-import re, sys
-out, script = sys.argv[1], sys.argv[2]
-names = [l[3:].strip() for l in open(script) if re.match(r"-- [a-z0-9_x]+$", l.strip())]
-def ms(text):
-    v, unit = text.split()
-    return float(v) * {"ms": 1, "s": 1000, "us": 1e-3}[unit]
-# A statement's time with its parsing and type checking (the front end).
-times = [ms(m.group(1)) + ms(m.group(2)) for m in
-         (re.match(r"time: ([0-9.]+ [mu]?s).*; front end ([0-9.]+ [mu]?s)", l) for l in open(out + "/shoal")) if m]
-peers = dict(l.split() for l in open(out + "/peers"))
-print("%-22s %10s %10s %7s" % ("case", "shoal ms", "numpy ms", "ratio"))
-for i, n in enumerate(names):
-    s = min(times[6 * i + 1:6 * i + 6])
-    p = float(peers[n])
-    print("%-22s %10.3f %10.3f %6.2fx" % (n, s, p, s / p))
-PY
-rm -rf "$out"
+# Issue 22's cases side by side with NumPy (bench/side_by_side.sh).
+dir=$(cd "$(dirname "$0")" && pwd)
+cd "$dir/../.."
+source bench/side_by_side.sh
