@@ -796,6 +796,7 @@ private:
             return fold(name, a, ir::neutral_of(op, a.elem), [op](IExpr acc, IExpr x) { return ir::apply_op(op, acc, x); },
                         args[0].keep);
         }
+        if (name == "mean" || name == "var" || name == "std") return statistic(name, args[0]);
         if (name == "argmin" || name == "argmax") return arg_extreme(name, vector_arg(args[0]));
         if (name == "reduce" && args[1].scalar) {
             const CVal& f = args[0];
@@ -1039,6 +1040,29 @@ private:
             if (kept) kb_.emit(if_then(kept, kb_.close()));
         });
         return scalar_val(ir::var(acc, init->type));
+    }
+
+    // mean / var / std of a nested vector (filtered too), as the reference
+    // composes them: the sum in order over the count, then (var, std) the
+    // squared deviations from that mean in order over the count again.
+    CVal statistic(const std::string& name, const CVal& xs) {
+        const ir::PullArray a = filtered_arg(xs);
+        if (!is_float(a.elem)) decline(name + " of integers");
+        const IExpr zero = const_float(0, a.elem);
+        const IExpr n = xs.keep ? single(fold(name, a, zero, [&](IExpr acc, IExpr) {
+                                      return binary(BinaryOp::Add, acc, const_float(1, a.elem));
+                                  }, xs.keep))
+                                : kb_.bind("n", cast(a.elem, ir::use_params(kb_, a.shape[0])));
+        const IExpr sum = single(fold(name, a, zero, [](IExpr acc, IExpr x) { return binary(BinaryOp::Add, acc, x); },
+                                      xs.keep));
+        const IExpr mean = kb_.bind("mean", binary(BinaryOp::Div, sum, n));
+        if (name == "mean") return scalar_val(mean);
+        const IExpr squares = single(fold(name, a, zero, [&](IExpr acc, IExpr x) {
+            const IExpr d = binary(BinaryOp::Sub, x, mean);
+            return binary(BinaryOp::Add, acc, binary(BinaryOp::Mul, d, d));
+        }, xs.keep));
+        const IExpr var = kb_.bind("var", binary(BinaryOp::Div, squares, n));
+        return scalar_val(name == "var" ? var : ir::call("sqrt", {var}, a.elem));
     }
 
     // argmin / argmax of a nested vector, as the reference evaluator walks it:

@@ -489,6 +489,8 @@ std::vector<EmittedFile> FusionEngine::emit(const EmitRequest& request) {
 // ---------------------------------------------------------------- entry
 std::optional<Value> FusionEngine::apply_builtin(std::string_view name_view, const Type& type,
                                                        std::span<const Value> args, EvalContext& ctx, const Loc& loc) {
+    // A composite (mean, var, std) applies builtins that come back here.
+    if (const evalimpl::BuiltinDef* d = evalimpl::find_builtin(name_view); d && d->composite) return std::nullopt;
     std::optional<Value> r;
     {
         const Restore<Loc> during(origin_, loc);

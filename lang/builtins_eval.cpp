@@ -226,6 +226,39 @@ Value b_reduce(const BuiltinCall& c, Args a) {
 template <ops::Reduction R>
 Value reduction(const BuiltinCall&, Args a) { return ops::reduce_inner(R, array_arg(a[0])); }
 
+// ---------------------------------------------------------------- statistics
+// Composites of other builtins (BuiltinDef::composite): applied through the
+// context, so a backend computes each part and fuses what it can.
+Value apply_named(const BuiltinCall& c, const char* name, std::initializer_list<Value> args) {
+    return apply_builtin(*find_builtin(name), nullptr, std::span<const Value>(args.begin(), args.size()), c.ctx, c.loc);
+}
+
+Shape shape_of_value(const Value& v) { return v.is_delayed() ? v.delayed()->shape() : array_like_shape(v); }
+
+// mean xs = sum xs / n along the innermost axis (0 / 0: NaN for an empty row, as NumPy).
+Value b_mean(const BuiltinCall& c, Args a) {
+    const Shape s = shape_of_value(a[0]);
+    const Prim elem = a[0].is_delayed() ? a[0].delayed()->elem() : a[0].array()->elem;
+    return apply_named(c, "/", {apply_named(c, "sum", {a[0]}), Value(convert_scalar(Scalar::of_long(s.back()), elem))});
+}
+
+// var xs = mean ((xs - mean xs) ** 2), the mean of each row subtracted from it
+// (broadcast along the innermost axis: the means as a column).
+Value b_var(const BuiltinCall& c, Args a) {
+    const Shape s = shape_of_value(a[0]);
+    Value mu = apply_named(c, "mean", {a[0]});
+    if (s.size() > 1) {
+        std::vector<Value> column;
+        for (size_t k = 0; k + 1 < s.size(); ++k) column.push_back(int_value(s[k]));
+        column.push_back(int_value(1));
+        mu = apply_named(c, "reshape", {Value(std::move(column)), mu});
+    }
+    const Value d = apply_named(c, "-", {a[0], mu});
+    return apply_named(c, "mean", {apply_named(c, "*", {d, d})});
+}
+
+Value b_std(const BuiltinCall& c, Args a) { return apply_named(c, "sqrt", {b_var(c, a)}); }
+
 Value b_count(const BuiltinCall& c, Args a) {
     const Callable& p = as_callable(a[0]);
     const Shape s = array_like_shape(a[1]);
@@ -512,6 +545,9 @@ const BuiltinDef kBuiltins[] = {
     {"sum", 1, reduction<ops::Reduction::Sum>},
     {"product", 1, reduction<ops::Reduction::Product>},
     {"maximum", 1, reduction<ops::Reduction::Maximum>},
+    {"mean", 1, b_mean, false, true},
+    {"var", 1, b_var, false, true},
+    {"std", 1, b_std, false, true},
     {"minimum", 1, reduction<ops::Reduction::Minimum>},
     {"all", 1, reduction<ops::Reduction::All>},
     {"any", 1, reduction<ops::Reduction::Any>},
@@ -632,6 +668,7 @@ Value apply_full(const BuiltinDef& def, const Type& type, Args args, EvalContext
     ctx.effects += def.effect;
     if (ctx.backend)
         if (std::optional<Value> r = ctx.backend->apply_builtin(def.name, type, args, ctx, loc)) return *r;
+    if (def.composite) return def.impl(BuiltinCall{def, ctx, loc, type}, args);
     std::array<Value, kMaxArity> forced;
     for (size_t k = 0; k < args.size(); ++k) forced[k] = force(args[k]);
     return def.impl(BuiltinCall{def, ctx, loc, type}, Args(forced.data(), args.size()));

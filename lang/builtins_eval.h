@@ -70,6 +70,10 @@ struct BuiltinDef {
     int arity;
     BuiltinImpl impl;
     bool effect = false;  // reads or writes files: a loop step applying it is not replayed
+    // Its implementation applies other builtins (through the context's
+    // backend): its arguments reach it as they are, unforced, and a backend
+    // computes its parts (`mean (exp m)` is a sum plan with exp fused in).
+    bool composite = false;
 };
 
 // The builtin named `name` (a function, an operator such as "+", or the

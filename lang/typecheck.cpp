@@ -1601,6 +1601,10 @@ std::map<std::string, SchemePtr> make_builtin_schemes() {
         auto [b, t] = reduction(ClassOrd | ClassNum, nullptr, nullptr);
         m[f] = b.done(t);
     }
+    for (const char* f : {"mean", "var", "std"}) {
+        auto [b, t] = reduction(ClassFloating | ClassNum, nullptr, nullptr);
+        m[f] = b.done(t);
+    }
     for (const char* f : {"all", "any"}) {
         auto [b, t] = reduction(0, tbool(), nullptr);
         m[f] = b.done(t);

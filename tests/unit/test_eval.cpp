@@ -711,3 +711,16 @@ TEST_CASE("eval: masks select and update rows; where selects elementwise") {
     CHECK(error("where [true, false] [1, 2, 3] 0") ==
           "operands of `where` could not be broadcast together with shapes (2) (3)");
 }
+
+TEST_CASE("eval: mean, var and std along the innermost axis, NumPy's values (ddof 0)") {
+    // np.mean / np.var / np.std of [[1, 2, 3], [4, 6, 8]] along axis 1, in float32.
+    CHECK(run("mean [[1.0, 2.0, 3.0], [4.0, 6.0, 8.0]]") == "[2.0, 6.0]");
+    CHECK(run("var [[1.0, 2.0, 3.0], [4.0, 6.0, 8.0]]") == "[0.6666667, 2.6666667]");
+    CHECK(run("std [[1.0, 2.0, 3.0], [4.0, 6.0, 8.0]]") == "[0.8164966, 1.6329932]");
+    CHECK(run("std [2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]") == "2.0");
+    CHECK(run("mean (transpose [[1.0, 2.0], [3.0, 6.0]])") == "[2.0, 4.0]");  // the columns
+    CHECK(run("mean (double (iota 4))") == "1.5");
+    CHECK(run("mean ([] : [float])") == "nan");  // 0 / 0, as NumPy (which warns)
+    CHECK(run("var [1.0, 0.0 / 0.0]") == "nan");
+    CHECK(run("mean [[1.0, 2.0, 3.0]][0:0]") == "[]");
+}

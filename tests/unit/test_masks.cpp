@@ -32,3 +32,14 @@ TEST_CASE("masks: type errors say what a mask is") {
     CHECK(shoal::testing::run("let xs = [1.0, 2.0]\nxs with [xs > 1.0] = [5.0]", true)
               .find("a mask update takes a scalar") != std::string::npos);
 }
+
+TEST_CASE("statistics: kernels agree with the reference (mean, var, std)") {
+    const std::string setup = "let m = generate (5, 7) (\\i j -> float (i * 7 + j * j) * 0.25)\nlet xs = m[2]\n";
+    for (const char* p : {"mean m", "var m", "std m", "mean xs", "var xs", "std (transpose m)", "mean (exp (m * 0.1))",
+                          "m - col (mean m)", "(m - col (mean m)) / col (std m)", "var (m[m[:, 0] > 3.0])",
+                          "map (\\i -> mean m[i]) (iota 5)", "map (\\i -> std (m[i][m[i] > 2.0])) (iota 5)",
+                          "map (\\i -> var m[i]) (iota 5)", "mean (fill (3, 0) 1.0)"}) {
+        INFO(p);
+        CHECK(shoal::testing::differential(setup + p));
+    }
+}
