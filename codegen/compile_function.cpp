@@ -797,6 +797,15 @@ private:
                         args[0].keep);
         }
         if (name == "mean" || name == "var" || name == "std") return statistic(name, args[0]);
+        if (name == "dot" || name == "norm") {  // the reference's sum (x * y), sqrt (sum (x * x)), in order
+            const CVal product = nested_elementwise("*", {args[0], name == "dot" ? args[1] : args[0]});
+            const ir::PullArray a = as_pull(product);
+            const IExpr sum = single(fold(name, a, ir::neutral_of(ir::AssocOp::Add, a.elem),
+                                          [](IExpr acc, IExpr x) { return binary(BinaryOp::Add, acc, x); }));
+            if (name == "dot") return scalar_val(sum);
+            if (!is_float(a.elem)) decline("norm of integers");
+            return scalar_val(ir::call("sqrt", {sum}, a.elem));
+        }
         if (name == "argmin" || name == "argmax") return arg_extreme(name, vector_arg(args[0]));
         if (name == "reduce" && args[1].scalar) {
             const CVal& f = args[0];

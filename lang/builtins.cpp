@@ -59,6 +59,9 @@ std::vector<BuiltinDoc> make_builtin_docs() {
          "the largest element; -inf (or the type's minimum) for an empty array"},
         {"minimum", "[a] -> a   (innermost dimension: [[a]] -> [a])",
          "the smallest element; inf (or the type's maximum) for an empty array"},
+        {"dot", "[a] -> [a] -> a   (a numeric; innermost dimension, broadcasting)", "sum (x * y): the dot product of vectors"},
+        {"norm", "[a] -> a   (a floating; innermost dimension: [[a]] -> [a])", "the Euclidean norm, sqrt (sum (x * x))"},
+        {"outer", "[a] -> [a] -> [[a]]   (a numeric)", "the outer product: col x * row y, shape (length x, length y)"},
         {"mean", "[a] -> a   (a floating; innermost dimension: [[a]] -> [a])",
          "the arithmetic mean (NaN for an empty array); columns: `mean (transpose m)`"},
         {"var", "[a] -> a   (a floating; innermost dimension: [[a]] -> [a])",
@@ -75,6 +78,8 @@ std::vector<BuiltinDoc> make_builtin_docs() {
          "the index of the first smallest element; an empty array is an error"},
 
         // ---------------------------------------------------------- scans
+        {"cumsum", "[a] -> [a]   (a numeric; per row for matrices)", "running sums: `scan (+) 0 xs` (NumPy's cumsum)"},
+        {"cumprod", "[a] -> [a]   (a numeric; per row for matrices)", "running products: `scan (*) 1 xs` (NumPy's cumprod)"},
         {"scan", "(a -> a -> a) -> a -> [a] -> [a]   (per row for matrices)",
          "inclusive scan: [f z a0, f (f z a0) a1, ...]"},
         {"scanExclusive", "(a -> a -> a) -> a -> [a] -> [a]   (per row for matrices)",
@@ -222,9 +227,6 @@ const std::pair<const char*, const char*>* find_habit(const std::string& name) {
         {"full", {"fill n x", ""}},
         {"sortBy", {"sortByKey keys values", ""}},
         {"argsort", {"sortByKey xs (iota (length xs))", "the indices, sorted by xs"}},
-        {"cumsum", {"scan (+) 0 xs", ""}},
-        {"cumprod", {"scan (*) 1 xs", ""}},
-        {"dot", {"sum (x * y)", ""}},
         {"fold", {"reduce f z xs", ""}},
         {"foldl", {"reduce f z xs", ""}},
         {"amax", {"maximum xs", ""}},

@@ -229,8 +229,8 @@ Value reduction(const BuiltinCall&, Args a) { return ops::reduce_inner(R, array_
 // ---------------------------------------------------------------- statistics
 // Composites of other builtins (BuiltinDef::composite): applied through the
 // context, so a backend computes each part and fuses what it can.
-Value apply_named(const BuiltinCall& c, const char* name, std::initializer_list<Value> args) {
-    return apply_builtin(*find_builtin(name), nullptr, std::span<const Value>(args.begin(), args.size()), c.ctx, c.loc);
+Value apply_named(const BuiltinCall& c, const char* name, std::initializer_list<Value> args, const Type& type = nullptr) {
+    return apply_builtin(*find_builtin(name), type, std::span<const Value>(args.begin(), args.size()), c.ctx, c.loc);
 }
 
 Shape shape_of_value(const Value& v) { return v.is_delayed() ? v.delayed()->shape() : array_like_shape(v); }
@@ -258,6 +258,27 @@ Value b_var(const BuiltinCall& c, Args a) {
 }
 
 Value b_std(const BuiltinCall& c, Args a) { return apply_named(c, "sqrt", {b_var(c, a)}); }
+
+Value b_dot(const BuiltinCall& c, Args a) { return apply_named(c, "sum", {apply_named(c, "*", {a[0], a[1]})}); }
+
+Value b_norm(const BuiltinCall& c, Args a) {
+    return apply_named(c, "sqrt", {apply_named(c, "sum", {apply_named(c, "*", {a[0], a[0]})})});
+}
+
+Value b_outer(const BuiltinCall& c, Args a) {
+    return apply_named(c, "*", {apply_named(c, "col", {a[0]}), apply_named(c, "row", {a[1]})});
+}
+
+// cumsum / cumprod: scan with the operator section from its neutral element.
+template <bool Sum>
+Value b_cumulative(const BuiltinCall& c, Args a) {
+    const Prim elem = a[0].is_delayed() ? a[0].delayed()->elem() : a[0].array()->elem;
+    const Value op = apply_builtin(*find_builtin(Sum ? "+" : "*"), nullptr, {}, c.ctx, c.loc);  // the section (+)
+    // scan's instantiated type (its result's type is what the reference builds)
+    const Type array = func_param(c.type), e = array_elem(array);
+    const Type scan = t_func({t_func({e, e}, e), e, array}, array);
+    return apply_named(c, "scan", {op, Value(convert_scalar(Scalar::of_long(Sum ? 0 : 1), elem)), a[0]}, scan);
+}
 
 Value b_count(const BuiltinCall& c, Args a) {
     const Callable& p = as_callable(a[0]);
@@ -548,6 +569,11 @@ const BuiltinDef kBuiltins[] = {
     {"mean", 1, b_mean, false, true},
     {"var", 1, b_var, false, true},
     {"std", 1, b_std, false, true},
+    {"dot", 2, b_dot, false, true},
+    {"norm", 1, b_norm, false, true},
+    {"outer", 2, b_outer, false, true},
+    {"cumsum", 1, b_cumulative<true>, false, true},
+    {"cumprod", 1, b_cumulative<false>, false, true},
     {"minimum", 1, reduction<ops::Reduction::Minimum>},
     {"all", 1, reduction<ops::Reduction::All>},
     {"any", 1, reduction<ops::Reduction::Any>},

@@ -87,7 +87,7 @@ const std::pair<const char*, std::vector<const char*>> kHelpGroups[] = {
               "tanh", "abs", "floor", "ceil", "round", "min", "max", "pow", "erf"}},
     {"conversions", {"int", "long", "float", "double"}},
     {"reductions", {"reduce", "sum", "product", "maximum", "minimum", "all", "any", "count", "argmax", "argmin"}},
-    {"statistics", {"mean", "var", "std"}},
+    {"statistics", {"mean", "var", "std", "dot", "norm", "outer", "cumsum", "cumprod"}},
     {"matrices", {"matmul"}},
     {"scans", {"scan", "scanExclusive", "segscan"}},
     {"permutations", {"gather", "scatter", "permute", "reverse"}},

@@ -1601,9 +1601,28 @@ std::map<std::string, SchemePtr> make_builtin_schemes() {
         auto [b, t] = reduction(ClassOrd | ClassNum, nullptr, nullptr);
         m[f] = b.done(t);
     }
-    for (const char* f : {"mean", "var", "std"}) {
+    for (const char* f : {"mean", "var", "std", "norm"}) {
         auto [b, t] = reduction(ClassFloating | ClassNum, nullptr, nullptr);
         m[f] = b.done(t);
+    }
+    for (const char* f : {"cumsum", "cumprod"}) {
+        SchemeBuilder b;
+        Type r = b.rank(), e = b.var(ClassNum, true);
+        m[f] = b.done(t_func(arr(r, e), arr(r, e)));
+    }
+    {
+        // dot x y = sum (x * y): the product broadcasts, the sum is innermost.
+        SchemeBuilder b;
+        Type e = b.var(ClassNum, true), x = b.var(), y = b.var(), r = b.rank(), res = b.var();
+        Type p = arr(r, e);  // the product is an array (ReduceInner reads its rank)
+        b.constrain(Constraint::Kind::Lift, {p, e, x, e, y, e});
+        b.constrain(K::ReduceInner, {p, res});
+        m["dot"] = b.done(t_func({x, y}, res));
+    }
+    {
+        SchemeBuilder b;
+        Type e = b.var(ClassNum, true);
+        m["outer"] = b.done(t_func({t_array(1, e), t_array(1, e)}, t_array(2, e)));
     }
     for (const char* f : {"all", "any"}) {
         auto [b, t] = reduction(0, tbool(), nullptr);

@@ -724,3 +724,13 @@ TEST_CASE("eval: mean, var and std along the innermost axis, NumPy's values (ddo
     CHECK(run("var [1.0, 0.0 / 0.0]") == "nan");
     CHECK(run("mean [[1.0, 2.0, 3.0]][0:0]") == "[]");
 }
+
+TEST_CASE("eval: dot, norm, outer, cumsum, cumprod (NumPy's values)") {
+    CHECK(run("dot [1.0, 2.0] [3.0, 4.0]") == "11.0");
+    CHECK(run("dot [[1, 2, 3], [4, 5, 6]] [1, 0, 1]") == "[4, 10]");  // np.dot(m, v)
+    CHECK(run("norm [3.0, 4.0]") == "5.0");
+    CHECK(run("outer [1, 2] [10, 20, 30]") == "[[10, 20, 30], [20, 40, 60]]");
+    CHECK(run("cumsum [[1, 2, 3], [4, 5, 6]]") == "[[1, 3, 6], [4, 9, 15]]");  // np.cumsum(m, axis=1)
+    CHECK(run("cumprod [1.0, 2.0, 3.0, 4.0]") == "[1.0, 2.0, 6.0, 24.0]");
+    CHECK(run("cumsum ([] : [int])") == "[]");
+}

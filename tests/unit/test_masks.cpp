@@ -33,12 +33,14 @@ TEST_CASE("masks: type errors say what a mask is") {
               .find("a mask update takes a scalar") != std::string::npos);
 }
 
-TEST_CASE("statistics: kernels agree with the reference (mean, var, std)") {
+TEST_CASE("statistics: kernels agree with the reference (mean, var, std, dot, norm, outer, cumsum, cumprod)") {
     const std::string setup = "let m = generate (5, 7) (\\i j -> float (i * 7 + j * j) * 0.25)\nlet xs = m[2]\n";
     for (const char* p : {"mean m", "var m", "std m", "mean xs", "var xs", "std (transpose m)", "mean (exp (m * 0.1))",
                           "m - col (mean m)", "(m - col (mean m)) / col (std m)", "var (m[m[:, 0] > 3.0])",
                           "map (\\i -> mean m[i]) (iota 5)", "map (\\i -> std (m[i][m[i] > 2.0])) (iota 5)",
-                          "map (\\i -> var m[i]) (iota 5)", "mean (fill (3, 0) 1.0)"}) {
+                          "map (\\i -> var m[i]) (iota 5)", "mean (fill (3, 0) 1.0)", "dot m xs", "norm m",
+                          "outer xs (xs * 2.0)", "cumsum m", "cumprod (xs * 0.01 + 1.0)",
+                          "map (\\i -> dot m[i] xs + norm m[i]) (iota 5)", "map (\\i -> dot m[i] [2.0]) (iota 5)"}) {
         INFO(p);
         CHECK(shoal::testing::differential(setup + p));
     }
