@@ -588,6 +588,8 @@ private:
     // from the end). With slices or fewer indices than axes (a[lo:hi],
     // a[i, :], b[:, j], m[i]) the result is a nested array.
     CVal index(const Expr& e, Scope& s) {
+        if (is_mask_index(e) && prim_of(e.indices[0].index->type) == Prim::Int)  // xs[idx]: a gather
+            return pull_val(ir::gather_array(vector_arg(expr(*e.indices[0].index, s)), as_pull(expr(*e.kids[0], s)), loc_));
         if (is_mask_index(e)) return masked(expr(*e.indices[0].index, s), expr(*e.kids[0], s));
         return index_of(expr(*e.kids[0], s), e, s);
     }

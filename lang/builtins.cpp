@@ -20,6 +20,11 @@ std::vector<BuiltinDoc> make_builtin_docs() {
     return {
         // ---------------------------------------------------------- construction
         {"iota", "int -> [int]", "iota n is [0, 1, ..., n-1]; a negative n is an error"},
+        {"linspace", "a -> a -> int -> [a]   (a floating)",
+         "linspace lo hi n: n evenly spaced values from lo to hi, both included (NumPy's linspace)"},
+        {"arange", "a -> a -> a -> [a]   (a floating)",
+         "arange lo hi step: lo, lo + step, ... below hi (NumPy's arange with float steps; iota for ints)"},
+        {"eye", "int -> [[float]]", "the n x n identity matrix"},
         {"fill", "shape -> a -> arr a", "fill n v, fill (r, c) v, fill (p, r, c) v: an array with every element v"},
         {"generate", "shape -> (int -> ... -> a) -> arr a",
          "generate n (\\i -> e), generate (r, c) (\\i j -> e): element at each index from a function"},
@@ -104,6 +109,7 @@ std::vector<BuiltinDoc> make_builtin_docs() {
          "the rows where the mask holds, in order (NumPy's boolean index; `xs[mask]` is `compress mask xs`)"},
         {"sort", "[a] -> [a]   (per row for matrices)", "ascending, stable; NaNs last"},
         {"sortByKey", "[k] -> [v] -> ([k], [v])", "sort the keys ascending (stable) and permute the values alike"},
+        {"argsort", "[a] -> [int]", "the indices that sort xs ascending, stable (ties keep their order; NaNs last)"},
 
         // ---------------------------------------------------------- iteration
         {"iterate", "int -> (a -> a) -> a -> a", "apply a function k times (k <= 0: the value itself)"},
@@ -220,13 +226,10 @@ const std::pair<const char*, const char*>* find_habit(const std::string& name) {
         {"len", {"length xs", ""}},
         {"size", {"length xs", "or `shape m` for every extent"}},
         {"range", {"iota n", "0, 1, ..., n - 1"}},
-        {"arange", {"iota n", "0, 1, ..., n - 1"}},
-        {"linspace", {"generate n (\\i -> a + float i * step)", ""}},
         {"zeros", {"fill n 0.0", ""}},
         {"ones", {"fill n 1.0", ""}},
         {"full", {"fill n x", ""}},
         {"sortBy", {"sortByKey keys values", ""}},
-        {"argsort", {"sortByKey xs (iota (length xs))", "the indices, sorted by xs"}},
         {"fold", {"reduce f z xs", ""}},
         {"foldl", {"reduce f z xs", ""}},
         {"amax", {"maximum xs", ""}},

@@ -259,6 +259,52 @@ Value b_var(const BuiltinCall& c, Args a) {
 
 Value b_std(const BuiltinCall& c, Args a) { return apply_named(c, "sqrt", {b_var(c, a)}); }
 
+// ---------------------------------------------------------------- construction, composed
+Value iota_of(const BuiltinCall& c, int64_t n) { return apply_named(c, "iota", {int_value(n)}); }
+
+// The indices 0 .. n-1 as elements of `p` (float or double).
+Value float_iota(const BuiltinCall& c, int64_t n, Prim p) {
+    return apply_named(c, p == Prim::Double ? "double" : "float", {iota_of(c, n)});
+}
+
+Value b_eye(const BuiltinCall& c, Args a) {
+    const int64_t n = int_arg(a[0]);
+    if (n < 0) fail(c, "negative extent " + std::to_string(n));
+    const Value i = iota_of(c, n);
+    return apply_named(c, "float", {apply_named(c, "==", {apply_named(c, "col", {i}), apply_named(c, "row", {i})})});
+}
+
+// NumPy's linspace: lo + i * step with step = (hi - lo) / (n - 1), the last exactly hi.
+Value b_linspace(const BuiltinCall& c, Args a) {
+    const int64_t n = int_arg(a[2]);
+    if (n < 0) fail(c, "negative count " + std::to_string(n));
+    const Prim p = a[0].scalar().type;
+    const Value lo = a[0], hi = a[1];
+    const Value span = apply_named(c, "-", {hi, lo});
+    const Value step = n > 1 ? apply_named(c, "/", {span, Value(convert_scalar(Scalar::of_long(n - 1), p))}) : span;
+    const Value y = apply_named(c, "+", {lo, apply_named(c, "*", {float_iota(c, n, p), step})});
+    if (n < 2) return y;
+    const Value last = apply_named(c, "==", {iota_of(c, n), int_value(n - 1)});
+    return apply_named(c, "where", {last, hi, y});
+}
+
+// NumPy's arange with a float step: ceil((hi - lo) / step) values lo + i * step.
+Value b_arange(const BuiltinCall& c, Args a) {
+    const double lo = a[0].scalar().as_double(), hi = a[1].scalar().as_double(), step = a[2].scalar().as_double();
+    if (step == 0 || step != step) fail(c, "the step must not be zero or NaN");
+    const double count = std::ceil((hi - lo) / step);
+    if (count > static_cast<double>(std::numeric_limits<int32_t>::max()))
+        fail(c, "too many values: " + std::to_string(count));
+    const int64_t n = count > 0 ? static_cast<int64_t>(count) : 0;
+    return apply_named(c, "+", {a[0], apply_named(c, "*", {float_iota(c, n, a[0].scalar().type), a[2]})});
+}
+
+// argsort xs: the permutation sortByKey applies to xs (stable).
+Value b_argsort(const BuiltinCall& c, Args a) {
+    const Shape s = shape_of_value(a[0]);
+    return apply_named(c, "sortByKey", {a[0], iota_of(c, s[0])}).tuple()[1];
+}
+
 Value b_dot(const BuiltinCall& c, Args a) { return apply_named(c, "sum", {apply_named(c, "*", {a[0], a[1]})}); }
 
 Value b_norm(const BuiltinCall& c, Args a) {
@@ -574,6 +620,10 @@ const BuiltinDef kBuiltins[] = {
     {"outer", 2, b_outer, false, true},
     {"cumsum", 1, b_cumulative<true>, false, true},
     {"cumprod", 1, b_cumulative<false>, false, true},
+    {"eye", 1, b_eye, false, true},
+    {"linspace", 3, b_linspace, false, true},
+    {"arange", 3, b_arange, false, true},
+    {"argsort", 1, b_argsort, false, true},
     {"minimum", 1, reduction<ops::Reduction::Minimum>},
     {"all", 1, reduction<ops::Reduction::All>},
     {"any", 1, reduction<ops::Reduction::Any>},

@@ -231,9 +231,10 @@ Value eval_operator(const std::string& op, std::span<const Value> args, const Ex
 
 Value eval_index(const Expr& e, const Env& env, EvalContext& ctx) {
     Value a = eval(e.kids[0], env, ctx);
-    if (is_mask_index(e)) {  // NumPy's boolean index: compress mask xs
+    if (is_mask_index(e)) {  // NumPy's boolean index (compress mask xs) or integer array index (gather)
         const Value args[2] = {eval(e.indices[0].index, env, ctx), a};
-        return eval_operator("compress", args, e, ctx);
+        const bool indices = prim_of(e.indices[0].index->type) == Prim::Int;
+        return eval_operator(indices ? "gather" : "compress", args, e, ctx);
     }
     if (auto sliced = backend_slice(e, a, env, ctx)) return *sliced;
     a = force(a);

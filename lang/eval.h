@@ -157,8 +157,9 @@ struct EvalContext {
     uint64_t effects = 0;      // builtins with effects applied (save, load): such a loop step is not replayed
 };
 
-// Whether an Index (or With) node is `xs[mask]`, NumPy's boolean index: a single
-// index of array type (the type checker allows only a rank-1 mask of bools).
+// Whether an Index (or With) node is `xs[mask]`, NumPy's boolean index, or
+// `xs[idx]`, its integer array index: a single index of array type (the type
+// checker allows a rank-1 mask of bools, and for an Index a vector of ints).
 bool is_mask_index(const Expr& e);
 
 // Evaluates `e` (whose node types are concrete). Throws Error on runtime

@@ -80,7 +80,7 @@ Type type_of_load(const std::string& path, const Loc& loc) {
 // Builtin groups for the :help overview (names missing from the builtin
 // tables are skipped, so the overview never lists what does not exist).
 const std::pair<const char*, std::vector<const char*>> kHelpGroups[] = {
-    {"construction", {"iota", "fill", "generate", "random"}},
+    {"construction", {"iota", "fill", "generate", "random", "linspace", "arange", "eye"}},
     {"shape", {"length", "rows", "cols", "shape", "reshape", "flatten", "transpose", "col", "row"}},
     {"elementwise", {"map", "zipWith", "zipWith3", "zip", "unzip", "where"}},
     {"math", {"sqrt", "exp", "log", "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh",
@@ -91,7 +91,7 @@ const std::pair<const char*, std::vector<const char*>> kHelpGroups[] = {
     {"matrices", {"matmul"}},
     {"scans", {"scan", "scanExclusive", "segscan"}},
     {"permutations", {"gather", "scatter", "permute", "reverse"}},
-    {"structure", {"interleave", "take", "drop", "filter", "compress", "sort", "sortByKey"}},
+    {"structure", {"interleave", "take", "drop", "filter", "compress", "sort", "sortByKey", "argsort"}},
     {"iteration", {"iterate"}},
     {"I/O", {"load", "save", "loadCsv", "loadCsv1", "saveCsv"}},
 };

@@ -683,11 +683,23 @@ public:
     // selected row gets.
     Type infer_mask(const ExprPtr& e, const Type& shaped, const Type& elem, const Type& mask, bool update) {
         const ExprPtr& m = e->indices[0].index;
+        // An array of ints gathers the rows it names (NumPy's integer array
+        // index: `xs[argsort xs]`); any other array is a mask of bools.
+        const Type flags = prune(mask)->kind == TypeKind::Array ? prune(prune(mask)->args[1]) : nullptr;
+        const bool int_literals =  // `xs[[2, 0]]`: integer literals are indices
+            flags && flags->kind == TypeKind::Var && flags->literal && !(flags->classes & ClassFloating);
+        if (!update && flags && (int_literals || (flags->kind == TypeKind::Prim && flags->prim == Prim::Int))) {
+            expect(mask, t_array(1, t_prim(Prim::Int)), m->loc, "array of indices");
+            return shaped;
+        }
         try {
             unify(mask, t_array(1, t_prim(Prim::Bool)));
         } catch (const Mismatch&) {
-            user_error(ErrorKind::Type, m->loc, "an array index must be a mask of bools, found " + describe(mask),
-                       {"index with an int, or with a mask: `xs[xs > 0.5]` keeps the elements where it holds"});
+            user_error(ErrorKind::Type, m->loc,
+                       "an array index must be a mask of bools" + std::string(update ? "" : " or a vector of ints") +
+                           ", found " + describe(mask),
+                       {"index with an int, with a mask (`xs[xs > 0.5]` keeps the elements where it holds) or with "
+                        "indices (`xs[argsort xs]`)"});
         }
         if (!update) return shaped;
         const Type value = infer(e->kids[1]);
@@ -1487,6 +1499,22 @@ std::map<std::string, SchemePtr> make_builtin_schemes() {
         m["++"] = b.done(t_func({arr(r, e), arr(r, e)}, arr(r, e)));
     }
     m["iota"] = SchemeBuilder().done(t_func(tint(), t_array(1, tint())));
+    m["eye"] = SchemeBuilder().done(t_func(tint(), t_array(2, t_prim(Prim::Float))));
+    {
+        SchemeBuilder b;
+        Type e = b.var(ClassFloating | ClassNum, true);
+        m["linspace"] = b.done(t_func({e, e, tint()}, t_array(1, e)));
+    }
+    {
+        SchemeBuilder b;
+        Type e = b.var(ClassFloating | ClassNum, true);
+        m["arange"] = b.done(t_func({e, e, e}, t_array(1, e)));
+    }
+    {
+        SchemeBuilder b;
+        Type e = b.var(ClassOrd | ClassNum);
+        m["argsort"] = b.done(t_func(t_array(1, e), t_array(1, tint())));
+    }
     {
         SchemeBuilder b;
         Type s = b.var(), r = b.rank(), e = b.var();

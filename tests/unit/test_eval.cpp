@@ -734,3 +734,18 @@ TEST_CASE("eval: dot, norm, outer, cumsum, cumprod (NumPy's values)") {
     CHECK(run("cumprod [1.0, 2.0, 3.0, 4.0]") == "[1.0, 2.0, 6.0, 24.0]");
     CHECK(run("cumsum ([] : [int])") == "[]");
 }
+
+TEST_CASE("eval: eye, linspace, arange, argsort and index arrays (NumPy's values)") {
+    CHECK(run("eye 2") == "[[1.0, 0.0], [0.0, 1.0]]");
+    CHECK(run("linspace 0.0 1.0 5") == "[0.0, 0.25, 0.5, 0.75, 1.0]");  // np.linspace(0, 1, 5)
+    CHECK(run("linspace 2.0 3.0 1") == "[2.0]");
+    CHECK(run("linspace 2.0 3.0 0") == "[]");
+    CHECK(run("arange 0.0 1.0 0.25") == "[0.0, 0.25, 0.5, 0.75]");  // np.arange(0, 1, 0.25)
+    CHECK(run("arange 1.0 0.0 (-0.5)") == "[1.0, 0.5]");
+    CHECK(run("arange 1.0 0.0 0.5") == "[]");
+    CHECK(run("argsort [3.0, 1.0, 2.0, 1.0]") == "[1, 3, 2, 0]");  // stable: ties keep their order
+    CHECK(run("let xs = [0.5, 0.1, 0.9] in xs[argsort xs]") == "[0.1, 0.5, 0.9]");
+    CHECK(run("[0.5, 0.1, 0.9][[2, 2, 0]]") == "[0.9, 0.9, 0.5]");
+    CHECK(run("[[1, 2], [3, 4]][[1, 0]]") == "[[3, 4], [1, 2]]");
+    CHECK(error("[1, 2][[2]]") == "gather: index 2 is out of bounds for axis 0 with extent 2");
+}

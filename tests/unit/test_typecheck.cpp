@@ -187,5 +187,7 @@ TEST_CASE("masks: an index of array type is a mask, decided when its type is kno
     CHECK(t.run("generate 2 (\\i -> sum (xs[xs < float i]))") == "[float]");  // float i: open when indexed
     CHECK(t.run("generate 2 (\\i -> xs[i])") == "[float]");
     CHECK(t.run("xs with [xs > 1.0] = 0.0") == "[float]");
-    CHECK(t.error("xs[[1, 0]]").find("an array index must be a mask of bools") != std::string::npos);
+    CHECK(t.error("xs[[1.0, 0.0]]").find("an array index must be a mask of bools or a vector of ints") !=
+          std::string::npos);
+    CHECK(t.run("xs[[1, 0]]") == "[float]");  // integer literals: indices (a gather)
 }
