@@ -432,11 +432,15 @@ std::optional<Value> FusionEngine::producer(const std::string& name, const Type&
         const Shape shape = *broadcast;
         const bool two_arrays = a.size() == 2 && is_operand(a[0]) && is_operand(a[1]);
         if (two_arrays) warn_rows_along_columns(a, shapes, ctx, loc);
-        AlignedSources aligned;  // the operands read at the result's index, and theirs
-        for (size_t k = 0; k < a.size(); ++k)
-            if (is_operand(a[k]) && shapes[k] == shape)
-                for (const void* s : aligned_sources(a[k]))
-                    if (aligned.size() < kMaxAlignedSources) aligned.push_back(s);
+        // The operands read at the result's index, and theirs: only a
+        // matrix's are ever asked for (the footgun check), so a loop of
+        // vector operations keeps none.
+        AlignedSources aligned;
+        if (shape.size() == 2)
+            for (size_t k = 0; k < a.size(); ++k)
+                if (is_operand(a[k]) && shapes[k] == shape)
+                    for (const void* s : aligned_sources(a[k]))
+                        if (aligned.size() < kMaxAlignedSources) aligned.push_back(s);
         auto pull = [a, name, result, shape, shapes](FuseContext& fc) {
             std::vector<PullArray> srcs;
             for (const Value& v : a) srcs.push_back(is_operand(v) ? pull_of(v, fc) : PullArray{});
@@ -456,7 +460,7 @@ std::optional<Value> FusionEngine::producer(const std::string& name, const Type&
         };
         Value v = node(*result, shape, pull, make_replay(name, type, args, ctx, loc), ctx, a, std::nullopt, 1,
                        std::move(aligned));
-        if (shape.size() == 1)  // `sum m / 3.0` holds one value per row of m as `sum m` does
+        if (shape.size() == 1 && !row_values_.empty())  // `sum m / 3.0`: one value per row of m as `sum m`
             for (size_t k = 0; k < a.size(); ++k)
                 if (is_operand(a[k]) && shapes[k] == shape) row_values_.carry(a[k], v);
         return v;

@@ -52,6 +52,7 @@ public:
     // `to` is computed elementwise from `from` with scalars or same-shape
     // vectors (`sum m / 3.0`): it holds one value per row of the same matrix.
     void carry(const Value& from, const Value& to);
+    bool empty() const { return records_.empty(); }
 
 private:
     std::unordered_map<const void*, Reduction> records_;
