@@ -1124,10 +1124,10 @@ private:
         const CVal f = args[0];
         std::vector<ir::PullArray> srcs;
         for (size_t k = 1; k < args.size(); ++k) srcs.push_back(vector_arg(args[k]));
-        ir::PullArray out{{equal_extents(name, srcs)}, element_type(f, static_cast<int>(srcs.size())), nullptr};
+        ir::PullArray out{{broadcast_extent(name, srcs)}, element_type(f, static_cast<int>(srcs.size())), nullptr};
         out.at = [this, f, srcs](KernelBuilder& kb, const std::vector<IExpr>& i) {
             std::vector<CVal> xs;
-            for (const ir::PullArray& p : srcs) xs.push_back(scalar_val(kb.bind("e", p.at(kb, i))));
+            for (const ir::PullArray& p : srcs) xs.push_back(scalar_val(kb.bind("e", p.at(kb, {stretched(kb, p, i[0], srcs.size())}))));
             return single(apply(f, xs));
         };
         return pull_val(out);
@@ -1149,15 +1149,18 @@ private:
                     continue;
                 }
                 const ir::PullArray& p = as_pull(a);
-                // An operand of extent 1 stretches: it is read at 0.
-                const IExpr at = stretches ? ir::select(binary(BinaryOp::Eq, ir::use_params(kb, p.shape[0]), ir::i64(1)),
-                                                        ir::i64(0), i[0])
-                                           : i[0];
-                xs.push_back(kb.bind("e", p.at(kb, {at})));
+                xs.push_back(kb.bind("e", p.at(kb, {stretched(kb, p, i[0], stretches ? 2 : 1)})));
             }
             return emit_builtin(kb, name, xs);
         };
         return pull_val(out);
+    }
+
+    // Where a vector combined with others (`operands` in all) is read for
+    // element i: an operand of extent 1 stretches, read at 0.
+    static IExpr stretched(KernelBuilder& kb, const ir::PullArray& p, const IExpr& i, size_t operands) {
+        if (operands < 2) return i;
+        return ir::select(binary(BinaryOp::Eq, ir::use_params(kb, p.shape[0]), ir::i64(1)), ir::i64(0), i);
     }
 
     // The extent of vectors combined by an elementwise operator, by NumPy's
@@ -1177,20 +1180,6 @@ private:
             // Past a mismatch (an error) the shorter extent: no thread reads past an end.
             n = kb_.bind("n", ir::select(binary(BinaryOp::Eq, n, one), m,
                                          ir::select(binary(BinaryOp::Eq, m, one), n, binary(BinaryOp::Min, n, m))));
-        }
-        return n;
-    }
-
-    // The common extent of vectors combined elementwise; a mismatch is the
-    // reference's error, and the result keeps the shorter extent (no thread
-    // reads past an end).
-    IExpr equal_extents(const std::string& name, const std::vector<ir::PullArray>& xs) {
-        IExpr n = kb_.bind("n", ir::use_params(kb_, xs[0].shape[0]));
-        for (size_t k = 1; k < xs.size(); ++k) {
-            const IExpr m = kb_.bind("n", ir::use_params(kb_, xs[k].shape[0]));
-            const int code = kb_.add_check("shape mismatch in " + name + ": ({index}) vs ({extent})", loc_);
-            kb_.emit(if_then(binary(BinaryOp::Ne, n, m), {ir::error(code, n, m)}));
-            n = kb_.bind("n", binary(BinaryOp::Min, n, m));
         }
         return n;
     }

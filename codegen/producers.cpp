@@ -218,22 +218,34 @@ std::optional<Value> FusionEngine::map_node(const std::string& name, const Type&
     if (!mentions_array(r) || !prim_leaves(r, elems)) return std::nullopt;
     for (size_t k = 1; k < a.size(); ++k)
         if (!is_like(a[k])) return std::nullopt;
-    for (size_t k = 2; k < a.size(); ++k) ops::require_same_shape(like_shape(a[1]), like_shape(a[k]), name.c_str(), loc);
+    Shape shape = like_shape(a[1]);  // the arrays broadcast together (zipWith)
+    for (size_t k = 2; k < a.size(); ++k) shape = ops::require_broadcast(shape, like_shape(a[k]), name.c_str(), loc);
     std::vector<Type> types;
     for (size_t k = 1; k < a.size(); ++k) types.push_back(elem_type(a[k]));
-    auto pull = [a, elems, types](FuseContext& fc) {
+    auto pull = [a, elems, types, shape](FuseContext& fc) {
         std::vector<PullArray> srcs;
+        std::vector<Shape> shapes;  // each leaf's array's shape
         for (size_t k = 1; k < a.size(); ++k)
-            for (const PullArray& p : pulls_of(a[k], fc)) srcs.push_back(p);
-        ir::PullTuple out{srcs[0].shape, scalar_types(elems), nullptr};
+            for (const PullArray& p : pulls_of(a[k], fc)) {
+                srcs.push_back(p);
+                shapes.push_back(like_shape(a[k]));
+            }
+        const std::vector<ir::ExprPtr> extents = broadcast_extents(srcs, shapes, shape);
+        for (size_t k = 0; k < srcs.size(); ++k)
+            if (shapes[k] != shape)  // read through the broadcast's index map
+                srcs[k] = PullArray{extents, srcs[k].elem,
+                                    [p = srcs[k], from = shapes[k], shape](ir::KernelBuilder& kb,
+                                                                          const std::vector<ir::ExprPtr>& i) {
+                                        return p.at(kb, broadcast_read(i, from, shape));
+                                    }};
+        ir::PullTuple out{extents, scalar_types(elems), nullptr};
         out.at = [srcs, fn = a[0], types, &fc](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
             return compiled::compile_call(fc, kb, fn, element_at(kb, srcs, i), types);
         };
         return out;
     };
     const std::vector<Value> operands(a.begin() + 1, a.end());
-    const std::vector<Value> members =
-        tuple_nodes(elems, like_shape(a[1]), pull, make_replay(name, type, a, ctx, loc), ctx, operands);
+    const std::vector<Value> members = tuple_nodes(elems, shape, pull, make_replay(name, type, a, ctx, loc), ctx, operands);
     size_t at = 0;
     return rebuild_type(r, members, at);
 }

@@ -179,15 +179,20 @@ Value b_matmul(const BuiltinCall& c, Args a) {
 }
 
 // ---------------------------------------------------------------- elementwise functions
-// result[i] = f arrays[0][i] arrays[1][i] ... over every element of any rank.
+// result[i] = f arrays[0][i] arrays[1][i] ... over every element of any
+// rank, the arrays broadcast together (NumPy's rule).
 Value zip_apply(const BuiltinCall& c, const Value& fn, Args arrays) {
-    const Shape s = array_like_shape(arrays[0]);
-    for (const Value& x : arrays.subspan(1)) ops::require_same_shape(s, array_like_shape(x), c.def.name, c.loc);
+    Shape s = array_like_shape(arrays[0]);
+    for (const Value& x : arrays.subspan(1)) s = ops::require_broadcast(s, array_like_shape(x), c.def.name, c.loc);
+    std::array<std::vector<int64_t>, 3> at;  // where a broadcast array's element is (empty: at i)
+    for (size_t k = 0; k < arrays.size(); ++k)
+        if (const Shape from = array_like_shape(arrays[k]); from != s) at[k] = ops::broadcast_index(from, s);
     const Callable& f = as_callable(fn);
     ops::ArrayLikeBuffer out(c.result_type(), s);
     std::array<Value, 3> args;
     for (int64_t i = 0, n = shape_size(s); i < n; ++i) {
-        for (size_t k = 0; k < arrays.size(); ++k) args[k] = array_like_get(arrays[k], i);
+        for (size_t k = 0; k < arrays.size(); ++k)
+            args[k] = array_like_get(arrays[k], at[k].empty() ? i : at[k][static_cast<size_t>(i)]);
         out.set(i, call(c, f, Args(args.data(), arrays.size())));
     }
     return out.finish();

@@ -936,6 +936,31 @@ public:
             }
             case Constraint::Kind::ShapeArg: return solve_shape_arg(c, force);
             case Constraint::Kind::Matmul: return solve_matmul(c, force);
+            case Constraint::Kind::BroadcastRank: {
+                // As an elementwise operator's ranks (solve_lift): the largest;
+                // one rank variable alone is the result's; an unknown one
+                // waits, and defaults to the largest known.
+                int known = 0;
+                std::vector<Type> unknown;
+                for (size_t k = 1; k < c.types.size(); ++k) {
+                    const Type& r = prune(c.types[k]);
+                    if (r->kind == TypeKind::Rank) known = std::max(known, r->rank);
+                    else if (std::find(unknown.begin(), unknown.end(), r) == unknown.end()) unknown.push_back(r);
+                }
+                if (unknown.size() == 1 && known == 0) {
+                    unify(c.types[0], unknown[0]);
+                    return true;
+                }
+                if (!unknown.empty()) {
+                    if (!force) return false;
+                    const Type to = known ? t_rank(known) : unknown[0];
+                    for (const Type& r : unknown) unify(r, to);
+                    unify(c.types[0], to);
+                    return true;
+                }
+                unify(c.types[0], t_rank(known));
+                return true;
+            }
             case Constraint::Kind::Generator: {
                 Type rank = prune(c.types[0]);
                 if (rank->kind != TypeKind::Rank) {
@@ -1584,13 +1609,16 @@ std::map<std::string, SchemePtr> make_builtin_schemes() {
     }
     {
         SchemeBuilder b;
-        Type r = b.rank(), a = b.var(), x = b.var(), c = b.var();
-        m["zipWith"] = b.done(t_func({t_func({a, x}, c), arr(r, a), arr(r, x)}, arr(r, c)));
+        Type r = b.rank(), r1 = b.rank(), r2 = b.rank(), a = b.var(), x = b.var(), c = b.var();
+        b.constrain(K::BroadcastRank, {r, r1, r2});
+        m["zipWith"] = b.done(t_func({t_func({a, x}, c), arr(r1, a), arr(r2, x)}, arr(r, c)));
     }
     {
         SchemeBuilder b;
-        Type r = b.rank(), a = b.var(), x = b.var(), y = b.var(), c = b.var();
-        m["zipWith3"] = b.done(t_func({t_func({a, x, y}, c), arr(r, a), arr(r, x), arr(r, y)}, arr(r, c)));
+        Type r = b.rank(), r1 = b.rank(), r2 = b.rank(), r3 = b.rank(), a = b.var(), x = b.var(), y = b.var(),
+             c = b.var();
+        b.constrain(K::BroadcastRank, {r, r1, r2, r3});
+        m["zipWith3"] = b.done(t_func({t_func({a, x, y}, c), arr(r1, a), arr(r2, x), arr(r3, y)}, arr(r, c)));
     }
     {
         SchemeBuilder b;

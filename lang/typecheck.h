@@ -31,6 +31,7 @@ struct Constraint {
         Assign,       // `a with [...] = v`: v is the selected part or one element (broadcast)
         Matmul,       // {left, right, result} of `@`: NumPy's ranks (a vector is a row on the left, a column on the right)
         MaskOrIndex,  // {indexed array, result, index} of `xs[e]` with e's type open: a mask if an array, else an int
+        BroadcastRank,  // {result rank, operand ranks...} of zipWith: the largest (NumPy's broadcasting)
     };
     Kind kind;
     std::vector<Type> types;  // layout per kind, see typecheck.cpp

@@ -57,7 +57,11 @@ TEST_CASE("broadcasting: kernels agree with the reference on every form") {
              // where: the condition and both values broadcast
              "where (w > 2.0) w 0.0", "where (w > v3) w (col v2)", "where [true, false, true] w (-w)",
              "where (v3 > 0.0) 1 0", "map (\\i -> sum (where (w[i] > 1.0) w[i] one)) (iota 2)",
-             "where (w > 0.0) w [1.0, 2.0]"}) {
+             "where (w > 0.0) w [1.0, 2.0]",
+             // zipWith, zipWith3: the arrays broadcast together
+             "zipWith (\\a b -> a * b + 1.0) w v3", "zipWith (+) (col v2) v3", "zipWith3 (\\a b c -> a + b * c) w one v3",
+             "map (\\i -> sum (zipWith (*) w[i] one)) (iota 2)", "zipWith (+) w [1.0, 2.0]",
+             "map (\\i -> sum (zipWith (*) w[i] v2)) (iota 2)"}) {
         INFO(e);
         CHECK(shoal::testing::differential(setup + e));
     }

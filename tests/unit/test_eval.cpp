@@ -468,8 +468,9 @@ TEST_CASE("eval: map, zipWith, zipWith3, zip, unzip") {
     CHECK(run("zip [1, 2] [3.0, 4.0]") == "([1, 2], [3.0, 4.0])");
     CHECK(run("zip3 [1] [2.0] [true]") == "([1], [2.0], [true])");
     CHECK(run("unzip (zip [1, 2] [3, 4])") == "([1, 2], [3, 4])");
-    CHECK(error("zipWith (+) [1, 2] [1, 2, 3]") == "shape mismatch in zipWith: (2) vs (3)");
-    CHECK(error("zipWith3 (\\a b c -> a + b + c) [1] [1] [1, 2]") == "shape mismatch in zipWith3: (1) vs (2)");
+    CHECK(error("zipWith (+) [1, 2] [1, 2, 3]") == "operands of `zipWith` could not be broadcast together with shapes (2) (3)");
+    CHECK(run("zipWith3 (\\a b c -> a + b + c) [1] [1] [1, 2]") == "[3, 4]");  // broadcast, NumPy's rule
+    CHECK(run("zipWith (+) [[1, 2], [3, 4]] [10, 20]") == "[[11, 22], [13, 24]]");
     CHECK(error("zip [1, 2] [1, 2, 3]") == "shape mismatch in zip: (2) vs (3)");
     CHECK(error("map (\\i -> [1, 2][i]) [0, 1, 2]") == "index 2 is out of bounds for axis 0 with extent 2");
 }
