@@ -1282,6 +1282,27 @@ void SessionCommands::run_let(Session& s, const Stmt& stmt, const std::string& t
     I.random_stream = stream;
 }
 
+namespace {
+// A statement that prints `<function>` because a builtin got too few
+// arguments (`max xs`, NumPy's `arange 10`): say so, with its signature.
+void note_partial_builtin(const Value& v, const Loc& at, std::vector<Warning>& warnings) {
+    const evalimpl::CallableView view = evalimpl::as_callable(v).view();
+    if (!view.builtin || view.args.empty()) return;
+    const std::string name = view.builtin->name;
+    const size_t given = view.args.size(), wanted = static_cast<size_t>(view.builtin->arity);
+    std::vector<std::string> notes;
+    if (const BuiltinDoc* d = find_builtin_doc(name)) notes.push_back("`" + name + " : " + d->signature + "`");
+    if ((name == "max" || name == "min") && given == 1)
+        notes.push_back("the " + std::string(name == "max" ? "largest" : "smallest") + " element is `" +
+                        (name == "max" ? "maximum" : "minimum") + " xs`; `" + name + " a b` compares two values");
+    if (name == "arange" && given == 1) notes.push_back("NumPy's arange(n) is `iota n`");
+    warnings.push_back({at,
+                        "this is a function: `" + name + "` takes " + std::to_string(wanted) + " argument" +
+                            (wanted == 1 ? "" : "s") + " and was given " + std::to_string(given),
+                        notes});
+}
+}  // namespace
+
 bool SessionCommands::run_statement_reporting_errors(Session& s, const SourcePtr& src, StatementSpan span,
                                                      SessionOutput& out) {
     Session::Impl& I = *s.impl_;
@@ -1300,6 +1321,7 @@ bool SessionCommands::run_statement_reporting_errors(Session& s, const SourcePtr
                 Value v = I.materialise(evaluate(stmt->expr, ctx), "printed", false);
                 I.random_stream = ctx.random_stream;
                 if (!v.is_unit()) out.value(v, t, format_value(v, settings.print_threshold));
+                if (v.is_function()) note_partial_builtin(v, stmt_loc, I.warnings);
                 return true;
             }
             case StmtKind::Command:

@@ -105,3 +105,12 @@ TEST_CASE("broadcasting: a vector of one value per row, lined up with a square m
     s.execute(std::string(kWide) + "\nw - maximum w", "<t>", out);
     CHECK(out.all.find("could not be broadcast together with shapes (2, 3) (2)") != std::string::npos);
 }
+
+TEST_CASE("habits: a builtin given too few arguments prints a function, and says so") {
+    const std::vector<std::string> w = warnings_of("", "max [1, 2]");
+    REQUIRE(w.size() == 1);
+    CHECK(w[0].find("this is a function: `max` takes 2 arguments and was given 1") != std::string::npos);
+    CHECK(w[0].find("the largest element is `maximum xs`") != std::string::npos);
+    CHECK(warnings_of("", "arange 10")[0].find("NumPy's arange(n) is `iota n`") != std::string::npos);
+    CHECK(warnings_of("", "let f = \\x -> x\nf").empty());  // a function the user made: no note
+}
