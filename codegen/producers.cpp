@@ -218,24 +218,25 @@ std::optional<Value> FusionEngine::map_node(const std::string& name, const Type&
     if (!mentions_array(r) || !prim_leaves(r, elems)) return std::nullopt;
     for (size_t k = 1; k < a.size(); ++k)
         if (!is_like(a[k])) return std::nullopt;
-    Shape shape = like_shape(a[1]);  // the arrays broadcast together (zipWith)
-    for (size_t k = 2; k < a.size(); ++k) shape = ops::require_broadcast(shape, like_shape(a[k]), name.c_str(), loc);
+    std::vector<Shape> shapes;  // the arrays broadcast together (zipWith)
+    for (size_t k = 1; k < a.size(); ++k) shapes.push_back(like_shape(a[k]));
+    const Shape shape = ops::require_broadcast(shapes, name.c_str(), loc);
     std::vector<Type> types;
     for (size_t k = 1; k < a.size(); ++k) types.push_back(elem_type(a[k]));
-    auto pull = [a, elems, types, shape](FuseContext& fc) {
+    auto pull = [a, elems, types, shapes, shape](FuseContext& fc) {
         std::vector<PullArray> srcs;
-        std::vector<Shape> shapes;  // each leaf's array's shape
+        std::vector<Shape> leaf_shapes;  // each leaf's array's shape
         for (size_t k = 1; k < a.size(); ++k)
             for (const PullArray& p : pulls_of(a[k], fc)) {
                 srcs.push_back(p);
-                shapes.push_back(like_shape(a[k]));
+                leaf_shapes.push_back(shapes[k - 1]);
             }
-        const std::vector<ir::ExprPtr> extents = broadcast_extents(srcs, shapes, shape);
+        const std::vector<ir::ExprPtr> extents = broadcast_extents(srcs, leaf_shapes, shape);
         for (size_t k = 0; k < srcs.size(); ++k)
-            if (shapes[k] != shape)  // read through the broadcast's index map
+            if (leaf_shapes[k] != shape)  // read through the broadcast's index map
                 srcs[k] = PullArray{extents, srcs[k].elem,
-                                    [p = srcs[k], from = shapes[k], shape](ir::KernelBuilder& kb,
-                                                                          const std::vector<ir::ExprPtr>& i) {
+                                    [p = srcs[k], from = leaf_shapes[k], shape](ir::KernelBuilder& kb,
+                                                                               const std::vector<ir::ExprPtr>& i) {
                                         return p.at(kb, broadcast_read(i, from, shape));
                                     }};
         ir::PullTuple out{extents, scalar_types(elems), nullptr};
@@ -435,13 +436,12 @@ std::optional<Value> FusionEngine::producer(const std::string& name, const Type&
         for (const Value& v : a) elems.push_back(elem_of(v));
         const auto result = elementwise_result(name, elems);
         if (!result) return std::nullopt;
-        std::vector<Shape> shapes;  // each operand's shape (empty: a scalar)
-        for (const Value& v : a) shapes.push_back(is_operand(v) ? shape_of(v) : Shape{});
-        std::optional<Shape> broadcast;  // the operands' shapes broadcast together
-        for (size_t k = 0; k < a.size(); ++k)
-            if (is_operand(a[k]))
-                broadcast = broadcast ? ops::require_broadcast(*broadcast, shapes[k], name.c_str(), loc) : shapes[k];
-        const Shape shape = *broadcast;
+        std::vector<Shape> shapes, arrays;  // each operand's shape (empty: a scalar); the arrays'
+        for (const Value& v : a) {
+            shapes.push_back(is_operand(v) ? shape_of(v) : Shape{});
+            if (is_operand(v)) arrays.push_back(shapes.back());
+        }
+        const Shape shape = ops::require_broadcast(arrays, name.c_str(), loc);
         const bool two_arrays = a.size() == 2 && is_operand(a[0]) && is_operand(a[1]);
         if (two_arrays) warn_rows_along_columns(a, shapes, ctx, loc);
         // The operands read at the result's index, and theirs: only a

@@ -163,6 +163,13 @@ Shape require_broadcast(const Shape& a, const Shape& b, const char* name, const 
                   notes);
 }
 
+Shape require_broadcast(std::span<const Shape> shapes, const char* name, const Loc& loc) {
+    SHOAL_INTERNAL_ASSERT(!shapes.empty(), "require_broadcast of no shapes");
+    Shape out = shapes[0];
+    for (const Shape& s : shapes.subspan(1)) out = require_broadcast(out, s, name, loc);
+    return out;
+}
+
 bool stretched_axis(const Shape& from, const Shape& to, size_t k) {
     const size_t lead = to.size() - from.size();
     return k < lead || (from[k - lead] == 1 && to[k] != 1);

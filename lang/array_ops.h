@@ -134,6 +134,8 @@ std::optional<Shape> broadcast_shapes(const Shape& a, const Shape& b);
 // broadcast_shapes, or the error "operands of + could not be broadcast
 // together with shapes (1000, 64) (1000)" with the rule and the fix.
 Shape require_broadcast(const Shape& a, const Shape& b, const char* name, const Loc& loc);
+// Several operands' shapes broadcast together, left to right (at least one).
+Shape require_broadcast(std::span<const Shape> shapes, const char* name, const Loc& loc);
 // Whether `from` is stretched along axis k of `to` (its broadcast result):
 // a leading axis it lacks, or an extent of 1 where the result's is not.
 bool stretched_axis(const Shape& from, const Shape& to, size_t k);
@@ -258,7 +260,9 @@ ArrayPtr sort_inner(const Array& a);
 std::vector<int64_t> sort_permutation(const Array& keys);
 
 // ---------------------------------------------------------------- templates
-inline Prim prim_of_value(const Value& v) { return v.is_array() ? v.array()->elem : v.scalar().type; }
+inline Prim prim_of_value(const Value& v) {
+    return v.is_array() ? v.array()->elem : v.is_delayed() ? v.delayed()->elem() : v.scalar().type;
+}
 
 template <class Op>
 Value lift1(const Op& op, const Value& a) {

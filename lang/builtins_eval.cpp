@@ -75,14 +75,14 @@ Value convert_op(const BuiltinCall&, Args a) { return ops::convert_value(a[0], P
 Value b_where(const BuiltinCall& c, Args a) {
     if (!a[0].is_array() && !a[1].is_array() && !a[2].is_array())
         return a[0].scalar().as_bool() ? a[1] : a[2];
-    std::optional<Shape> shape;
+    std::vector<Shape> shapes;
     for (const Value& v : a)
-        if (v.is_array()) shape = shape ? ops::require_broadcast(*shape, v.array()->shape, "where", c.loc) : v.array()->shape;
-    const Prim elem = ops::prim_of_value(a[1]);
-    auto out = std::make_shared<Array>(elem, *shape);
+        if (v.is_array()) shapes.push_back(v.array()->shape);
+    const Shape shape = ops::require_broadcast(shapes, "where", c.loc);
+    auto out = std::make_shared<Array>(ops::prim_of_value(a[1]), shape);
     std::vector<std::vector<int64_t>> at(3);
     for (size_t k = 0; k < 3; ++k)
-        if (a[k].is_array()) at[k] = ops::broadcast_index(a[k].array()->shape, *shape);
+        if (a[k].is_array()) at[k] = ops::broadcast_index(a[k].array()->shape, shape);
     auto get = [&](size_t k, int64_t i) {
         return a[k].is_array() ? a[k].array()->get(at[k][static_cast<size_t>(i)]) : a[k].scalar();
     };
@@ -182,11 +182,12 @@ Value b_matmul(const BuiltinCall& c, Args a) {
 // result[i] = f arrays[0][i] arrays[1][i] ... over every element of any
 // rank, the arrays broadcast together (NumPy's rule).
 Value zip_apply(const BuiltinCall& c, const Value& fn, Args arrays) {
-    Shape s = array_like_shape(arrays[0]);
-    for (const Value& x : arrays.subspan(1)) s = ops::require_broadcast(s, array_like_shape(x), c.def.name, c.loc);
+    std::vector<Shape> shapes;
+    for (const Value& x : arrays) shapes.push_back(array_like_shape(x));
+    const Shape s = ops::require_broadcast(shapes, c.def.name, c.loc);
     std::array<std::vector<int64_t>, 3> at;  // where a broadcast array's element is (empty: at i)
     for (size_t k = 0; k < arrays.size(); ++k)
-        if (const Shape from = array_like_shape(arrays[k]); from != s) at[k] = ops::broadcast_index(from, s);
+        if (shapes[k] != s) at[k] = ops::broadcast_index(shapes[k], s);
     const Callable& f = as_callable(fn);
     ops::ArrayLikeBuffer out(c.result_type(), s);
     std::array<Value, 3> args;
@@ -238,19 +239,17 @@ Value apply_named(const BuiltinCall& c, const char* name, std::initializer_list<
     return apply_builtin(*find_builtin(name), type, std::span<const Value>(args.begin(), args.size()), c.ctx, c.loc);
 }
 
-Shape shape_of_value(const Value& v) { return v.is_delayed() ? v.delayed()->shape() : array_like_shape(v); }
-
 // mean xs = sum xs / n along the innermost axis (0 / 0: NaN for an empty row, as NumPy).
 Value b_mean(const BuiltinCall& c, Args a) {
-    const Shape s = shape_of_value(a[0]);
-    const Prim elem = a[0].is_delayed() ? a[0].delayed()->elem() : a[0].array()->elem;
+    const Shape s = array_like_shape(a[0]);
+    const Prim elem = ops::prim_of_value(a[0]);
     return apply_named(c, "/", {apply_named(c, "sum", {a[0]}), Value(convert_scalar(Scalar::of_long(s.back()), elem))});
 }
 
 // var xs = mean ((xs - mean xs) ** 2), the mean of each row subtracted from it
 // (broadcast along the innermost axis: the means as a column).
 Value b_var(const BuiltinCall& c, Args a) {
-    const Shape s = shape_of_value(a[0]);
+    const Shape s = array_like_shape(a[0]);
     Value mu = apply_named(c, "mean", {a[0]});
     if (s.size() > 1) {
         std::vector<Value> column;
@@ -306,7 +305,7 @@ Value b_arange(const BuiltinCall& c, Args a) {
 
 // argsort xs: the permutation sortByKey applies to xs (stable).
 Value b_argsort(const BuiltinCall& c, Args a) {
-    const Shape s = shape_of_value(a[0]);
+    const Shape s = array_like_shape(a[0]);
     return apply_named(c, "sortByKey", {a[0], iota_of(c, s[0])}).tuple()[1];
 }
 
@@ -323,7 +322,7 @@ Value b_outer(const BuiltinCall& c, Args a) {
 // cumsum / cumprod: scan with the operator section from its neutral element.
 template <bool Sum>
 Value b_cumulative(const BuiltinCall& c, Args a) {
-    const Prim elem = a[0].is_delayed() ? a[0].delayed()->elem() : a[0].array()->elem;
+    const Prim elem = ops::prim_of_value(a[0]);
     const Value op = apply_builtin(*find_builtin(Sum ? "+" : "*"), nullptr, {}, c.ctx, c.loc);  // the section (+)
     // scan's instantiated type (its result's type is what the reference builds)
     const Type array = func_param(c.type), e = array_elem(array);

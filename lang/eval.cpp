@@ -245,8 +245,7 @@ Value eval_index(const Expr& e, const Env& env, EvalContext& ctx) {
 // rows (one fused kernel on a backend).
 Value eval_mask_update(const Expr& e, const Value& a, const Env& env, EvalContext& ctx) {
     Value mask = eval(e.indices[0].index, env, ctx);
-    auto shape = [](const Value& v) { return v.is_delayed() ? v.delayed()->shape() : array_like_shape(force(v)); };
-    const Shape rows = shape(a), flags = shape(mask);
+    const Shape rows = array_like_shape(a), flags = array_like_shape(mask);
     ops::require_mask_length(flags[0], rows[0], e.loc);
     if (rows.size() > 1) {
         const Value one[1] = {mask};

@@ -937,28 +937,10 @@ public:
             case Constraint::Kind::ShapeArg: return solve_shape_arg(c, force);
             case Constraint::Kind::Matmul: return solve_matmul(c, force);
             case Constraint::Kind::BroadcastRank: {
-                // As an elementwise operator's ranks (solve_lift): the largest;
-                // one rank variable alone is the result's; an unknown one
-                // waits, and defaults to the largest known.
-                int known = 0;
-                std::vector<Type> unknown;
-                for (size_t k = 1; k < c.types.size(); ++k) {
-                    const Type& r = prune(c.types[k]);
-                    if (r->kind == TypeKind::Rank) known = std::max(known, r->rank);
-                    else if (std::find(unknown.begin(), unknown.end(), r) == unknown.end()) unknown.push_back(r);
-                }
-                if (unknown.size() == 1 && known == 0) {
-                    unify(c.types[0], unknown[0]);
-                    return true;
-                }
-                if (!unknown.empty()) {
-                    if (!force) return false;
-                    const Type to = known ? t_rank(known) : unknown[0];
-                    for (const Type& r : unknown) unify(r, to);
-                    unify(c.types[0], to);
-                    return true;
-                }
-                unify(c.types[0], t_rank(known));
+                const std::optional<Type> r =
+                    broadcast_rank(std::vector<Type>(c.types.begin() + 1, c.types.end()), force);
+                if (!r) return false;
+                unify(c.types[0], *r);
                 return true;
             }
             case Constraint::Kind::Generator: {
@@ -1044,11 +1026,33 @@ public:
         return false;
     }
 
+    // Broadcasting on ranks (elementwise operators, zipWith): the result has
+    // the largest rank of the array operands'. A rank not known yet waits
+    // (nullopt) unless it is the only one (one array operand, or `x + x`);
+    // defaulting gives it the largest known rank, the rule from before
+    // broadcasting (operands of one rank), so a program that typed then
+    // types the same now.
+    std::optional<Type> broadcast_rank(const std::vector<Type>& ranks, bool force) {
+        int known = 0;
+        std::vector<Type> unknown;
+        for (const Type& t : ranks) {
+            const Type& r = prune(t);
+            if (r->kind == TypeKind::Rank) known = std::max(known, r->rank);
+            else if (std::find(unknown.begin(), unknown.end(), r) == unknown.end()) unknown.push_back(r);
+        }
+        if (unknown.empty()) return t_rank(known);
+        if (unknown.size() == 1 && known == 0) return unknown[0];
+        if (!force) return std::nullopt;
+        const Type to = known ? t_rank(known) : unknown[0];
+        for (const Type& r : unknown) unify(r, to);
+        return prune(to);
+    }
+
     // Lift types: {result, result_elem, arg0, arg0_elem, arg1, arg1_elem, ...}
     bool solve_lift(const Constraint& c, bool force) {
         size_t nargs = (c.types.size() - 2) / 2;
         std::vector<int> shapes(nargs);
-        Type rank;  // the common rank of the array operands
+        Type rank;  // the result's rank (null: a scalar)
         bool unknown = false;
         for (size_t i = 0; i < nargs; ++i) {
             const Type& arg = c.types[2 + 2 * i];
@@ -1083,8 +1087,7 @@ public:
             for (auto& s : shapes)
                 if (s < 0) s = 0;  // defaulting: an unknown operand is a scalar
         // Unify every operand whose shape is known with its element now.
-        int known_rank = 0;              // the largest known rank of an array operand
-        std::vector<Type> unknown_ranks;  // rank variables of the others
+        std::vector<Type> ranks;  // the array operands'
         for (size_t i = 0; i < nargs; ++i) {
             const Type& arg = c.types[2 + 2 * i];
             const Type& elem = c.types[3 + 2 * i];
@@ -1093,27 +1096,14 @@ public:
             } else if (shapes[i] == 1) {
                 Type a = prune(arg);
                 lift_unify_elem(c, i, a->args[1], elem);
-                const Type& r = prune(a->args[0]);
-                if (r->kind == TypeKind::Rank) known_rank = std::max(known_rank, r->rank);
-                else if (std::find(unknown_ranks.begin(), unknown_ranks.end(), r) == unknown_ranks.end())
-                    unknown_ranks.push_back(r);
+                ranks.push_back(a->args[0]);
             }
         }
         if (std::any_of(shapes.begin(), shapes.end(), [](int s) { return s < 0; })) return false;
-        // Broadcasting: the result has the largest rank of the array
-        // operands. An operand of unknown rank waits for it unless it is the
-        // only rank (one array operand, or `x + x`); defaulting gives it the
-        // largest known rank, the rule from before broadcasting (operands of
-        // one rank), so a program that typed then types the same now.
-        if (unknown_ranks.size() == 1 && known_rank == 0) {
-            rank = unknown_ranks[0];
-        } else if (!unknown_ranks.empty()) {
-            if (!force) return false;
-            const Type to = known_rank ? t_rank(known_rank) : unknown_ranks[0];
-            for (const Type& r : unknown_ranks) unify(r, to);
-            rank = prune(to);
-        } else if (known_rank) {
-            rank = t_rank(known_rank);
+        if (!ranks.empty()) {
+            const std::optional<Type> r = broadcast_rank(ranks, force);
+            if (!r) return false;
+            rank = *r;
         }
         Type result = rank ? t_array(rank, c.types[1]) : c.types[1];
         Type needed = prune(c.types[0]);

@@ -198,6 +198,7 @@ bool is_array_like(const Value& v) {
 
 Shape array_like_shape(const Value& v) {
     if (v.is_array()) return v.array()->shape;
+    if (v.is_delayed()) return v.delayed()->shape();
     SHOAL_INTERNAL_ASSERT(v.is_tuple() && !v.tuple().empty(), "array_like_shape of a non-array value");
     return array_like_shape(v.tuple().front());
 }

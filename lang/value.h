@@ -212,6 +212,7 @@ private:
 // ---- array-like values: an Array, or a Tuple whose elements are array-like
 // with one common shape (an array of tuples).
 bool is_array_like(const Value& v);
+// (also a Delayed array's shape, known before it is computed)
 Shape array_like_shape(const Value& v);
 // Element at a row-major flat index: a Scalar, or a Tuple of them.
 Value array_like_get(const Value& v, int64_t flat);

@@ -10,7 +10,7 @@
 namespace shoal::testing {
 
 struct SessionCapture : SessionOutput {
-    std::vector<std::string> values, texts, errors;
+    std::vector<std::string> values, texts, errors, warnings;
     std::vector<ErrorKind> kinds;
     std::vector<DisplayData> displays;
     void value(const Value&, const Type&, const std::string& text) override { values.push_back(text); }
@@ -19,7 +19,7 @@ struct SessionCapture : SessionOutput {
         errors.push_back(format_error(e));
         kinds.push_back(e.kind);
     }
-    void warning(const std::string&) override {}
+    void warning(const std::string& w) override { warnings.push_back(w); }
     void clear() { *this = SessionCapture{}; }
 };
 

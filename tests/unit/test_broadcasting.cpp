@@ -11,25 +11,18 @@
 #include "differential.h"
 #include "lang/session.h"
 #include "runtime/executors.h"
+#include "session_capture.h"
 
 namespace {
 
 using shoal::Session;
-
-struct WarningCapture : shoal::SessionOutput {
-    std::string all;
-    std::vector<std::string> warnings;
-    void value(const shoal::Value&, const shoal::Type&, const std::string& text) override { all += text + "\n"; }
-    void text(const std::string& s) override { all += s + "\n"; }
-    void error(const shoal::Error& e) override { all += "error: " + e.message + "\n"; }
-    void warning(const std::string& w) override { warnings.push_back(w); }
-};
+using shoal::testing::printed;
 
 // The warnings `statement` gives after `setup` in a compiled session.
 std::vector<std::string> warnings_of(const std::string& setup, const std::string& statement) {
     shoal::runtime::install_compiled_backend();
     Session s;
-    WarningCapture out;
+    shoal::testing::SessionCapture out;
     s.execute(setup, "<t>", out);
     out.warnings.clear();
     s.execute(statement, "<t>", out);
@@ -70,13 +63,12 @@ TEST_CASE("broadcasting: kernels agree with the reference on every form") {
 TEST_CASE("broadcasting: a stretched axis reads index 0 in the one fused kernel, no copy") {
     shoal::runtime::install_compiled_backend();
     Session s;
-    WarningCapture out;
-    s.execute(std::string(kWide) + "\nlet c = [1.0, 2.0]\n:cuda w - col c", "<t>", out);
-    INFO(out.all);
-    CHECK(out.all.find("1. alloc float out[len_w0 * len_w1]") != std::string::npos);
-    CHECK(out.all.find("2. launch map") != std::string::npos);
-    CHECK(out.all.find("3. launch") == std::string::npos);  // one kernel: the column is not materialised
-    CHECK(out.all.find("w[gid] - c[") != std::string::npos);
+    const std::string all = printed(s, std::string(kWide) + "\nlet c = [1.0, 2.0]\n:cuda w - col c");
+    INFO(all);
+    CHECK(all.find("1. alloc float out[len_w0 * len_w1]") != std::string::npos);
+    CHECK(all.find("2. launch map") != std::string::npos);
+    CHECK(all.find("3. launch") == std::string::npos);  // one kernel: the column is not materialised
+    CHECK(all.find("w[gid] - c[") != std::string::npos);
 }
 
 TEST_CASE("broadcasting: a vector of one value per row, lined up with a square matrix's columns, is warned of") {
@@ -101,9 +93,8 @@ TEST_CASE("broadcasting: a vector of one value per row, lined up with a square m
     // Not square: the shapes do not broadcast, and the error suggests `col`.
     shoal::runtime::install_compiled_backend();
     Session s;
-    WarningCapture out;
-    s.execute(std::string(kWide) + "\nw - maximum w", "<t>", out);
-    CHECK(out.all.find("could not be broadcast together with shapes (2, 3) (2)") != std::string::npos);
+    CHECK(printed(s, std::string(kWide) + "\nw - maximum w").find("could not be broadcast together with shapes (2, 3) (2)") !=
+          std::string::npos);
 }
 
 TEST_CASE("habits: a builtin given too few arguments prints a function, and says so") {
