@@ -160,7 +160,8 @@ PullArray pull_of(const Value& v, FuseContext& fc) {
         const Node& n = static_cast<const Node&>(*v.delayed());
         if (!n.computed()) {
             fc.note_fused(n.description());
-            return n.pull(fc);
+            if (const PullArray* p = fc.pulled(v.delayed())) return *p;
+            return fc.remember_pulled(v.delayed(), n.pull(fc));
         }
         in = &fc.input(n.data(), n.elem(), n.shape(), &n);
         fc.note_materialised(in->buffer, n.description(), n.group().why_forced);

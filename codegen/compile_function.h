@@ -76,6 +76,17 @@ public:
         return it == hoisted_.end() ? nullptr : &it->second;
     }
     void remember_hoisted(const void* expr, const void* closure, Value v) { hoisted_[{expr, closure}] = std::move(v); }
+    // A delayed node's pull array, made once per plan: a node read several
+    // times (`where (x < e i) (i - 1) i` reads i three times) then lifts its
+    // scalars once, so its copies are the same code and CSE computes it once.
+    // The node is held, so its address is not reused while the plan is built.
+    const ir::PullArray* pulled(const DelayedPtr& node) const {
+        auto it = pulled_.find(node.get());
+        return it == pulled_.end() ? nullptr : &it->second.second;
+    }
+    const ir::PullArray& remember_pulled(const DelayedPtr& node, ir::PullArray p) {
+        return pulled_.insert_or_assign(node.get(), std::make_pair(node, std::move(p))).first->second.second;
+    }
     const std::map<std::string, Scalar>& scalars() const { return scalars_; }
     const std::map<std::string, SymbolPtr>& symbols() const { return symbols_; }
     const std::map<std::string, ir::ArrayData>& buffers() const { return buffers_; }
@@ -119,6 +130,7 @@ private:
     std::map<std::tuple<const void*, Prim, int64_t>, std::string> lifted_;
     std::map<const void*, Input> inputs_;
     std::map<std::pair<const void*, const void*>, Value> hoisted_;
+    std::map<const void*, std::pair<DelayedPtr, ir::PullArray>> pulled_;
     mutable std::vector<std::pair<std::string, std::optional<int64_t>>> fact_queries_;
     int counter_ = 0;
 };

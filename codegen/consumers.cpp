@@ -48,7 +48,7 @@ std::optional<Value> FusionEngine::consumer(const std::string& name, std::span<c
 
 namespace {
 
-enum class ConsumerKind : uint8_t { Sort, Scan, Push, Filter, Compress, Matmul, Permute, Scatter, Count, ArgExtreme, Reduce, Known };
+enum class ConsumerKind : uint8_t { Sort, Scan, Push, Filter, Compress, Matmul, Permute, Scatter, Tally, Count, ArgExtreme, Reduce, Known };
 
 // Looked up once per builtin call: a loop step calls several, and a chain
 // of string comparisons per call was ~5k instructions of each step.
@@ -59,7 +59,7 @@ std::optional<ConsumerKind> consumer_kind(const std::string& name) {
         {"interleave", ConsumerKind::Push}, {"transpose", ConsumerKind::Push},   {"filter", ConsumerKind::Filter},
         {"compress", ConsumerKind::Compress},
         {"matmul", ConsumerKind::Matmul},   {"@", ConsumerKind::Matmul},         {"permute", ConsumerKind::Permute},
-        {"scatter", ConsumerKind::Scatter}, {"count", ConsumerKind::Count},      {"argmax", ConsumerKind::ArgExtreme},
+        {"scatter", ConsumerKind::Scatter}, {"tally", ConsumerKind::Tally}, {"count", ConsumerKind::Count},      {"argmax", ConsumerKind::ArgExtreme},
         {"argmin", ConsumerKind::ArgExtreme}, {"reduce", ConsumerKind::Reduce},  {"sum", ConsumerKind::Known},
         {"product", ConsumerKind::Known},   {"maximum", ConsumerKind::Known},    {"minimum", ConsumerKind::Known},
         {"all", ConsumerKind::Known},       {"any", ConsumerKind::Known}};
@@ -83,6 +83,7 @@ std::optional<Value> FusionEngine::lower_consumer(const std::string& name, std::
         case ConsumerKind::Matmul: return matmul(args, ctx);
         case ConsumerKind::Permute: return permute(args, ctx);
         case ConsumerKind::Scatter: return scatter(args, ctx);
+        case ConsumerKind::Tally: return tally(args[0], args[1], ctx);
         case ConsumerKind::Count: return count(args[0], args[1], ctx);
         case ConsumerKind::ArgExtreme: return arg_extreme(name == "argmax", args[0], ctx);
         case ConsumerKind::Reduce:
@@ -513,6 +514,31 @@ std::optional<Value> FusionEngine::permute(std::span<const Value> args, EvalCont
                                   lowering_options());  // its sort by target
     });
     return rebuild(dest, results(r, outs, prims, like_shape(dest)));
+}
+
+// tally n xs: a permute (+) of ones into n zeros with xs as the targets
+// (atomics; values outside [0, n) are dropped by the permute's range test).
+std::optional<Value> FusionEngine::tally(const Value& n, const Value& xs, EvalContext& ctx) {
+    if (!n.is_scalar() || !is_operand(xs) || shape_of(xs).size() != 1 || n.scalar().as_long() < 0)
+        return std::nullopt;  // a negative count: the reference raises
+    const int64_t bins = n.scalar().as_long();
+    FuseContext fc(ctx);
+    const PullArray x = pull_of(xs, fc);
+    const auto constant = [](const std::vector<ir::ExprPtr>& shape, int64_t v) {
+        return PullArray{shape, ir::ScalarType::I32,
+                         [v](ir::KernelBuilder&, const std::vector<ir::ExprPtr>&) { return ir::const_int(v, ir::ScalarType::I32); }};
+    };
+    const PullArray zeros = constant(extents(fc, {bins}), 0), ones = constant(x.shape, 1);
+    const PullArray target{x.shape, ir::ScalarType::I64, [x](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
+                               return ir::cast(ir::ScalarType::I64, x.at(kb, i));
+                           }};
+    const ir::Combine add = ir::known_combine(ir::AssocOp::Add, ir::ScalarType::I32);
+    const ir::PlanOutcome r =
+        run("tally", fc, {"tally", {ir::tuple_of(zeros), ir::tuple_of(target)}, {add}}, [&](ir::PlanBuilder& pb) {
+            const ir::LoweringFacts facts = fc.facts(pb);
+            ir::lower_permute(pb, "tally", zeros, target, ones, add, "out", lowering_options(facts));
+        });
+    return result(r.outputs.at("out"), Prim::Int, {bins});
 }
 
 // scatter dest idx vals (rank 1 or 2, arrays of tuples too): deterministic,

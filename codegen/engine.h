@@ -156,6 +156,7 @@ private:
     std::optional<Value> matmul(std::span<const Value> args, EvalContext& ctx);
     std::optional<Value> permute(std::span<const Value> args, EvalContext& ctx);
     std::optional<Value> scatter(std::span<const Value> args, EvalContext& ctx);
+    std::optional<Value> tally(const Value& n, const Value& xs, EvalContext& ctx);
 
     const ir::KernelToolchain& toolchain() const;  // or the error saying there is none
 

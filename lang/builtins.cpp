@@ -73,6 +73,10 @@ std::vector<BuiltinDoc> make_builtin_docs() {
          "the variance, mean ((x - mean x) ** 2) (NumPy's default ddof = 0)"},
         {"std", "[a] -> a   (a floating; innermost dimension: [[a]] -> [a])",
          "the standard deviation, sqrt (var x) (NumPy's default ddof = 0)"},
+        {"median", "[a] -> a   (a floating; innermost dimension: [[a]] -> [a])",
+         "the middle value (the mean of the two middle ones for an even length); NaN if there is a NaN or no element"},
+        {"quantile", "a -> [a] -> a   (a floating; innermost dimension: a -> [[a]] -> [a])",
+         "quantile q xs, q in [0, 1]: NumPy's default linear interpolation between the sorted values"},
         {"all", "[bool] -> bool   (innermost dimension: [[bool]] -> [bool])", "true if every element is true"},
         {"any", "[bool] -> bool   (innermost dimension: [[bool]] -> [bool])", "true if some element is true"},
         {"count", "(a -> bool) -> [a] -> int   (innermost dimension: [[a]] -> [int])",
@@ -110,6 +114,15 @@ std::vector<BuiltinDoc> make_builtin_docs() {
         {"sort", "[a] -> [a]   (per row for matrices)", "ascending, stable; NaNs last"},
         {"sortByKey", "[k] -> [v] -> ([k], [v])", "sort the keys ascending (stable) and permute the values alike"},
         {"argsort", "[a] -> [int]", "the indices that sort xs ascending, stable (ties keep their order; NaNs last)"},
+        {"topk", "int -> [a] -> ([a], [int])   (per row for matrices)",
+         "the k largest values, largest first, and their indices (ties: the lower index first; NaNs rank lowest)"},
+        {"unique", "[a] -> [a]", "the distinct values, ascending (NaNs count as one, last)"},
+
+        // ---------------------------------------------------------- counting
+        {"bincount", "[int] -> [int]", "how often each of 0 .. maximum xs occurs (NumPy's bincount; negative values are an error)"},
+        {"tally", "int -> [int] -> [int]", "tally n xs: how often each of 0 .. n-1 occurs in xs; other values are not counted"},
+        {"histogram", "int -> a -> a -> [a] -> [int]   (a floating)",
+         "histogram bins lo hi xs: counts in bins equal bins of [lo, hi] (NumPy's edges; the last bin holds hi)"},
 
         // ---------------------------------------------------------- iteration
         {"iterate", "int -> (a -> a) -> a -> a", "apply a function k times (k <= 0: the value itself)"},

@@ -2,6 +2,7 @@
 // (name, arity, implementation) at the end of this file. Semantics and edge
 // cases follow docs/semantics.md; pure array algorithms live in array_ops.
 #include "builtins_eval.h"
+#include "builtin_helpers.h"
 
 #include <algorithm>
 #include <array>
@@ -16,20 +17,7 @@ namespace shoal::evalimpl {
 
 namespace {
 
-using Args = std::span<const Value>;
 constexpr size_t kMaxArity = 4;
-
-[[noreturn]] void fail(const BuiltinCall& c, const std::string& message) {
-    user_error(ErrorKind::Runtime, c.loc, std::string(c.def.name) + ": " + message);
-}
-
-// ---------------------------------------------------------------- arguments
-int64_t int_arg(const Value& v) { return v.scalar().as_long(); }
-
-const Array& array_arg(const Value& v) {
-    SHOAL_INTERNAL_ASSERT(v.is_array(), "builtin argument is not an array");
-    return *v.array();
-}
 
 // A shape argument: n, (r, c) or (p, r, c); negative extents are errors.
 Shape shape_arg(const BuiltinCall& c, const Value& v) {
@@ -42,8 +30,6 @@ Shape shape_arg(const BuiltinCall& c, const Value& v) {
         if (extent < 0) fail(c, "negative extent " + std::to_string(extent) + " in shape " + shape_to_string(s));
     return s;
 }
-
-Value int_value(int64_t n) { return Value(Scalar::of_int(static_cast<int32_t>(n))); }
 
 std::vector<int64_t> index_range(int64_t lo, int64_t hi) {
     std::vector<int64_t> r;
@@ -231,104 +217,6 @@ Value b_reduce(const BuiltinCall& c, Args a) {
 
 template <ops::Reduction R>
 Value reduction(const BuiltinCall&, Args a) { return ops::reduce_inner(R, array_arg(a[0])); }
-
-// ---------------------------------------------------------------- statistics
-// Composites of other builtins (BuiltinDef::composite): applied through the
-// context, so a backend computes each part and fuses what it can.
-Value apply_named(const BuiltinCall& c, const char* name, std::initializer_list<Value> args, const Type& type = nullptr) {
-    return apply_builtin(*find_builtin(name), type, std::span<const Value>(args.begin(), args.size()), c.ctx, c.loc);
-}
-
-// mean xs = sum xs / n along the innermost axis (0 / 0: NaN for an empty row, as NumPy).
-Value b_mean(const BuiltinCall& c, Args a) {
-    const Shape s = array_like_shape(a[0]);
-    const Prim elem = ops::prim_of_value(a[0]);
-    return apply_named(c, "/", {apply_named(c, "sum", {a[0]}), Value(convert_scalar(Scalar::of_long(s.back()), elem))});
-}
-
-// var xs = mean ((xs - mean xs) ** 2), the mean of each row subtracted from it
-// (broadcast along the innermost axis: the means as a column).
-Value b_var(const BuiltinCall& c, Args a) {
-    const Shape s = array_like_shape(a[0]);
-    Value mu = apply_named(c, "mean", {a[0]});
-    if (s.size() > 1) {
-        std::vector<Value> column;
-        for (size_t k = 0; k + 1 < s.size(); ++k) column.push_back(int_value(s[k]));
-        column.push_back(int_value(1));
-        mu = apply_named(c, "reshape", {Value(std::move(column)), mu});
-    }
-    const Value d = apply_named(c, "-", {a[0], mu});
-    return apply_named(c, "mean", {apply_named(c, "*", {d, d})});
-}
-
-Value b_std(const BuiltinCall& c, Args a) { return apply_named(c, "sqrt", {b_var(c, a)}); }
-
-// ---------------------------------------------------------------- construction, composed
-Value iota_of(const BuiltinCall& c, int64_t n) { return apply_named(c, "iota", {int_value(n)}); }
-
-// The indices 0 .. n-1 as elements of `p` (float or double).
-Value float_iota(const BuiltinCall& c, int64_t n, Prim p) {
-    return apply_named(c, p == Prim::Double ? "double" : "float", {iota_of(c, n)});
-}
-
-Value b_eye(const BuiltinCall& c, Args a) {
-    const int64_t n = int_arg(a[0]);
-    if (n < 0) fail(c, "negative extent " + std::to_string(n));
-    const Value i = iota_of(c, n);
-    return apply_named(c, "float", {apply_named(c, "==", {apply_named(c, "col", {i}), apply_named(c, "row", {i})})});
-}
-
-// NumPy's linspace: lo + i * step with step = (hi - lo) / (n - 1), the last exactly hi.
-Value b_linspace(const BuiltinCall& c, Args a) {
-    const int64_t n = int_arg(a[2]);
-    if (n < 0) fail(c, "negative count " + std::to_string(n));
-    const Prim p = a[0].scalar().type;
-    const Value lo = a[0], hi = a[1];
-    const Value span = apply_named(c, "-", {hi, lo});
-    const Value step = n > 1 ? apply_named(c, "/", {span, Value(convert_scalar(Scalar::of_long(n - 1), p))}) : span;
-    const Value y = apply_named(c, "+", {lo, apply_named(c, "*", {float_iota(c, n, p), step})});
-    if (n < 2) return y;
-    const Value last = apply_named(c, "==", {iota_of(c, n), int_value(n - 1)});
-    return apply_named(c, "where", {last, hi, y});
-}
-
-// NumPy's arange with a float step: ceil((hi - lo) / step) values lo + i * step.
-Value b_arange(const BuiltinCall& c, Args a) {
-    const double lo = a[0].scalar().as_double(), hi = a[1].scalar().as_double(), step = a[2].scalar().as_double();
-    if (step == 0 || step != step) fail(c, "the step must not be zero or NaN");
-    const double count = std::ceil((hi - lo) / step);
-    if (count > static_cast<double>(std::numeric_limits<int32_t>::max()))
-        fail(c, "too many values: " + std::to_string(count));
-    const int64_t n = count > 0 ? static_cast<int64_t>(count) : 0;
-    return apply_named(c, "+", {a[0], apply_named(c, "*", {float_iota(c, n, a[0].scalar().type), a[2]})});
-}
-
-// argsort xs: the permutation sortByKey applies to xs (stable).
-Value b_argsort(const BuiltinCall& c, Args a) {
-    const Shape s = array_like_shape(a[0]);
-    return apply_named(c, "sortByKey", {a[0], iota_of(c, s[0])}).tuple()[1];
-}
-
-Value b_dot(const BuiltinCall& c, Args a) { return apply_named(c, "sum", {apply_named(c, "*", {a[0], a[1]})}); }
-
-Value b_norm(const BuiltinCall& c, Args a) {
-    return apply_named(c, "sqrt", {apply_named(c, "sum", {apply_named(c, "*", {a[0], a[0]})})});
-}
-
-Value b_outer(const BuiltinCall& c, Args a) {
-    return apply_named(c, "*", {apply_named(c, "col", {a[0]}), apply_named(c, "row", {a[1]})});
-}
-
-// cumsum / cumprod: scan with the operator section from its neutral element.
-template <bool Sum>
-Value b_cumulative(const BuiltinCall& c, Args a) {
-    const Prim elem = ops::prim_of_value(a[0]);
-    const Value op = apply_builtin(*find_builtin(Sum ? "+" : "*"), nullptr, {}, c.ctx, c.loc);  // the section (+)
-    // scan's instantiated type (its result's type is what the reference builds)
-    const Type array = func_param(c.type), e = array_elem(array);
-    const Type scan = t_func({t_func({e, e}, e), e, array}, array);
-    return apply_named(c, "scan", {op, Value(convert_scalar(Scalar::of_long(Sum ? 0 : 1), elem)), a[0]}, scan);
-}
 
 Value b_count(const BuiltinCall& c, Args a) {
     const Callable& p = as_callable(a[0]);
@@ -616,18 +504,6 @@ const BuiltinDef kBuiltins[] = {
     {"sum", 1, reduction<ops::Reduction::Sum>},
     {"product", 1, reduction<ops::Reduction::Product>},
     {"maximum", 1, reduction<ops::Reduction::Maximum>},
-    {"mean", 1, b_mean, false, true},
-    {"var", 1, b_var, false, true},
-    {"std", 1, b_std, false, true},
-    {"dot", 2, b_dot, false, true},
-    {"norm", 1, b_norm, false, true},
-    {"outer", 2, b_outer, false, true},
-    {"cumsum", 1, b_cumulative<true>, false, true},
-    {"cumprod", 1, b_cumulative<false>, false, true},
-    {"eye", 1, b_eye, false, true},
-    {"linspace", 3, b_linspace, false, true},
-    {"arange", 3, b_arange, false, true},
-    {"argsort", 1, b_argsort, false, true},
     {"minimum", 1, reduction<ops::Reduction::Minimum>},
     {"all", 1, reduction<ops::Reduction::All>},
     {"any", 1, reduction<ops::Reduction::Any>},
@@ -664,10 +540,14 @@ const BuiltinDef kBuiltins[] = {
 const std::unordered_map<std::string_view, const BuiltinDef*>& builtin_table() {
     static const auto table = [] {
         std::unordered_map<std::string_view, const BuiltinDef*> t;
-        for (const BuiltinDef& d : kBuiltins) {
-            SHOAL_INTERNAL_ASSERT(static_cast<size_t>(d.arity) <= kMaxArity, "builtin arity too large");
-            t.emplace(d.name, &d);
-        }
+        auto add = [&t](std::span<const BuiltinDef> defs) {
+            for (const BuiltinDef& d : defs) {
+                SHOAL_INTERNAL_ASSERT(static_cast<size_t>(d.arity) <= kMaxArity, "builtin arity too large");
+                t.emplace(d.name, &d);
+            }
+        };
+        add(kBuiltins);
+        add(statistics_builtins());
         return t;
     }();
     return table;
@@ -736,6 +616,7 @@ const BuiltinDef* find_builtin(std::string_view name) {
 std::vector<std::string> builtin_names() {
     std::vector<std::string> names;
     for (const BuiltinDef& d : kBuiltins) names.emplace_back(d.name);
+    for (const BuiltinDef& d : statistics_builtins()) names.emplace_back(d.name);
     return names;
 }
 
@@ -746,12 +627,23 @@ namespace {
 // here, the choke point for every reference builtin).
 Value apply_full(const BuiltinDef& def, const Type& type, Args args, EvalContext& ctx, const Loc& loc) {
     ctx.effects += def.effect;
+    const size_t warned = ctx.warnings ? ctx.warnings->size() : 0;
     if (ctx.backend)
         if (std::optional<Value> r = ctx.backend->apply_builtin(def.name, type, args, ctx, loc)) return *r;
     if (def.composite) return def.impl(BuiltinCall{def, ctx, loc, type}, args);
+    const size_t declined = ctx.warnings ? ctx.warnings->size() : 0;
     std::array<Value, kMaxArity> forced;
     for (size_t k = 0; k < args.size(); ++k) forced[k] = force(args[k]);
-    return def.impl(BuiltinCall{def, ctx, loc, type}, Args(forced.data(), args.size()));
+    try {
+        return def.impl(BuiltinCall{def, ctx, loc, type}, Args(forced.data(), args.size()));
+    } catch (const Error&) {
+        // The backend declined because the call is an error (a negative
+        // count): its warning that the reference computes it is moot.
+        if (ctx.warnings && declined > warned)
+            ctx.warnings->erase(ctx.warnings->begin() + static_cast<std::ptrdiff_t>(warned),
+                                ctx.warnings->begin() + static_cast<std::ptrdiff_t>(declined));
+        throw;
+    }
 }
 
 }  // namespace

@@ -1647,9 +1647,34 @@ std::map<std::string, SchemePtr> make_builtin_schemes() {
         auto [b, t] = reduction(ClassOrd | ClassNum, nullptr, nullptr);
         m[f] = b.done(t);
     }
-    for (const char* f : {"mean", "var", "std", "norm"}) {
+    for (const char* f : {"mean", "var", "std", "norm", "median"}) {
         auto [b, t] = reduction(ClassFloating | ClassNum, nullptr, nullptr);
         m[f] = b.done(t);
+    }
+    {
+        // quantile q xs: q of the element type, reduced like median.
+        SchemeBuilder b;
+        Type r = b.rank(), e = b.var(ClassFloating | ClassNum, true), res = b.var();
+        b.constrain(K::ReduceInner, {arr(r, e), res});
+        m["quantile"] = b.done(t_func({e, arr(r, e)}, res));
+    }
+    {
+        // topk k xs: the values and their indices, per row of a matrix.
+        SchemeBuilder b;
+        Type r = b.rank(), e = b.var(ClassOrd | ClassNum, true);
+        m["topk"] = b.done(t_func({tint(), arr(r, e)}, t_tuple({arr(r, e), arr(r, tint())})));
+    }
+    {
+        SchemeBuilder b;
+        Type e = b.var(ClassOrd | ClassNum, true);
+        m["unique"] = b.done(t_func(t_array(1, e), t_array(1, e)));
+    }
+    m["bincount"] = SchemeBuilder().done(t_func(t_array(1, tint()), t_array(1, tint())));
+    m["tally"] = SchemeBuilder().done(t_func({tint(), t_array(1, tint())}, t_array(1, tint())));
+    {
+        SchemeBuilder b;
+        Type e = b.var(ClassFloating | ClassNum, true);
+        m["histogram"] = b.done(t_func({tint(), e, e, t_array(1, e)}, t_array(1, tint())));
     }
     for (const char* f : {"cumsum", "cumprod"}) {
         SchemeBuilder b;
