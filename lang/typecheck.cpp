@@ -63,8 +63,11 @@ std::string describe(const Type& t) {
         if (e->kind == TypeKind::Var && e->literal) return array_of("int");  // what an integer literal defaults to
         if (e->kind == TypeKind::Var && e->classes) {
             std::string one = class_description(e->classes);  // "a number", ...
-            return (rank > 1 ? "a " + std::to_string(rank) + "-d " : std::string("an ")) + "array of " +
-                   one.substr(one.find(' ') + 1) + "s";
+            // The rank when it is known: `fwd [[1, 4], [9, 16]]` is wrong for its rank.
+            const std::string what = r->kind != TypeKind::Rank ? "an array"
+                                     : rank == 1                ? "a vector"
+                                                                : "a " + std::to_string(rank) + "-d array";
+            return what + " of " + one.substr(one.find(' ') + 1) + "s";
         }
     }
     return type_to_string(p);
