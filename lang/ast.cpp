@@ -27,6 +27,7 @@ ExprPtr clone_expr(const ExprPtr& e) {
     if (!e) return nullptr;
     // The member-wise copy shares children; replace each by its own deep copy.
     auto copy = std::make_shared<Expr>(*e);
+    copy->instance_key.clear();  // a clone is specialised at other types
     for (auto& param : copy->params) param = clone_pattern(param);
     copy->pattern = clone_pattern(copy->pattern);
     for (auto& kid : copy->kids) kid = clone_expr(kid);

@@ -75,6 +75,7 @@ struct Expr {
     // Literals
     int64_t int_value = 0;     // IntLit (magnitude as written; range checked against the type)
     double float_value = 0;    // FloatLit
+    float float_value32 = 0;   // FloatLit: the text read as a float (rounded once, as C reads a literal)
     bool bool_value = false;   // BoolLit
     std::string text;          // literal as written / StringLit contents / Var name / operator name
 
@@ -100,6 +101,13 @@ struct Expr {
     //   LoopFor  {init, count, body};  LoopWhile {init, cond, body}
     //   Annot    {expr}  (the annotation is in `annotation`)
     Type annotation;  // Annot; Lambda: optional declared result type
+
+    // Binary, Unary: the builtin the operator names, looked up on its first
+    // evaluation (lang/eval.cpp; an evalimpl::BuiltinDef, opaque here).
+    mutable const void* operator_builtin = nullptr;
+    // Var with an instance: the instance's text, the key of the binding's
+    // specialisation (made on the first evaluation; a loop calls it each step).
+    mutable std::string instance_key;
 };
 
 ExprPtr make_expr(ExprKind kind, Loc loc);

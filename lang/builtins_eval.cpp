@@ -648,6 +648,27 @@ Value apply_full(const BuiltinDef& def, const Type& type, Args args, EvalContext
 
 }  // namespace
 
+namespace {
+
+// An error raised without a location (an array too large to create) points
+// at the call that raised it.
+[[noreturn]] void rethrow_at(const BuiltinDef& def, const Error& e, const Loc& loc) {
+    if (e.loc.valid() || !loc.valid()) throw e;
+    const bool named = e.kind == ErrorKind::Runtime && def.name[0] >= 'a' && def.name[0] <= 'z';
+    throw Error(e.kind, loc, named ? std::string(def.name) + ": " + e.message : e.message, e.notes);
+}
+
+}  // namespace
+
+Value apply_scalar_builtin(const BuiltinDef& def, const Type& type, std::span<const Value> args, EvalContext& ctx,
+                           const Loc& loc) {
+    try {
+        return def.impl(BuiltinCall{def, ctx, loc, type}, args);
+    } catch (const Error& e) {
+        rethrow_at(def, e, loc);
+    }
+}
+
 Value apply_builtin(const BuiltinDef& def, const Type& type, std::span<const Value> args, EvalContext& ctx,
                     const Loc& loc) {
     const auto arity = static_cast<size_t>(def.arity);
@@ -656,11 +677,7 @@ Value apply_builtin(const BuiltinDef& def, const Type& type, std::span<const Val
     try {
         r = apply_full(def, type, args.first(arity), ctx, loc);
     } catch (const Error& e) {
-        // An error raised without a location (an array too large to create)
-        // points at the call that raised it.
-        if (e.loc.valid() || !loc.valid()) throw;
-        const bool named = e.kind == ErrorKind::Runtime && def.name[0] >= 'a' && def.name[0] <= 'z';
-        throw Error(e.kind, loc, named ? std::string(def.name) + ": " + e.message : e.message, e.notes);
+        rethrow_at(def, e, loc);
     }
     if (ctx.tracer) r = ctx.tracer->builtin_result(def.name, args.first(arity), std::move(r), loc);
     return args.size() > arity ? apply_value(r, args.subspan(arity), ctx, loc) : r;

@@ -85,5 +85,11 @@ std::vector<std::string> builtin_names();
 // fewer than its arity gives a partial application).
 Value apply_builtin(const BuiltinDef& def, const Type& type, std::span<const Value> args, EvalContext& ctx,
                     const Loc& loc);
+// Applies a builtin to exactly its arity of scalars giving a scalar (an
+// operator, a math function, a conversion) without asking the backend,
+// which has nothing to compile for it: host scalar code at interpreter speed.
+// Not while `:emit` traces (its tracer sees every builtin's result).
+Value apply_scalar_builtin(const BuiltinDef& def, const Type& type, std::span<const Value> args, EvalContext& ctx,
+                           const Loc& loc);
 
 }  // namespace shoal::evalimpl

@@ -4,10 +4,13 @@
 // builtin (builtins_eval.cpp).
 #include "eval.h"
 
+#include <algorithm>
+#include <array>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
+#include <span>
 
 #include "array_ops.h"
 #include "builtins_eval.h"
@@ -29,7 +32,7 @@ struct Frame {
 
 const Value* lookup(const Env& env, const std::string& name) {
     for (const Frame* f = env.get(); f; f = f->next.get())
-        if (f->name == name) return &f->value;
+        if (f->name.size() == name.size() && f->name[0] == name[0] && f->name == name) return &f->value;
     return nullptr;
 }
 
@@ -50,9 +53,29 @@ void destructure(const Pattern& p, const Value& v, F&& visit) {
 Env extend(const Env& env, const Pattern& p, const Value& v) {
     Env out = env;
     destructure(p, v, [&](const std::string& name, const Value& x) {
-        out = std::make_shared<const Frame>(Frame{name, x, out});
+        out = std::make_shared<Frame>(Frame{name, x, out});
     });
     return out;
+}
+
+// A loop's next step binds its frames again: when the step's `frames`
+// frames (a counter's and a single variable's state) are held by nothing
+// but `inner` (no closure captured them), they take the new values in
+// place, so a loop of scalar code allocates no frames. Else false, and the
+// caller makes new ones.
+bool rebind(const Env& inner, size_t frames, const Pattern& state, std::initializer_list<const Value*> values) {
+    if (!inner || state.kind != PatternKind::Var || inner.use_count() != 1) return false;
+    const Frame* f = inner.get();
+    for (size_t k = 1; k < frames; ++k) {  // each later frame held only by the one before it
+        if (!f->next || f->next.use_count() != 1) return false;
+        f = f->next.get();
+    }
+    Frame* g = const_cast<Frame*>(inner.get());  // frames are made non-const (make_shared<Frame>)
+    for (const Value* v : values) {
+        g->value = *v;
+        g = const_cast<Frame*>(g->next.get());
+    }
+    return true;
 }
 
 Value eval(const ExprPtr& e, const Env& env, EvalContext& ctx);
@@ -119,8 +142,7 @@ Scalar int_literal(const Expr& e, bool negative) {
 // rounded once (as the literal written in C would be).
 Scalar float_literal(const Expr& e, bool negative) {
     double d = e.float_value;
-    float f = static_cast<float>(d);
-    if (!e.text.empty()) f = std::strtof(e.text.c_str(), nullptr);
+    const float f = e.text.empty() ? static_cast<float>(d) : e.float_value32;
     if (prim_of(e.type) == Prim::Float) return Scalar::of_float(negative ? -f : f);
     return Scalar::of_double(negative ? -d : d);
 }
@@ -293,19 +315,23 @@ Value eval_loop_for(const Expr& e, const Env& env, EvalContext& ctx) {
     Value x = eval(e.kids[0], env, ctx);
     const int64_t n = decided(e.kids[1], env, ctx, "the count of a `loop`").scalar().as_long();
     const Prim counter = prim_of(e.kids[1]->type);
+    Env inner;  // the step's frames: the counter's, then the state's
     return run_loop(n, std::move(x), ctx, !mentions(*e.kids[2], e.counter), e.loc, [&](int64_t i, const Value& state) {
-        Env inner = extend(env, *e.pattern, state);
         const Value index(convert_scalar(Scalar::of_long(i), counter));
-        inner = std::make_shared<const Frame>(Frame{e.counter, index, inner});
+        if (!rebind(inner, 2, *e.pattern, {&index, &state})) {
+            inner = extend(env, *e.pattern, state);
+            inner = std::make_shared<Frame>(Frame{e.counter, index, inner});
+        }
         return eval(e.kids[2], inner, ctx);
     });
 }
 
 Value eval_loop_while(const Expr& e, const Env& env, EvalContext& ctx) {
     Value x = eval(e.kids[0], env, ctx);
+    Env inner;
     for (;;) {
         check_cancel(ctx, e.loc);
-        const Env inner = extend(env, *e.pattern, x);
+        if (!rebind(inner, 1, *e.pattern, {&x})) inner = extend(env, *e.pattern, x);
         if (!decided(e.kids[1], inner, ctx, "the condition of a `while` loop").scalar().b) return x;
         const int64_t before = plans_run(ctx);
         x = carried(eval(e.kids[2], inner, ctx), ctx, before);
@@ -342,8 +368,9 @@ void specialise(Expr& e, const std::vector<Type>& instance) {
 // A generalised global used at `var.instance`: specialised once per instance.
 Value global_value(Binding& b, const Expr& var, EvalContext& ctx) {
     if (var.instance.empty() || !b.generic) return b.value;
-    std::string key;
-    for (const Type& t : var.instance) key += (key.empty() ? "" : ";") + type_to_string(t);
+    std::string& key = var.instance_key;
+    if (key.empty())
+        for (const Type& t : var.instance) key += (key.empty() ? "" : ";") + type_to_string(t);
     if (auto it = b.specialisations.find(key); it != b.specialisations.end()) return it->second;
     ExprPtr copy = clone_expr(b.generic);
     specialise(*copy, var.instance);
@@ -361,7 +388,8 @@ Binding* find_global(const std::string& name, EvalContext& ctx) {
 // The builtin a Var names when no local or global binding shadows it.
 const BuiltinDef* builtin_of(const Expr& e, const Env& env, EvalContext& ctx) {
     if (e.kind != ExprKind::Var || lookup(env, e.text) || find_global(e.text, ctx)) return nullptr;
-    return find_builtin(e.text);
+    if (!e.operator_builtin) e.operator_builtin = find_builtin(e.text);  // found once per node
+    return static_cast<const BuiltinDef*>(e.operator_builtin);
 }
 
 Value eval_var(const Expr& e, const Env& env, EvalContext& ctx) {
@@ -378,25 +406,49 @@ std::optional<Value> Closure::resolve(const Expr& var, EvalContext& ctx) const {
     return std::nullopt;
 }
 
+// Whether a function of type `t` applied to `n` arguments gives a scalar.
+bool scalar_result(Type t, size_t n) {
+    for (size_t k = 0; k < n; ++k) {
+        if (!t || !is_func(t)) return false;
+        t = func_result(t);
+    }
+    return t && is_prim(t);
+}
+
 // ---------------------------------------------------------------- application
 // f a b c is App(App(App(f, a), b), c): the spine is evaluated function
 // first, then the arguments left to right, and applied all at once (a
 // builtin head is called directly, without building partial applications).
 Value eval_app(const Expr& e, const Env& env, EvalContext& ctx) {
-    std::vector<const Expr*> apps;  // innermost application first
+    // The spine, innermost application first (on the stack for the usual
+    // few arguments: a scalar loop calls builtins every step).
+    size_t n = 0;
+    for (const Expr* a = &e; a->kind == ExprKind::App; a = a->kids[0].get()) ++n;
+    constexpr size_t kInline = 4;
+    std::array<const Expr*, kInline> inline_apps;
+    std::vector<const Expr*> more_apps(n > kInline ? n : 0);
+    const std::span<const Expr*> apps(n > kInline ? more_apps.data() : inline_apps.data(), n);
     const ExprPtr* head = nullptr;
+    size_t k = n;
     for (const Expr* a = &e; a->kind == ExprKind::App; a = a->kids[0].get()) {
-        apps.insert(apps.begin(), a);
+        apps[--k] = a;
         head = &a->kids[0];
     }
     const BuiltinDef* def = builtin_of(**head, env, ctx);
     const Value f = def ? Value() : eval(*head, env, ctx);
-    std::vector<Value> args;
-    args.reserve(apps.size());
-    for (const Expr* a : apps) args.push_back(eval(a->kids[1], env, ctx));
+    std::array<Value, kInline> inline_args;
+    std::vector<Value> more_args(n > kInline ? n : 0);
+    const std::span<Value> args(n > kInline ? more_args.data() : inline_args.data(), n);
+    for (size_t i = 0; i < n; ++i) args[i] = eval(apps[i]->kids[1], env, ctx);
     if (!def) return apply_value(f, args, ctx, e.loc);
     // Errors point at the application that supplies the builtin's last argument.
     const size_t last = std::min(apps.size(), static_cast<size_t>(def->arity)) - 1;
+    // A math function or conversion of scalars (`float i`) is applied at
+    // once; a builtin that makes an array of scalars (`iota n`) goes to the backend.
+    if (!ctx.tracer && apps.size() == static_cast<size_t>(def->arity) && !def->effect && !def->composite &&
+        std::all_of(args.begin(), args.end(), [](const Value& v) { return v.is_scalar(); }) &&
+        scalar_result((*head)->type, args.size()))
+        return apply_scalar_builtin(*def, (*head)->type, args, ctx, apps[last]->loc);
     return apply_builtin(*def, (*head)->type, args, ctx, apps[last]->loc);
 }
 
@@ -406,16 +458,29 @@ Value eval_operator(const std::string& op, std::span<const Value> args, const Ex
     return apply_builtin(*def, nullptr, args, ctx, e.loc);
 }
 
+// An operator node's own operator: found once, then kept in the node. On
+// scalars it is applied at once (apply_scalar_builtin): the backend has
+// nothing to compile, and a loop of scalar code runs at interpreter speed.
+Value eval_operator_node(const Expr& e, std::span<const Value> args, EvalContext& ctx) {
+    if (!e.operator_builtin) e.operator_builtin = find_builtin(e.text);
+    const auto* def = static_cast<const BuiltinDef*>(e.operator_builtin);
+    SHOAL_INTERNAL_ASSERT(def != nullptr, "unknown operator " + e.text);
+    if (!ctx.tracer && std::all_of(args.begin(), args.end(), [](const Value& v) { return v.is_scalar(); }))
+        return apply_scalar_builtin(*def, nullptr, args, ctx, e.loc);
+    return apply_builtin(*def, nullptr, args, ctx, e.loc);
+}
+
 Value eval_binary(const Expr& e, const Env& env, EvalContext& ctx) {
-    const Value a = eval(e.kids[0], env, ctx);
+    Value a = eval(e.kids[0], env, ctx);
     // && and || short-circuit when their result is a single bool.
-    const bool is_and = e.text == "&&", is_or = e.text == "||";
+    const std::string& op = e.text;
+    const bool is_and = op.size() == 2 && op[0] == '&' && op[1] == '&', is_or = op.size() == 2 && op[0] == '|' && op[1] == '|';
     if ((is_and || is_or) && is_prim(e.type)) {
         if (ctx.tracer) ctx.tracer->decide(a, "the left operand of `" + e.text + "`", e.kids[0]->loc);
         if (a.scalar().b == is_or) return a;
     }
-    const Value args[2] = {a, eval(e.kids[1], env, ctx)};
-    return eval_operator(e.text, args, e, ctx);
+    const Value args[2] = {std::move(a), eval(e.kids[1], env, ctx)};
+    return eval_operator_node(e, args, ctx);
 }
 
 Value eval_unary(const Expr& e, const Env& env, EvalContext& ctx) {
@@ -423,7 +488,7 @@ Value eval_unary(const Expr& e, const Env& env, EvalContext& ctx) {
     if (e.text == "negate" && operand.kind == ExprKind::IntLit) return Value(int_literal(operand, true));
     if (e.text == "negate" && operand.kind == ExprKind::FloatLit) return Value(float_literal(operand, true));
     const Value arg = eval(e.kids[0], env, ctx);
-    return eval_operator(e.text, std::span<const Value>(&arg, 1), e, ctx);
+    return eval_operator_node(e, std::span<const Value>(&arg, 1), ctx);
 }
 
 // ---------------------------------------------------------------- the walk
@@ -494,7 +559,7 @@ Value settle(const Value& v) {
 // deeper plan to compile (a 500-step gradient descent compiled 138 plans)
 // and would recompute earlier steps' work. A step that only builds delayed
 // arrays (Spencer's `acc + w[k] * x[k:k + m]`) still fuses into one kernel.
-Value carried(const Value& x, const EvalContext& ctx, int64_t plans_before) {
+Value carried(Value x, const EvalContext& ctx, int64_t plans_before) {
     if (!ctx.backend || ctx.tracer || ctx.backend->plans_run() == plans_before) return x;
     return settle(x);
 }
@@ -518,25 +583,30 @@ Value run_loop(int64_t n, Value x, EvalContext& ctx, bool counter_free, const Lo
         replay.reset();
     }
     const int64_t plans_before_loop = plans_run(ctx);
+    int64_t plans = plans_before_loop;  // plans run before this step (asked once a step)
     int64_t recorded = 0;
     for (int64_t i = 0; i < n; ++i) {
         check_cancel(ctx, loc);
         if (replay && replay->ready()) {
             x = replay->step(x);
+            plans = plans_run(ctx);
             continue;
         }
         const bool recording =
-            replay && (recorded > 0 || (i >= kStepsBeforeRecording && 2 * (plans_run(ctx) - plans_before_loop) >= i));
+            replay && (recorded > 0 || (i >= kStepsBeforeRecording && 2 * (plans - plans_before_loop) >= i));
         const uint64_t effects = ctx.effects, stream = ctx.random_stream;
-        const int64_t before = plans_run(ctx);
+        const int64_t before = plans;
         if (recording) x = replay->begin(x);
-        x = carried(step(i, x), ctx, before);
+        x = step(i, x);
+        plans = plans_run(ctx);
+        if (plans != before && !ctx.tracer) x = settle(x);  // as carried(): the step ran plans
         if (!recording) continue;
         const char* effect = ctx.effects != effects        ? "the step reads or writes a file"
                              : ctx.random_stream != stream ? "the step draws random numbers"
                                                            : nullptr;
         if (replay->end(x, effect)) ++recorded;
         else replay.reset();
+        plans = plans_run(ctx);
     }
     return x;
 }

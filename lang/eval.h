@@ -104,7 +104,7 @@ Value settle(const Value& v);
 // outside `:emit`'s trace when the step ran plans (`plans_before`: the
 // backend's plans_run() when the step began), so that steps do not fuse
 // into each other.
-Value carried(const Value& x, const EvalContext& ctx, int64_t plans_before);
+Value carried(Value x, const EvalContext& ctx, int64_t plans_before);
 // The backend's plans_run(), 0 without one.
 int64_t plans_run(const EvalContext& ctx);
 // `n` steps of a loop (`loop ... for`, `iterate`) from `x`: step(i, x) is the

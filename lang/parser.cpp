@@ -13,6 +13,8 @@
 #include <cctype>
 #include "parser.h"
 
+#include <cstdlib>
+
 #include <algorithm>
 #include <array>
 #include <unordered_map>
@@ -480,6 +482,7 @@ ExprPtr Parser::parse_atom() {
         case TokenKind::Float: {
             auto e = make_expr(ExprKind::FloatLit, loc_of(t));
             e->float_value = t.float_value;
+            e->float_value32 = std::strtof(t.text.c_str(), nullptr);
             e->text = advance().text;
             return e;
         }

@@ -173,6 +173,34 @@ public:
         : kind_(Kind::Tuple), tuple_(std::make_shared<std::vector<Value>>(std::move(elems))) {}
     Value(std::shared_ptr<const Function> f) : kind_(Kind::Function), fn_(std::move(f)) {}
     Value(DelayedPtr d) : kind_(Kind::Delayed), delayed_(std::move(d)) {}
+    // Only the member of the value's kind is set, so a copy copies only it
+    // (a loop of scalar code copies values every step).
+    Value(const Value& o) : kind_(o.kind_), scalar_(o.scalar_), symbol_(o.symbol_) {
+        switch (kind_) {
+            case Kind::Array: array_ = o.array_; break;
+            case Kind::Tuple: tuple_ = o.tuple_; break;
+            case Kind::Function: fn_ = o.fn_; break;
+            case Kind::String: str_ = o.str_; break;
+            case Kind::Delayed: delayed_ = o.delayed_; break;
+            case Kind::Unit:
+            case Kind::Scalar: break;
+        }
+    }
+    Value(Value&& o) noexcept : kind_(o.kind_), scalar_(o.scalar_), symbol_(std::move(o.symbol_)) { take(o); }
+    Value& operator=(const Value& o) {
+        if (this != &o) *this = Value(o);
+        return *this;
+    }
+    Value& operator=(Value&& o) noexcept {
+        if (this == &o) return *this;
+        drop();
+        kind_ = o.kind_;
+        scalar_ = o.scalar_;
+        symbol_ = std::move(o.symbol_);
+        take(o);
+        return *this;
+    }
+    ~Value() = default;
     static Value string(std::string s) { Value v; v.kind_ = Kind::String; v.str_ = std::make_shared<std::string>(std::move(s)); return v; }
 
     Kind kind() const { return kind_; }
@@ -199,6 +227,30 @@ public:
     }
 
 private:
+    // The member of the value's kind moved from o (the only one o has set).
+    void take(Value& o) noexcept {
+        switch (kind_) {
+            case Kind::Array: array_ = std::move(o.array_); break;
+            case Kind::Tuple: tuple_ = std::move(o.tuple_); break;
+            case Kind::Function: fn_ = std::move(o.fn_); break;
+            case Kind::String: str_ = std::move(o.str_); break;
+            case Kind::Delayed: delayed_ = std::move(o.delayed_); break;
+            case Kind::Unit:
+            case Kind::Scalar: break;
+        }
+    }
+    void drop() noexcept {
+        switch (kind_) {
+            case Kind::Array: array_.reset(); break;
+            case Kind::Tuple: tuple_.reset(); break;
+            case Kind::Function: fn_.reset(); break;
+            case Kind::String: str_.reset(); break;
+            case Kind::Delayed: delayed_.reset(); break;
+            case Kind::Unit:
+            case Kind::Scalar: break;
+        }
+    }
+
     Kind kind_;
     Scalar scalar_;
     ArrayPtr array_;

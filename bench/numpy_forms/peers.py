@@ -13,6 +13,15 @@ f32 = np.float32
 m = rng.random((4096, 256), dtype=f32)
 v256, v4096 = rng.random(256, dtype=f32), rng.random(4096, dtype=f32)
 f4 = rng.random(1 << 22, dtype=f32)
+ib = (f4 * 1000).astype(np.int32)
+fb = ib.astype(f32)
+
+
+def scalar_loop():
+    x = 0
+    for i in range(1000000):
+        x = x + i
+    return x
 
 
 def softmax():
@@ -40,6 +49,14 @@ cases = {
     "mask_select": lambda: f4[f4 > 0.5],
     "mask_rows": lambda: m[m[:, 0] > 0.5],
     "mask_update": mask_update,
+    "median": lambda: np.median(f4),
+    "quantile": lambda: np.quantile(f4, 0.9),
+    "topk10": lambda: np.argsort(-f4[np.argpartition(-f4, 10)[:10]]),
+    "histogram50": lambda: np.histogram(f4, 50, (0, 1)),
+    "bincount1000": lambda: np.bincount(ib),
+    "unique1000": lambda: np.unique(fb),
+    "median_rows": lambda: np.median(m, axis=1),
+    "scalar_loop": scalar_loop,
 }
 for name, f in cases.items():
     print(name, "%.3f" % best(f), flush=True)
