@@ -162,22 +162,37 @@ std::vector<Scalar> at_positions(const Value& sorted, const std::vector<int64_t>
     return out;
 }
 
-std::vector<Scalar> sorted_at(const BuiltinCall& c, const Value& xs, int64_t numbers, const std::vector<int64_t>& ks) {
-    const int64_t n = leading(xs);
-    const int64_t kmin = *std::min_element(ks.begin(), ks.end()), kmax = *std::max_element(ks.begin(), ks.end());
-    auto everything = [&] { return at_positions(apply_named(c, "sort", {xs}), ks); };
-    if (n < kSelectFrom || kmax >= numbers) return everything();
+// The sorted sample: element i * P mod n for a prime P above every extent
+// (distinct, and no stride of a periodic or sorted input lines up with it),
+// about n^(2/3) of them (a host array).
+Value sorted_sample(const BuiltinCall& c, const Value& xs, int64_t n) {
     const auto size = std::clamp<int64_t>(std::llround(std::pow(static_cast<double>(n), 2.0 / 3.0)), 4096, n / 8);
-    // Element i * P mod n for a prime P above every extent: distinct, and no
-    // stride of a periodic or sorted input lines up with it.
     constexpr int64_t kPrime = 2654435761;
     const Value at = apply_named(
         c, "int",
         {apply_named(c, "%", {apply_named(c, "*", {apply_named(c, "long", {iota_of(c, size)}), long_value(kPrime)}),
                               long_value(n)})});
-    const Value sample = force(apply_named(c, "sort", {apply_named(c, "gather", {at, xs})}));
-    const auto margin = static_cast<int64_t>(std::ceil(2.0 * std::sqrt(static_cast<double>(size))));
-    const int64_t lo_at = kmin * size / n - margin, hi_at = kmax * size / n + margin + 1;
+    return force(apply_named(c, "sort", {apply_named(c, "gather", {at, xs})}));
+}
+
+// The margin around the sample position of quantile q: four standard
+// deviations of the rank of a sample quantile, sqrt(size q (1 - q)), plus a
+// few places (tight near the ends: topk's bound keeps a few hundred elements).
+int64_t sample_margin(int64_t size, double q) {
+    q = std::clamp(q, 0.0, 1.0);
+    return static_cast<int64_t>(std::ceil(4.0 * std::sqrt(static_cast<double>(size) * q * (1.0 - q)))) + 4;
+}
+
+std::vector<Scalar> sorted_at(const BuiltinCall& c, const Value& xs, int64_t numbers, const std::vector<int64_t>& ks) {
+    const int64_t n = leading(xs);
+    const int64_t kmin = *std::min_element(ks.begin(), ks.end()), kmax = *std::max_element(ks.begin(), ks.end());
+    auto everything = [&] { return at_positions(apply_named(c, "sort", {xs}), ks); };
+    if (n < kSelectFrom || kmax >= numbers) return everything();
+    const Value sample = sorted_sample(c, xs, n);
+    const int64_t size = leading(sample);
+    const double n_d = static_cast<double>(n);
+    const int64_t lo_at = kmin * size / n - sample_margin(size, static_cast<double>(kmin) / n_d);
+    const int64_t hi_at = kmax * size / n + sample_margin(size, static_cast<double>(kmax) / n_d) + 1;
     std::optional<Scalar> lo, hi;
     if (lo_at >= 0) lo = array_arg(sample).get(lo_at);
     if (hi_at < size && !is_nan(array_arg(sample).get(hi_at))) hi = array_arg(sample).get(hi_at);
@@ -258,9 +273,8 @@ Value b_quantile(const BuiltinCall& c, Args a) {
 
 // topk k xs: the k largest elements of each row, largest first, with their
 // indices; ties keep the lower index first, NaNs rank below every number.
-// A long vector selects the k-th largest and sorts only what is at least
-// it; a matrix sorts each row by a stable sort on the values and then on
-// the row.
+// A matrix sorts each row by a stable sort on the values and then on the
+// row.
 Value b_topk(const BuiltinCall& c, Args a) {
     const int64_t k = int_arg(a[0]);
     const Value& xs = a[1];
@@ -269,7 +283,6 @@ Value b_topk(const BuiltinCall& c, Args a) {
     if (k < 0 || k > n)
         fail(c, "k = " + std::to_string(k) + " is outside [0, " + std::to_string(n) + "]: a row has " +
                     std::to_string(n) + " elements");
-    const Prim p = ops::prim_of_value(xs);
     if (s.size() == 2) {
         const Value flat = apply_named(c, "flatten", {xs});
         const Value by_value = sorting_permutation(c, descending_key(c, flat));
@@ -284,17 +297,29 @@ Value b_topk(const BuiltinCall& c, Args a) {
             apply_named(c, "reshape", {shape, apply_named(c, "gather", {chosen, flat})}),
             apply_named(c, "reshape", {shape, apply_named(c, "%", {chosen, int_value(s[1])})})});
     }
-    const int64_t numbers = is_floating(p) ? n - count_true(c, nan_mask(c, xs)) : n;
-    Value at;  // the indices of the k largest, in order
-    if (n >= kSelectFrom && k > 0 && k <= numbers && k <= n / 8) {
-        const Scalar kth = sorted_at(c, xs, numbers, {numbers - k})[0];
-        const Value mask = apply_named(c, ">=", {xs, Value(kth)});
-        const Value candidates = apply_named(c, "compress", {mask, iota_of(c, n)});
-        const Value order = sorting_permutation(c, descending_key(c, apply_named(c, "compress", {mask, xs})));
-        at = apply_named(c, "gather", {apply_named(c, "take", {int_value(k), order}), candidates});
-    } else {
-        at = apply_named(c, "take", {int_value(k), sorting_permutation(c, descending_key(c, xs))});
+    // A long vector and a few of its largest: the sorted sample's
+    // (k / n + margin)-th largest number bounds them from below, one pass
+    // keeps the elements at least it with their indices (a few percent),
+    // and only those are sorted. Fewer than k kept (improbable; or fewer
+    // than k numbers) sorts everything.
+    if (n >= kSelectFrom && k > 0 && k <= n / 8) {
+        const Value sample = sorted_sample(c, xs, n);
+        const Array& drawn = array_arg(sample);
+        int64_t numbers = drawn.size();  // its NaNs are last
+        while (numbers > 0 && is_nan(drawn.get(numbers - 1))) --numbers;
+        const int64_t bound_at =
+            numbers - 1 - k * drawn.size() / n - sample_margin(drawn.size(), static_cast<double>(k) / static_cast<double>(n));
+        if (bound_at >= 0) {
+            const Value kept = apply_named(c, "compress", {apply_named(c, ">=", {xs, Value(drawn.get(bound_at))}),
+                                                           apply_named(c, "zip", {iota_of(c, n), xs})});
+            const Value &index = kept.tuple()[0], &value = kept.tuple()[1];
+            if (leading(index) >= k) {
+                const Value order = apply_named(c, "take", {int_value(k), sorting_permutation(c, descending_key(c, value))});
+                return Value(std::vector<Value>{apply_named(c, "gather", {order, value}), apply_named(c, "gather", {order, index})});
+            }
+        }
     }
+    const Value at = apply_named(c, "take", {int_value(k), sorting_permutation(c, descending_key(c, xs))});
     return Value(std::vector<Value>{apply_named(c, "gather", {at, xs}), at});
 }
 
