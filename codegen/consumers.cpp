@@ -48,7 +48,7 @@ std::optional<Value> FusionEngine::consumer(const std::string& name, std::span<c
 
 namespace {
 
-enum class ConsumerKind : uint8_t { Sort, Scan, Push, Filter, Compress, Matmul, Permute, Scatter, Tally, Count, ArgExtreme, Reduce, Known };
+enum class ConsumerKind : uint8_t { Sort, Scan, Push, Filter, Compress, Matmul, Permute, Scatter, Tally, Linalg, Count, ArgExtreme, Reduce, Known };
 
 // Looked up once per builtin call: a loop step calls several, and a chain
 // of string comparisons per call was ~5k instructions of each step.
@@ -59,7 +59,8 @@ std::optional<ConsumerKind> consumer_kind(const std::string& name) {
         {"interleave", ConsumerKind::Push}, {"transpose", ConsumerKind::Push},   {"filter", ConsumerKind::Filter},
         {"compress", ConsumerKind::Compress},
         {"matmul", ConsumerKind::Matmul},   {"@", ConsumerKind::Matmul},         {"permute", ConsumerKind::Permute},
-        {"scatter", ConsumerKind::Scatter}, {"tally", ConsumerKind::Tally}, {"count", ConsumerKind::Count},      {"argmax", ConsumerKind::ArgExtreme},
+        {"scatter", ConsumerKind::Scatter}, {"tally", ConsumerKind::Tally},    {"solve", ConsumerKind::Linalg},
+        {"inv", ConsumerKind::Linalg},      {"det", ConsumerKind::Linalg}, {"count", ConsumerKind::Count},      {"argmax", ConsumerKind::ArgExtreme},
         {"argmin", ConsumerKind::ArgExtreme}, {"reduce", ConsumerKind::Reduce},  {"sum", ConsumerKind::Known},
         {"product", ConsumerKind::Known},   {"maximum", ConsumerKind::Known},    {"minimum", ConsumerKind::Known},
         {"all", ConsumerKind::Known},       {"any", ConsumerKind::Known}};
@@ -84,6 +85,7 @@ std::optional<Value> FusionEngine::lower_consumer(const std::string& name, std::
         case ConsumerKind::Permute: return permute(args, ctx);
         case ConsumerKind::Scatter: return scatter(args, ctx);
         case ConsumerKind::Tally: return tally(args[0], args[1], ctx);
+        case ConsumerKind::Linalg: return linalg(name, args, ctx);
         case ConsumerKind::Count: return count(args[0], args[1], ctx);
         case ConsumerKind::ArgExtreme: return arg_extreme(name == "argmax", args[0], ctx);
         case ConsumerKind::Reduce:

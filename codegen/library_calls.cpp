@@ -8,6 +8,7 @@ namespace {
 
 const LibraryFunction kFunctions[] = {
     {"gemm", 5, 2, 1, "matrix product c = op(a) op(b) (row-major; cuBLAS / the CPU BLAS)"},
+    {"lu", 2, 0, 4, "LU factorisation with partial pivoting, then a solve (column-major; LAPACK / cuSOLVER)"},
 };
 
 }  // namespace
@@ -30,6 +31,27 @@ void verify_library_call(const LaunchPlan& plan, const LibraryCall& call) {
         for (const std::string& b : call.reads)
             SHOAL_INTERNAL_ASSERT(plan.find_buffer(b)->elem == t, "gemm operands of different types");
     }
+    if (call.function == "lu") {
+        const ScalarType t = plan.find_buffer(call.writes[0])->elem;
+        SHOAL_INTERNAL_ASSERT(t == ScalarType::F32 || t == ScalarType::F64, "lu of " + std::string(scalar_name(t)));
+        SHOAL_INTERNAL_ASSERT(plan.find_buffer(call.writes[2])->elem == t, "lu: b of another type than a");
+        for (size_t k : {size_t{1}, size_t{3}})
+            SHOAL_INTERNAL_ASSERT(plan.find_buffer(call.writes[k])->elem == ScalarType::I32, "lu: pivots and info are ints");
+    }
+}
+
+LibraryCall lu_call(ExprPtr n, ExprPtr nrhs, const std::string& a, const std::string& pivots, const std::string& b,
+                    const std::string& info) {
+    LibraryCall call;
+    call.function = "lu";
+    call.args = {std::move(n), std::move(nrhs)};
+    call.writes = {a, pivots, b, info};
+    return call;
+}
+
+LuShape lu_shape(const LibraryCall& call, const std::function<HostValue(const std::string&)>& lookup) {
+    SHOAL_INTERNAL_ASSERT(call.function == "lu" && call.args.size() == 2, "lu_shape of " + call.function);
+    return LuShape{eval_host_int(call.args[0], lookup), eval_host_int(call.args[1], lookup)};
 }
 
 LibraryCall gemm_call(ExprPtr n, ExprPtr m, ExprPtr k, bool trans_a, bool trans_b, const std::string& a,

@@ -12,6 +12,17 @@
 //       m x k when trans_b != 0. k == 0 gives zeros. Results are within
 //       float tolerance of the reference evaluator's sums in order (the one
 //       documented exception to bit-identical results, docs/semantics.md).
+//
+//   lu(n, nrhs; ; a, pivots, b, info)
+//       the LU factorisation with partial pivoting of a (n x n, float or
+//       double, COLUMN-major, in place: U on and above the diagonal, L's unit
+//       diagonal below it), pivots (I32, n: row i was exchanged with row
+//       pivots[i] - 1, LAPACK's ipiv) and info (I32, one element: 0, or the
+//       1-based index of the first exactly zero pivot); then, when nrhs > 0
+//       and info is 0, b (n x nrhs, column-major, a's type) is overwritten
+//       by the solution x of a x = b. LAPACK's getrf + getrs on a CPU,
+//       cuSOLVER's on a GPU. Results are within floating-point tolerance of
+//       the reference evaluator's unblocked factorisation.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -46,5 +57,15 @@ LibraryCall gemm_call(ExprPtr n, ExprPtr m, ExprPtr k, bool trans_a, bool trans_
                       const std::string& b, const std::string& c);
 // The extents of a gemm call, its arguments evaluated.
 GemmShape gemm_shape(const LibraryCall& call, const std::function<HostValue(const std::string&)>& lookup);
+
+// ---------------------------------------------------------------- lu
+struct LuShape {
+    int64_t n = 0, nrhs = 0;
+    int64_t flops() const { return 2 * n * n * n / 3 + 2 * n * n * nrhs; }
+    int64_t elements() const { return n * n + 2 * n * nrhs; }
+};
+LibraryCall lu_call(ExprPtr n, ExprPtr nrhs, const std::string& a, const std::string& pivots, const std::string& b,
+                    const std::string& info);
+LuShape lu_shape(const LibraryCall& call, const std::function<HostValue(const std::string&)>& lookup);
 
 }  // namespace shoal::ir

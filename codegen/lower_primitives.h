@@ -190,6 +190,15 @@ void lower_interleave(PlanBuilder& pb, const std::string& name, const PullArray&
 void lower_matmul(PlanBuilder& pb, const std::string& name, const PullArray& a, const PullArray& b,
                   const std::string& out, const LoweringOptions& opt = {});
 
+// solve / inv through the "lu" library call (lower_linalg.cpp): out = a^-1 b
+// (b rank 1: out has n elements; rank 2: n x k row-major), or a^-1 when b is
+// null. A singular a raises `singular` ({index}: the zero pivot, {extent}: n) at loc.
+void lower_solve(PlanBuilder& pb, const std::string& name, const PullArray& a, const PullArray* b,
+                 const std::string& singular, const Loc& loc, const std::string& out, const LoweringOptions& opt = {});
+// det: out[1] = the determinant of a (n x n), from the same call.
+void lower_det(PlanBuilder& pb, const std::string& name, const PullArray& a, const std::string& out,
+               const LoweringOptions& opt = {});
+
 // An operand of a product: its elements as a pull array (rank 2) and, when
 // they are in memory row-major, the buffer holding them.
 struct ProductOperand {

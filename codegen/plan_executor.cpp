@@ -117,15 +117,28 @@ ArrayPtr host_array(const ArrayData& data, Prim elem, const Shape& shape) {
     return a;
 }
 
-CallCounters gemm_counters(const PlanStep& step, const GemmShape& shape, ScalarType elem, std::string implementation) {
+namespace {
+
+CallCounters call_counters(const PlanStep& step, int64_t flops, int64_t elements, ScalarType elem,
+                           std::string implementation) {
     CallCounters c;
     c.function = step.call.function;
     c.implementation = std::move(implementation);
     c.comment = step.comment;
     c.calls = 1;
-    c.flops = shape.flops();
-    c.minimum_bytes = shape.elements() * static_cast<int64_t>(scalar_size(elem));
+    c.flops = flops;
+    c.minimum_bytes = elements * static_cast<int64_t>(scalar_size(elem));
     return c;
+}
+
+}  // namespace
+
+CallCounters gemm_counters(const PlanStep& step, const GemmShape& shape, ScalarType elem, std::string implementation) {
+    return call_counters(step, shape.flops(), shape.elements(), elem, std::move(implementation));
+}
+
+CallCounters lu_counters(const PlanStep& step, const LuShape& shape, ScalarType elem, std::string implementation) {
+    return call_counters(step, shape.flops(), shape.elements(), elem, std::move(implementation));
 }
 
 }  // namespace shoal::ir

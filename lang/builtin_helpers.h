@@ -35,5 +35,7 @@ inline Value apply_named(const BuiltinCall& c, const char* name, std::initialize
 // The composite builtins (builtins_statistics.cpp): statistics, order and
 // construction written with other builtins.
 std::span<const BuiltinDef> statistics_builtins();
+// solve, inv, det (builtins_linalg.cpp).
+std::span<const BuiltinDef> linalg_builtins();
 
 }  // namespace shoal::evalimpl

@@ -118,6 +118,12 @@ std::vector<BuiltinDoc> make_builtin_docs() {
          "the k largest values, largest first, and their indices (ties: the lower index first; NaNs rank lowest)"},
         {"unique", "[a] -> [a]", "the distinct values, ascending (NaNs count as one, last)"},
 
+        // ---------------------------------------------------------- linear algebra
+        {"solve", "[[a]] -> [a] -> [a]   (a floating; b may be n x k: [[a]] -> [[a]] -> [[a]])",
+         "solve a b: x with a @ x = b (LU with partial pivoting: LAPACK / cuSOLVER); a singular a is an error"},
+        {"inv", "[[a]] -> [[a]]   (a floating)", "the inverse of a square matrix (solve a (eye n)); a singular one is an error"},
+        {"det", "[[a]] -> a   (a floating)", "the determinant (from the LU factorisation; 0 for a singular matrix)"},
+
         // ---------------------------------------------------------- counting
         {"bincount", "[int] -> [int]", "how often each of 0 .. maximum xs occurs (NumPy's bincount; negative values are an error)"},
         {"tally", "int -> [int] -> [int]", "tally n xs: how often each of 0 .. n-1 occurs in xs; other values are not counted"},

@@ -548,6 +548,7 @@ const std::unordered_map<std::string_view, const BuiltinDef*>& builtin_table() {
         };
         add(kBuiltins);
         add(statistics_builtins());
+        add(linalg_builtins());
         return t;
     }();
     return table;
@@ -617,6 +618,7 @@ std::vector<std::string> builtin_names() {
     std::vector<std::string> names;
     for (const BuiltinDef& d : kBuiltins) names.emplace_back(d.name);
     for (const BuiltinDef& d : statistics_builtins()) names.emplace_back(d.name);
+    for (const BuiltinDef& d : linalg_builtins()) names.emplace_back(d.name);
     return names;
 }
 

@@ -88,7 +88,7 @@ const std::pair<const char*, std::vector<const char*>> kHelpGroups[] = {
     {"conversions", {"int", "long", "float", "double"}},
     {"reductions", {"reduce", "sum", "product", "maximum", "minimum", "all", "any", "count", "argmax", "argmin"}},
     {"statistics", {"mean", "var", "std", "median", "quantile", "dot", "norm", "outer", "cumsum", "cumprod"}},
-    {"matrices", {"matmul"}},
+    {"matrices", {"matmul", "solve", "inv", "det"}},
     {"scans", {"scan", "scanExclusive", "segscan"}},
     {"permutations", {"gather", "scatter", "permute", "reverse"}},
     {"structure", {"interleave", "take", "drop", "filter", "compress", "sort", "sortByKey", "argsort", "topk", "unique"}},

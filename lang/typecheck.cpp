@@ -1672,6 +1672,22 @@ std::map<std::string, SchemePtr> make_builtin_schemes() {
         Type e = b.var(ClassOrd | ClassNum, true);
         m["unique"] = b.done(t_func(t_array(1, e), t_array(1, e)));
     }
+    {
+        // solve a b: b a vector or a matrix (one column per system), x shaped like b.
+        SchemeBuilder b;
+        Type e = b.var(ClassFloating | ClassNum, true), r = b.rank();
+        m["solve"] = b.done(t_func({t_array(2, e), arr(r, e)}, arr(r, e)));
+    }
+    {
+        SchemeBuilder b;
+        Type e = b.var(ClassFloating | ClassNum, true);
+        m["inv"] = b.done(t_func(t_array(2, e), t_array(2, e)));
+    }
+    {
+        SchemeBuilder b;
+        Type e = b.var(ClassFloating | ClassNum, true);
+        m["det"] = b.done(t_func(t_array(2, e), e));
+    }
     m["bincount"] = SchemeBuilder().done(t_func(t_array(1, tint()), t_array(1, tint())));
     m["tally"] = SchemeBuilder().done(t_func({tint(), t_array(1, tint())}, t_array(1, tint())));
     {

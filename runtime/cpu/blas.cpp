@@ -33,6 +33,13 @@ struct OpenBlas {
     decltype(&openblas_set_num_threads) set_num_threads = nullptr;
     decltype(&openblas_get_config) config = nullptr;
     decltype(&openblas_get_corename) corename = nullptr;
+    // LAPACK in OpenBLAS (Fortran calling convention): absent in a BLAS
+    // without it, which leaves solve / inv / det to the reference evaluator.
+    using Getrf = void (*)(const int* m, const int* n, void* a, const int* lda, int* ipiv, int* info);
+    using Getrs = void (*)(const char* trans, const int* n, const int* nrhs, const void* a, const int* lda,
+                           const int* ipiv, void* b, const int* ldb, int* info, size_t trans_len);
+    Getrf sgetrf = nullptr, dgetrf = nullptr;
+    Getrs sgetrs = nullptr, dgetrs = nullptr;
     std::string why_not;  // when it did not load
 };
 
@@ -68,6 +75,7 @@ const OpenBlas& openblas() {
             b.why_not = "libopenblas.so.0 lacks the CBLAS functions";
             return b;
         }
+        bind(b.sgetrf, "sgetrf_") && bind(b.dgetrf, "dgetrf_") && bind(b.sgetrs, "sgetrs_") && bind(b.dgetrs, "dgetrs_");
         // OpenBLAS' own threads stay idle: each call runs on the thread making it.
         b.set_num_threads(1);
         return b;
@@ -145,9 +153,38 @@ template <class T> void gemm_of(const ir::GemmShape& s, const T* a, const T* b, 
     });
 }
 
+template <class T>
+void lu_of(const ir::LuShape& s, T* a, int32_t* pivots, T* b, int32_t* info) {
+    const OpenBlas& lib = openblas();
+    const int n = blas_int(s.n, "matrix"), nrhs = blas_int(s.nrhs, "right-hand side"), lda = std::max(1, n);
+    *info = 0;
+    if (n == 0) return;
+    // LAPACK's blocked factorisation is worth OpenBLAS' threads; Shoal's
+    // workers are idle while a plan's library call runs, so it takes them.
+    lib.set_num_threads(worker_count(0, INT_MAX));
+    int status = 0;
+    (std::is_same_v<T, float> ? lib.sgetrf : lib.dgetrf)(&n, &n, a, &lda, pivots, &status);
+    if (status == 0 && nrhs > 0) {
+        int solved = 0;
+        (std::is_same_v<T, float> ? lib.sgetrs : lib.dgetrs)("N", &n, &nrhs, a, &lda, pivots, b, &lda, &solved, 1);
+        SHOAL_INTERNAL_ASSERT(solved == 0, "getrs rejected its arguments (" + std::to_string(solved) + ")");
+    }
+    lib.set_num_threads(1);
+    SHOAL_INTERNAL_ASSERT(status >= 0, "getrf rejected its arguments (" + std::to_string(status) + ")");
+    *info = status;
+}
+
 }  // namespace
 
 bool have_blas() { return openblas().why_not.empty(); }
+bool have_lapack() { return have_blas() && openblas().sgetrf && openblas().dgetrf && openblas().sgetrs && openblas().dgetrs; }
+
+void lu(ir::ScalarType elem, const ir::LuShape& s, void* a, int32_t* pivots, void* b, int32_t* info) {
+    SHOAL_INTERNAL_ASSERT(have_lapack(), "lu called without LAPACK");
+    if (elem == ir::ScalarType::F32) lu_of(s, static_cast<float*>(a), pivots, static_cast<float*>(b), info);
+    else if (elem == ir::ScalarType::F64) lu_of(s, static_cast<double*>(a), pivots, static_cast<double*>(b), info);
+    else internal_error(__FILE__, __LINE__, "lu of " + std::string(ir::scalar_name(elem)));
+}
 
 std::string blas_description() {
     const OpenBlas& lib = openblas();
@@ -173,6 +210,10 @@ bool have_blas() { return false; }
 std::string blas_description() { return "no BLAS (Shoal was built without OpenBLAS: products run as generated kernels)"; }
 void gemm(ir::ScalarType, const ir::GemmShape&, const void*, const void*, void*, int) {
     internal_error(__FILE__, __LINE__, "gemm called in a build without a BLAS");
+}
+bool have_lapack() { return false; }
+void lu(ir::ScalarType, const ir::LuShape&, void*, int32_t*, void*, int32_t*) {
+    internal_error(__FILE__, __LINE__, "lu called in a build without LAPACK");
 }
 
 #endif

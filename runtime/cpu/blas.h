@@ -5,6 +5,7 @@
 // pool (thread_pool.h), so its threads never compete with the pool's.
 // libopenblas is loaded at the first product (blas.cpp says why).
 #pragma once
+#include <cstdint>
 #include <string>
 
 #include "codegen/library_calls.h"
@@ -20,5 +21,12 @@ std::string blas_description();
 // F64) on `workers` threads (0: every core). Extents beyond the BLAS'
 // 32-bit integers are an Error(Runtime) saying so.
 void gemm(ir::ScalarType elem, const ir::GemmShape& s, const void* a, const void* b, void* c, int workers = 0);
+
+// Whether the BLAS has LAPACK's getrf / getrs (OpenBLAS does).
+bool have_lapack();
+// library_calls.h "lu": a (column-major, in place), pivots, then b solved
+// when nrhs > 0 and a is not singular; *info as LAPACK's getrf. LAPACK runs
+// on every core (Shoal's workers wait for the call).
+void lu(ir::ScalarType elem, const ir::LuShape& s, void* a, int32_t* pivots, void* b, int32_t* info);
 
 }  // namespace shoal::cpu

@@ -88,7 +88,9 @@ public:
         const int cores = worker_count(0, std::numeric_limits<int64_t>::max());
         return {.shared_tiles = t == Tier::Compare, .cpu_cores = cores};
     }
-    bool has_library(const std::string& function) const override { return function == "gemm" && have_blas(); }
+    bool has_library(const std::string& function) const override {
+        return (function == "gemm" && have_blas()) || (function == "lu" && have_lapack());
+    }
     CompileCounters compilation() const override { return tier_.waited_builds(); }
     std::pair<int, std::string> parallel_units() const override {
         return {worker_count(0, std::numeric_limits<int64_t>::max()), "core"};

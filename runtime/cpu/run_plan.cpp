@@ -129,15 +129,24 @@ private:
         if (err.code >= 0) ir::raise_failed_check(plan_.kernels[static_cast<size_t>(s.kernel)], err.code, err.index, err.extent);
     }
 
-    // A library call (codegen/library_calls.h) on the host's BLAS.
+    // A library call (codegen/library_calls.h) on the host's BLAS / LAPACK.
     void call(const ir::PlanStep& s) {
         if (s.grid && ir::eval_host_int(s.grid, lookup_) == 0) return;
-        SHOAL_INTERNAL_ASSERT(s.call.function == "gemm", "run_plan: no library function " + s.call.function);
-        const ir::GemmShape g = ir::gemm_shape(s.call, lookup_);
         const ir::ScalarType t = plan_.find_buffer(s.call.writes[0])->elem;
+        const bool single = t == ir::ScalarType::F32;
         const auto start = std::chrono::steady_clock::now();
-        gemm(t, g, buffer(s.call.reads[0]).data, buffer(s.call.reads[1]).data, buffer(s.call.writes[0]).data);
-        ir::CallCounters c = ir::gemm_counters(s, g, t, std::string("OpenBLAS ") + (t == ir::ScalarType::F32 ? "sgemm" : "dgemm"));
+        ir::CallCounters c;
+        if (s.call.function == "lu") {
+            const ir::LuShape shape = ir::lu_shape(s.call, lookup_);
+            lu(t, shape, buffer(s.call.writes[0]).data, static_cast<int32_t*>(buffer(s.call.writes[1]).data),
+               buffer(s.call.writes[2]).data, static_cast<int32_t*>(buffer(s.call.writes[3]).data));
+            c = ir::lu_counters(s, shape, t, single ? "OpenBLAS' LAPACK sgetrf + sgetrs" : "OpenBLAS' LAPACK dgetrf + dgetrs");
+        } else {
+            SHOAL_INTERNAL_ASSERT(s.call.function == "gemm", "run_plan: no library function " + s.call.function);
+            const ir::GemmShape g = ir::gemm_shape(s.call, lookup_);
+            gemm(t, g, buffer(s.call.reads[0]).data, buffer(s.call.reads[1]).data, buffer(s.call.writes[0]).data);
+            c = ir::gemm_counters(s, g, t, std::string("OpenBLAS ") + (single ? "sgemm" : "dgemm"));
+        }
         c.nanoseconds = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
         result_.calls.push_back(std::move(c));
     }

@@ -80,6 +80,15 @@ public:
     virtual cudaError_t gemm(cudaStream_t stream, ir::ScalarType elem, const ir::GemmShape& shape, const void* a,
                              const void* b, void* c) = 0;
     virtual std::string blas_error() const { return ""; }
+    // cuSOLVER (library_calls.h "lu", column-major) on the stream, loaded
+    // like cuBLAS; solver() is "" when nothing implements it (solve, inv and
+    // det then run on the reference evaluator). Failures as gemm's, with
+    // the message in blas_error.
+    virtual std::string solver() { return ""; }
+    virtual cudaError_t lu(cudaStream_t /*stream*/, ir::ScalarType /*elem*/, const ir::LuShape& /*shape*/, void* /*a*/,
+                           void* /*pivots*/, void* /*b*/, void* /*info*/) {
+        return cudaErrorNotSupported;
+    }
 
     // Errors.
     virtual cudaError_t getLastError() = 0;

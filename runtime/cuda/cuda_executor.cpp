@@ -364,30 +364,41 @@ private:
         ++outcome_.total.launches;
     }
 
-    // A library call (codegen/library_calls.h): cuBLAS on the session's
-    // stream, in order with the launches around it.
+    // A library call (codegen/library_calls.h): cuBLAS or cuSOLVER on the
+    // session's stream, in order with the launches around it.
     void call(const ir::PlanStep& s) {
         if (s.grid && ir::eval_host_int(s.grid, lookup_) == 0) return;
-        SHOAL_INTERNAL_ASSERT(s.call.function == "gemm", "cuda executor: no library function " + s.call.function);
-        const ir::GemmShape g = ir::gemm_shape(s.call, lookup_);
         const ir::ScalarType t = buffer(s.call.writes[0])->elem();
+        const char* precision = t == ir::ScalarType::F32 ? " (float)" : " (double)";
         Timing timing{0, nullptr, nullptr, outcome_.calls.size()};
         if (options_.timed) {
             timing.start = device_.take_event();
             device_.check(device_.api().eventRecord(timing.start, device_.stream()), "cudaEventRecord");
         }
-        const cudaError_t e = device_.api().gemm(device_.stream(), t, g, buffer(s.call.reads[0])->ptr(),
-                                                 buffer(s.call.reads[1])->ptr(), buffer(s.call.writes[0])->ptr());
+        cudaError_t e;
+        ir::CallCounters counters;
+        if (s.call.function == "lu") {
+            const ir::LuShape shape = ir::lu_shape(s.call, lookup_);
+            const std::vector<std::string>& w = s.call.writes;
+            e = device_.api().lu(device_.stream(), t, shape, buffer(w[0])->ptr(), buffer(w[1])->ptr(), buffer(w[2])->ptr(),
+                                 buffer(w[3])->ptr());
+            counters = ir::lu_counters(s, shape, t, device_.api().solver() + ": getrf + getrs" + precision);
+        } else {
+            SHOAL_INTERNAL_ASSERT(s.call.function == "gemm", "cuda executor: no library function " + s.call.function);
+            const ir::GemmShape g = ir::gemm_shape(s.call, lookup_);
+            e = device_.api().gemm(device_.stream(), t, g, buffer(s.call.reads[0])->ptr(), buffer(s.call.reads[1])->ptr(),
+                                   buffer(s.call.writes[0])->ptr());
+            counters = ir::gemm_counters(s, g, t, device_.api().blas() + ": gemm" + precision);
+        }
         if (e == cudaErrorUnknown && !device_.api().blas_error().empty())
-            user_error(ErrorKind::Runtime, Loc{}, "matmul: " + device_.api().blas_error());
-        device_.check(e, "cublasGemm");
+            user_error(ErrorKind::Runtime, Loc{}, (s.call.function == "lu" ? "solve: " : "matmul: ") + device_.api().blas_error());
+        device_.check(e, s.call.function == "lu" ? "cusolverDnGetrf" : "cublasGemm");
         if (options_.timed) {
             timing.end = device_.take_event();
             device_.check(device_.api().eventRecord(timing.end, device_.stream()), "cudaEventRecord");
             timings_.push_back(timing);
         }
-        outcome_.calls.push_back(ir::gemm_counters(
-            s, g, t, device_.api().blas() + (t == ir::ScalarType::F32 ? ": gemm (float)" : ": gemm (double)")));
+        outcome_.calls.push_back(std::move(counters));
     }
 
     // A Check step: the record comes to the host with the stream; it is
@@ -477,6 +488,7 @@ public:
     std::string name() const override { return "cuda"; }
     // Products call cuBLAS where it loads; else they stay generated kernels.
     bool has_library(const std::string& function) const override {
+        if (function == "lu") return !device_->api().solver().empty();
         return function == "gemm" && !device_->api().blas().empty();
     }
     std::string lost_reason() const override { return device_->lost_reason(); }

@@ -3,6 +3,7 @@
 // Shoal; without a driver the first call reports cudaErrorInsufficientDriver
 // or cudaErrorNoDevice and the session stays on the CPU executor.
 #include "runtime/cuda/cuda_api.h"
+#include "runtime/cuda/cusolver.h"
 
 #include <cublas_api.h>
 #include <dlfcn.h>
@@ -154,12 +155,22 @@ public:
         return cublas_.gemm(stream, elem, shape, a, b, c, blas_error_);
     }
     std::string blas_error() const override { return blas_error_; }
+    std::string solver() override {
+        std::string why;
+        return cusolver_.load(why);
+    }
+    cudaError_t lu(cudaStream_t stream, ir::ScalarType elem, const ir::LuShape& shape, void* a, void* pivots, void* b,
+                   void* info) override {
+        if (solver().empty()) return cudaErrorNotSupported;
+        return cusolver_.lu(stream, elem, shape, a, pivots, b, info, blas_error_);
+    }
     cudaError_t getLastError() override { return cudaGetLastError(); }
     const char* getErrorName(cudaError_t error) override { return cudaGetErrorName(error); }
     const char* getErrorString(cudaError_t error) override { return cudaGetErrorString(error); }
 
 private:
     Cublas cublas_;
+    Cusolver cusolver_;
     std::string blas_error_;
 };
 

@@ -310,6 +310,33 @@ public:
         return cudaSuccess;
     }
 
+    // cuSOLVER's getrf + getrs as the CPU's LAPACK on the allocations' host
+    // memory, in stream order; every operand must be device memory.
+    std::string solver() override { return cpu::have_lapack() ? "cuSOLVER simulated by the CPU's LAPACK" : ""; }
+    cudaError_t lu(cudaStream_t stream, ir::ScalarType elem, const ir::LuShape& shape, void* a, void* pivots, void* b,
+                   void* info) override {
+        std::lock_guard lock(mutex_);
+        Stream& s = find_stream(stream);
+        if (sticky_ != cudaSuccess) return sticky_;
+        if (!cpu::have_lapack()) return cudaErrorNotSupported;
+        const size_t size = ir::scalar_size(elem);
+        const size_t a_bytes = size_t(shape.n * shape.n) * size, b_bytes = size_t(shape.n * shape.nrhs) * size,
+                     pivot_bytes = size_t(shape.n) * sizeof(int32_t);
+        for (const void* p : {a, pivots, info})
+            if (!is_device(p)) violation("lu given a host address");
+        device_range(a, a_bytes, "lu matrix a");
+        device_range(pivots, pivot_bytes, "lu pivots");
+        device_range(info, sizeof(int32_t), "lu info");
+        if (b_bytes) device_range(b, b_bytes, "lu right-hand side b");
+        s.queue.push_back([this, elem, shape, a, pivots, b, info, a_bytes, b_bytes, pivot_bytes] {
+            cpu::lu(elem, shape, device_range(a, a_bytes, "lu matrix a"),
+                    reinterpret_cast<int32_t*>(device_range(pivots, pivot_bytes, "lu pivots")),
+                    b_bytes ? device_range(b, b_bytes, "lu right-hand side b") : nullptr,
+                    reinterpret_cast<int32_t*>(device_range(info, sizeof(int32_t), "lu info")));
+        });
+        return cudaSuccess;
+    }
+
     void describe_image(const std::string& image, const ir::Kernel& kernel) override {
         std::lock_guard lock(mutex_);
         described_.emplace(image, kernel);

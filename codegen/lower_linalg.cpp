@@ -1,0 +1,100 @@
+// Dense linear algebra through the plan's "lu" library call
+// (library_calls.h): LAPACK's getrf + getrs on a CPU, cuSOLVER's on a GPU.
+// The libraries work column-major and in place, so a kernel first copies a
+// (and the right-hand side) transposed into temporaries: a copy every
+// producer of the operands fuses into, O(n^2) beside the O(n^3) call. A
+// one-thread kernel then turns a zero pivot into the user's error, and a
+// last kernel writes the solution back row-major (or folds the diagonal
+// into the determinant).
+#include "codegen/library_calls.h"
+#include "codegen/lower_common.h"
+#include "codegen/lower_primitives.h"
+
+namespace shoal::ir {
+
+using namespace lowering;
+
+namespace {
+
+struct Factored {
+    std::string lu, pivots, info;
+};
+
+// a (n x n) copied column-major into a temporary and factored by the "lu"
+// call, which also solves for `rhs` (n x nrhs, column-major) when nrhs > 0.
+Factored factor(PlanBuilder& pb, const std::string& name, const PullArray& a, ExprPtr nrhs, const std::string& rhs,
+                const LoweringOptions& opt) {
+    const ExprPtr n = a.shape[0];
+    Factored f{pb.temp_buffer(pb.fresh(name + "_lu"), a.elem, binary(BinaryOp::Mul, n, n)),
+               pb.temp_buffer(pb.fresh(name + "_pivots"), ScalarType::I32, n),
+               pb.temp_buffer(pb.fresh(name + "_info"), ScalarType::I32, i64(1))};
+    lower_map(pb, name + "_columns", tuple_of(transposed_array(a)), {f.lu}, opt);
+    pb.call(lu_call(n, std::move(nrhs), f.lu, f.pivots, rhs, f.info),
+            "LU with partial pivoting of the column-major copy" + std::string(rhs.empty() ? "" : ", then the solve"));
+    return f;
+}
+
+// A zero pivot is the user's error (`message` with {index}: the pivot, {extent}: n).
+void check_pivots(PlanBuilder& pb, const std::string& name, const Factored& f, ExprPtr n, const std::string& message,
+                  const Loc& loc) {
+    KernelBuilder kb(name + "_singular", 32);
+    kb.buffer_param(f.info, ScalarType::I32, Access::Read);
+    const int code = kb.add_check(message, loc);
+    const ExprPtr info = kb.bind("info", load(f.info, i64(0), ScalarType::I32));
+    emit_if(kb, binary(BinaryOp::And, binary(BinaryOp::Eq, thread_idx(), i32(0)), binary(BinaryOp::Ne, info, i32(0))),
+            [&] { kb.emit(error(code, cast(ScalarType::I64, info), use_params(kb, n))); });
+    add_launch(pb, kb, i64(1), "a zero pivot: the matrix is singular");
+}
+
+}  // namespace
+
+void lower_solve(PlanBuilder& pb, const std::string& name, const PullArray& a, const PullArray* b,
+                 const std::string& singular, const Loc& loc, const std::string& out, const LoweringOptions& opt) {
+    const ExprPtr n = a.shape[0];
+    const ScalarType t = a.elem;
+    const bool vector = b && b->rank() == 1;
+    const ExprPtr k = !b ? n : vector ? i64(1) : b->shape[1];
+    // The right-hand side, column-major: b's transpose, or the identity for inv.
+    PullArray rhs;
+    if (b) {
+        rhs = vector ? *b : transposed_array(*b);
+    } else {
+        rhs.shape = {n, n};
+        rhs.elem = t;
+        rhs.at = [t](KernelBuilder&, const std::vector<ExprPtr>& i) {
+            return select(binary(BinaryOp::Eq, i[0], i[1]), const_float(1.0, t), const_float(0.0, t));
+        };
+    }
+    const std::string x = vector ? pb.output_buffer(out, t, n) : pb.temp_buffer(pb.fresh(name + "_rhs"), t, binary(BinaryOp::Mul, n, k));
+    lower_map(pb, name + "_rhs", tuple_of(rhs), {x}, opt);
+    const Factored f = factor(pb, name, a, k, x, opt);
+    check_pivots(pb, name, f, n, singular, loc);
+    if (vector) return;
+    // x holds the solution column-major (k x n row-major): out is its transpose.
+    PullArray solution{{k, n}, t, [x, t, n](KernelBuilder& kb, const std::vector<ExprPtr>& i) {
+                           kb.buffer_param(x, t, Access::Read);
+                           return load(x, binary(BinaryOp::Add, binary(BinaryOp::Mul, i[0], use_params(kb, n)), i[1]), t);
+                       }};
+    lower_map(pb, name, tuple_of(transposed_array(solution)), {out}, opt);
+}
+
+void lower_det(PlanBuilder& pb, const std::string& name, const PullArray& a, const std::string& out,
+               const LoweringOptions& opt) {
+    const ExprPtr n = a.shape[0];
+    const ScalarType t = a.elem;
+    const std::string none = pb.temp_buffer(pb.fresh(name + "_no_rhs"), t, i64(0));
+    const Factored f = factor(pb, name, a, i64(0), none, opt);
+    // det = the product of U's diagonal, negated at every row exchange
+    // (pivots are 1-based); a zero pivot makes it zero, as it should.
+    PullArray diagonal{{n}, t, [f, t, n](KernelBuilder& kb, const std::vector<ExprPtr>& i) {
+                           kb.buffer_param(f.lu, t, Access::Read);
+                           kb.buffer_param(f.pivots, ScalarType::I32, Access::Read);
+                           const ExprPtr u = kb.bind("u", load(f.lu, binary(BinaryOp::Mul, i[0], binary(BinaryOp::Add, use_params(kb, n), i64(1))), t));
+                           const ExprPtr swapped = binary(BinaryOp::Ne, cast(ScalarType::I64, load(f.pivots, i[0], ScalarType::I32)),
+                                                          binary(BinaryOp::Add, i[0], i64(1)));
+                           return select(swapped, unary(UnaryOp::Neg, u), u);
+                       }};
+    lower_reduce(pb, name, diagonal, known_combine(AssocOp::Mul, t), out, opt);
+}
+
+}  // namespace shoal::ir

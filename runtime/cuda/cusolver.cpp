@@ -1,0 +1,94 @@
+#include "runtime/cuda/cusolver.h"
+
+#include <cusolverDn.h>
+#include <dlfcn.h>
+
+#include <mutex>
+#include <vector>
+
+namespace shoal::cuda {
+
+struct Cusolver::Library {
+    std::once_flag once;
+    std::string name, why;
+    cusolverDnHandle_t handle = nullptr;
+    decltype(&cusolverDnCreate) create = nullptr;
+    decltype(&cusolverDnSetStream) set_stream = nullptr;
+    decltype(&cusolverDnSgetrf_bufferSize) sgetrf_size = nullptr;
+    decltype(&cusolverDnDgetrf_bufferSize) dgetrf_size = nullptr;
+    decltype(&cusolverDnSgetrf) sgetrf = nullptr;
+    decltype(&cusolverDnDgetrf) dgetrf = nullptr;
+    decltype(&cusolverDnSgetrs) sgetrs = nullptr;
+    decltype(&cusolverDnDgetrs) dgetrs = nullptr;
+
+    void open() {
+        for (const char* candidate : {"libcusolver.so.12", "libcusolver.so.11", "libcusolver.so"}) {
+            void* h = dlopen(candidate, RTLD_NOW | RTLD_LOCAL);  // never closed
+            if (!h) continue;
+            auto bind = [h](auto& slot, const char* symbol) {
+                slot = reinterpret_cast<std::remove_reference_t<decltype(slot)>>(dlsym(h, symbol));
+                return slot != nullptr;
+            };
+            if (!bind(create, "cusolverDnCreate") || !bind(set_stream, "cusolverDnSetStream") ||
+                !bind(sgetrf_size, "cusolverDnSgetrf_bufferSize") || !bind(dgetrf_size, "cusolverDnDgetrf_bufferSize") ||
+                !bind(sgetrf, "cusolverDnSgetrf") || !bind(dgetrf, "cusolverDnDgetrf") || !bind(sgetrs, "cusolverDnSgetrs") ||
+                !bind(dgetrs, "cusolverDnDgetrs")) {
+                why = std::string(candidate) + " lacks the getrf / getrs functions";
+                return;
+            }
+            if (create(&handle) != CUSOLVER_STATUS_SUCCESS) {
+                why = std::string("cusolverDnCreate failed (") + candidate + ")";
+                return;
+            }
+            name = std::string("cuSOLVER (") + candidate + ")";
+            return;
+        }
+        why = "libcusolver.so not found";
+    }
+};
+
+Cusolver::Cusolver() : lib_(std::make_unique<Library>()) {}
+Cusolver::~Cusolver() = default;
+
+std::string Cusolver::load(std::string& why) {
+    std::call_once(lib_->once, [this] { lib_->open(); });
+    why = lib_->why;
+    return lib_->name;
+}
+
+cudaError_t Cusolver::lu(cudaStream_t stream, ir::ScalarType elem, const ir::LuShape& shape, void* a, void* pivots,
+                         void* b, void* info, std::string& error) {
+    Library& l = *lib_;
+    const int n = static_cast<int>(shape.n), nrhs = static_cast<int>(shape.nrhs), lda = n > 0 ? n : 1;
+    if (n == 0) return cudaMemsetAsync(info, 0, sizeof(int), stream);
+    auto failed = [&](const char* call, cusolverStatus_t st) {
+        error = std::string(call) + " failed (cusolverStatus " + std::to_string(static_cast<int>(st)) + ")";
+        return cudaErrorUnknown;
+    };
+    if (cusolverStatus_t st = l.set_stream(l.handle, stream); st != CUSOLVER_STATUS_SUCCESS)
+        return failed("cusolverDnSetStream", st);
+    const bool single = elem == ir::ScalarType::F32;
+    int lwork = 0;
+    cusolverStatus_t st = single ? l.sgetrf_size(l.handle, n, n, static_cast<float*>(a), lda, &lwork)
+                                 : l.dgetrf_size(l.handle, n, n, static_cast<double*>(a), lda, &lwork);
+    if (st != CUSOLVER_STATUS_SUCCESS) return failed("cusolverDnXgetrf_bufferSize", st);
+    // The workspace and getrs' own status, stream-ordered (freed after the calls).
+    void* work = nullptr;
+    const size_t work_bytes = static_cast<size_t>(lwork) * ir::scalar_size(elem) + sizeof(int);
+    if (cudaError_t e = cudaMallocAsync(&work, work_bytes, stream); e != cudaSuccess) return e;
+    int* solve_info = reinterpret_cast<int*>(static_cast<char*>(work) + static_cast<size_t>(lwork) * ir::scalar_size(elem));
+    st = single ? l.sgetrf(l.handle, n, n, static_cast<float*>(a), lda, static_cast<float*>(work),
+                           static_cast<int*>(pivots), static_cast<int*>(info))
+                : l.dgetrf(l.handle, n, n, static_cast<double*>(a), lda, static_cast<double*>(work),
+                           static_cast<int*>(pivots), static_cast<int*>(info));
+    if (st == CUSOLVER_STATUS_SUCCESS && nrhs > 0)
+        st = single ? l.sgetrs(l.handle, CUBLAS_OP_N, n, nrhs, static_cast<const float*>(a), lda,
+                               static_cast<const int*>(pivots), static_cast<float*>(b), lda, solve_info)
+                    : l.dgetrs(l.handle, CUBLAS_OP_N, n, nrhs, static_cast<const double*>(a), lda,
+                               static_cast<const int*>(pivots), static_cast<double*>(b), lda, solve_info);
+    const cudaError_t freed = cudaFreeAsync(work, stream);
+    if (st != CUSOLVER_STATUS_SUCCESS) return failed(single ? "cusolverDnSgetrf/getrs" : "cusolverDnDgetrf/getrs", st);
+    return freed;
+}
+
+}  // namespace shoal::cuda
