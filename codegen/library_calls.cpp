@@ -8,7 +8,7 @@ namespace {
 
 const LibraryFunction kFunctions[] = {
     {"gemm", 5, 2, 1, "matrix product c = op(a) op(b) (row-major; cuBLAS / the CPU BLAS)"},
-    {"lu", 2, 0, 4, "LU factorisation with partial pivoting, then a solve (column-major; LAPACK / cuSOLVER)"},
+    {"lu", 3, 0, 4, "LU factorisation with partial pivoting, then a solve (column-major; LAPACK / cuSOLVER)"},
 };
 
 }  // namespace
@@ -40,18 +40,19 @@ void verify_library_call(const LaunchPlan& plan, const LibraryCall& call) {
     }
 }
 
-LibraryCall lu_call(ExprPtr n, ExprPtr nrhs, const std::string& a, const std::string& pivots, const std::string& b,
+LibraryCall lu_call(ExprPtr n, ExprPtr nrhs, bool trans, const std::string& a, const std::string& pivots, const std::string& b,
                     const std::string& info) {
     LibraryCall call;
     call.function = "lu";
-    call.args = {std::move(n), std::move(nrhs)};
+    call.args = {std::move(n), std::move(nrhs), i64(trans)};
     call.writes = {a, pivots, b, info};
     return call;
 }
 
 LuShape lu_shape(const LibraryCall& call, const std::function<HostValue(const std::string&)>& lookup) {
-    SHOAL_INTERNAL_ASSERT(call.function == "lu" && call.args.size() == 2, "lu_shape of " + call.function);
-    return LuShape{eval_host_int(call.args[0], lookup), eval_host_int(call.args[1], lookup)};
+    SHOAL_INTERNAL_ASSERT(call.function == "lu" && call.args.size() == 3, "lu_shape of " + call.function);
+    return LuShape{eval_host_int(call.args[0], lookup), eval_host_int(call.args[1], lookup),
+                   eval_host_int(call.args[2], lookup) != 0};
 }
 
 LibraryCall gemm_call(ExprPtr n, ExprPtr m, ExprPtr k, bool trans_a, bool trans_b, const std::string& a,

@@ -13,16 +13,18 @@
 //       float tolerance of the reference evaluator's sums in order (the one
 //       documented exception to bit-identical results, docs/semantics.md).
 //
-//   lu(n, nrhs; ; a, pivots, b, info)
+//   lu(n, nrhs, trans; ; a, pivots, b, info)
 //       the LU factorisation with partial pivoting of a (n x n, float or
 //       double, COLUMN-major, in place: U on and above the diagonal, L's unit
 //       diagonal below it), pivots (I32, n: row i was exchanged with row
 //       pivots[i] - 1, LAPACK's ipiv) and info (I32, one element: 0, or the
 //       1-based index of the first exactly zero pivot); then, when nrhs > 0
 //       and info is 0, b (n x nrhs, column-major, a's type) is overwritten
-//       by the solution x of a x = b. LAPACK's getrf + getrs on a CPU,
-//       cuSOLVER's on a GPU. Results are within floating-point tolerance of
-//       the reference evaluator's unblocked factorisation.
+//       by the solution x of a x = b, or of transpose(a) x = b when trans
+//       != 0. LAPACK's getrf + getrs on a CPU, cuSOLVER's on a GPU. Results
+//       are within floating-point tolerance of the reference evaluator's
+//       unblocked factorisation. (A row-major matrix is its transpose
+//       column-major: lower_linalg.cpp factors it as it is.)
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -61,10 +63,11 @@ GemmShape gemm_shape(const LibraryCall& call, const std::function<HostValue(cons
 // ---------------------------------------------------------------- lu
 struct LuShape {
     int64_t n = 0, nrhs = 0;
+    bool trans = false;
     int64_t flops() const { return 2 * n * n * n / 3 + 2 * n * n * nrhs; }
     int64_t elements() const { return n * n + 2 * n * nrhs; }
 };
-LibraryCall lu_call(ExprPtr n, ExprPtr nrhs, const std::string& a, const std::string& pivots, const std::string& b,
+LibraryCall lu_call(ExprPtr n, ExprPtr nrhs, bool trans, const std::string& a, const std::string& pivots, const std::string& b,
                     const std::string& info);
 LuShape lu_shape(const LibraryCall& call, const std::function<HostValue(const std::string&)>& lookup);
 

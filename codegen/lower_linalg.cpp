@@ -1,11 +1,14 @@
 // Dense linear algebra through the plan's "lu" library call
 // (library_calls.h): LAPACK's getrf + getrs on a CPU, cuSOLVER's on a GPU.
-// The libraries work column-major and in place, so a kernel first copies a
-// (and the right-hand side) transposed into temporaries: a copy every
-// producer of the operands fuses into, O(n^2) beside the O(n^3) call. A
-// one-thread kernel then turns a zero pivot into the user's error, and a
-// last kernel writes the solution back row-major (or folds the diagonal
-// into the determinant).
+// The libraries work column-major and in place. A row-major a, read
+// column-major, is a's transpose t, and a x = b is t' x = b: so a kernel
+// copies a as it is (every producer of a fused into the copy) and the call
+// factors t and solves with getrs 'T'. No transpose is needed for a vector
+// b, for det (det t = det a), nor for inv (t X = I gives X = inv(a)', whose
+// column-major storage is inv(a) row-major); only a matrix b is transposed
+// in and its solution out (the tiled transpose, n x k). A one-thread kernel
+// turns a zero pivot into the user's error, a last kernel writes the result
+// (or folds the diagonal into the determinant).
 #include "codegen/library_calls.h"
 #include "codegen/lower_common.h"
 #include "codegen/lower_primitives.h"
@@ -20,17 +23,18 @@ struct Factored {
     std::string lu, pivots, info;
 };
 
-// a (n x n) copied column-major into a temporary and factored by the "lu"
-// call, which also solves for `rhs` (n x nrhs, column-major) when nrhs > 0.
-Factored factor(PlanBuilder& pb, const std::string& name, const PullArray& a, ExprPtr nrhs, const std::string& rhs,
-                const LoweringOptions& opt) {
+// a (n x n) copied as it is (t, column-major) and factored by the "lu"
+// call, which also solves t x = rhs (or t' x = rhs) when nrhs > 0.
+Factored factor(PlanBuilder& pb, const std::string& name, const PullArray& a, ExprPtr nrhs, bool trans,
+                const std::string& rhs, const LoweringOptions& opt) {
     const ExprPtr n = a.shape[0];
     Factored f{pb.temp_buffer(pb.fresh(name + "_lu"), a.elem, binary(BinaryOp::Mul, n, n)),
                pb.temp_buffer(pb.fresh(name + "_pivots"), ScalarType::I32, n),
                pb.temp_buffer(pb.fresh(name + "_info"), ScalarType::I32, i64(1))};
-    lower_map(pb, name + "_columns", tuple_of(transposed_array(a)), {f.lu}, opt);
-    pb.call(lu_call(n, std::move(nrhs), f.lu, f.pivots, rhs, f.info),
-            "LU with partial pivoting of the column-major copy" + std::string(rhs.empty() ? "" : ", then the solve"));
+    lower_map(pb, name + "_matrix", tuple_of(a), {f.lu}, opt);
+    pb.call(lu_call(n, std::move(nrhs), trans, f.lu, f.pivots, rhs, f.info),
+            "LU with partial pivoting of a's copy (its transpose, column-major)" +
+                std::string(rhs.empty() ? "" : ", then the solve"));
     return f;
 }
 
@@ -52,30 +56,29 @@ void lower_solve(PlanBuilder& pb, const std::string& name, const PullArray& a, c
                  const std::string& singular, const Loc& loc, const std::string& out, const LoweringOptions& opt) {
     const ExprPtr n = a.shape[0];
     const ScalarType t = a.elem;
-    const bool vector = b && b->rank() == 1;
-    const ExprPtr k = !b ? n : vector ? i64(1) : b->shape[1];
-    // The right-hand side, column-major: b's transpose, or the identity for inv.
-    PullArray rhs;
-    if (b) {
-        rhs = vector ? *b : transposed_array(*b);
-    } else {
-        rhs.shape = {n, n};
-        rhs.elem = t;
-        rhs.at = [t](KernelBuilder&, const std::vector<ExprPtr>& i) {
-            return select(binary(BinaryOp::Eq, i[0], i[1]), const_float(1.0, t), const_float(0.0, t));
-        };
+    if (!b) {  // inv: t X = I, X column-major is inv(a) row-major
+        const PullArray identity{{n, n}, t, [t](KernelBuilder&, const std::vector<ExprPtr>& i) {
+                                     return select(binary(BinaryOp::Eq, i[0], i[1]), const_float(1.0, t), const_float(0.0, t));
+                                 }};
+        lower_map(pb, name + "_identity", tuple_of(identity), {pb.output_buffer(out, t, binary(BinaryOp::Mul, n, n))}, opt);
+        check_pivots(pb, name, factor(pb, name, a, n, false, out, opt), n, singular, loc);
+        return;
     }
-    const std::string x = vector ? pb.output_buffer(out, t, n) : pb.temp_buffer(pb.fresh(name + "_rhs"), t, binary(BinaryOp::Mul, n, k));
-    lower_map(pb, name + "_rhs", tuple_of(rhs), {x}, opt);
-    const Factored f = factor(pb, name, a, k, x, opt);
-    check_pivots(pb, name, f, n, singular, loc);
-    if (vector) return;
-    // x holds the solution column-major (k x n row-major): out is its transpose.
-    PullArray solution{{k, n}, t, [x, t, n](KernelBuilder& kb, const std::vector<ExprPtr>& i) {
-                           kb.buffer_param(x, t, Access::Read);
-                           return load(x, binary(BinaryOp::Add, binary(BinaryOp::Mul, i[0], use_params(kb, n)), i[1]), t);
-                       }};
-    lower_map(pb, name, tuple_of(transposed_array(solution)), {out}, opt);
+    if (b->rank() == 1) {  // t' x = b in place in the result
+        lower_map(pb, name + "_rhs", tuple_of(*b), {pb.output_buffer(out, t, n)}, opt);
+        check_pivots(pb, name, factor(pb, name, a, i64(1), true, out, opt), n, singular, loc);
+        return;
+    }
+    // b (n x k row-major) transposed in, t' x = b, x (column-major) transposed out.
+    const ExprPtr k = b->shape[1];
+    const std::string x = pb.temp_buffer(pb.fresh(name + "_rhs"), t, binary(BinaryOp::Mul, n, k));
+    lower_transpose(pb, name + "_rhs", *b, x, opt);
+    check_pivots(pb, name, factor(pb, name, a, k, true, x, opt), n, singular, loc);
+    const PullArray solution{{k, n}, t, [x, t, n](KernelBuilder& kb, const std::vector<ExprPtr>& i) {
+                                 kb.buffer_param(x, t, Access::Read);
+                                 return load(x, binary(BinaryOp::Add, binary(BinaryOp::Mul, i[0], use_params(kb, n)), i[1]), t);
+                             }};
+    lower_transpose(pb, name, solution, out, opt);
 }
 
 void lower_det(PlanBuilder& pb, const std::string& name, const PullArray& a, const std::string& out,
@@ -83,7 +86,7 @@ void lower_det(PlanBuilder& pb, const std::string& name, const PullArray& a, con
     const ExprPtr n = a.shape[0];
     const ScalarType t = a.elem;
     const std::string none = pb.temp_buffer(pb.fresh(name + "_no_rhs"), t, i64(0));
-    const Factored f = factor(pb, name, a, i64(0), none, opt);
+    const Factored f = factor(pb, name, a, i64(0), false, none, opt);
     // det = the product of U's diagonal, negated at every row exchange
     // (pivots are 1-based); a zero pivot makes it zero, as it should.
     PullArray diagonal{{n}, t, [f, t, n](KernelBuilder& kb, const std::vector<ExprPtr>& i) {

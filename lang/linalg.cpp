@@ -63,30 +63,44 @@ int64_t lu_in_place(T* a, int64_t n, std::vector<int64_t>& swaps) {
 
 }  // namespace
 
+// The compiled backend hands LAPACK the row-major a as it is, which LAPACK
+// reads as a's transpose (column-major): it factors t = transpose a and
+// solves with t's transpose (getrs 'T'). The reference factors the same t,
+// so both find the same pivots and report the same zero pivot.
+template <class T>
+std::vector<T> transposed(const T* a, int64_t n) {
+    std::vector<T> t(static_cast<size_t>(n * n));
+    for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < n; ++j) t[static_cast<size_t>(j * n + i)] = a[i * n + j];
+    return t;
+}
+
 ArrayPtr solve(const Array& a, const Array& b, const std::string& what, const Loc& loc) {
     require_square(a.shape, what, loc);
     require_rhs(a.shape, b.shape, what, loc);
     const int64_t n = a.shape[0], k = b.shape.size() == 2 ? b.shape[1] : 1;
-    auto lu = std::make_shared<Array>(a);
     auto x = std::make_shared<Array>(b);
     with_prim(a.elem, [&]<class T>(T) {
         if constexpr (std::is_floating_point_v<T>) {
-            T* m = lu->data<T>();
+            std::vector<T> t = transposed(a.data<T>(), n);
+            T* m = t.data();
             T* r = x->data<T>();
             std::vector<int64_t> swaps;
             if (const int64_t info = lu_in_place(m, n, swaps))
                 user_error(ErrorKind::Runtime, loc, singular_message(what, std::to_string(info), std::to_string(n)));
-            for (int64_t i = 0; i < n; ++i)  // the row exchanges, then L y = b, then U x = y
-                if (swaps[static_cast<size_t>(i)] != i)
-                    for (int64_t c = 0; c < k; ++c) std::swap(r[i * k + c], r[swaps[static_cast<size_t>(i)] * k + c]);
+            // s t = l u with s the row exchanges, so a = transpose t = u' l' s:
+            // solve u' z = b (forward), l' w = z (backward), then x = s' w.
             for (int64_t c = 0; c < k; ++c) {
-                for (int64_t i = 0; i < n; ++i)
-                    for (int64_t j = 0; j < i; ++j) r[i * k + c] -= m[i * n + j] * r[j * k + c];
-                for (int64_t i = n - 1; i >= 0; --i) {
-                    for (int64_t j = i + 1; j < n; ++j) r[i * k + c] -= m[i * n + j] * r[j * k + c];
+                for (int64_t i = 0; i < n; ++i) {
+                    for (int64_t j = 0; j < i; ++j) r[i * k + c] -= m[j * n + i] * r[j * k + c];
                     r[i * k + c] /= m[i * n + i];
                 }
+                for (int64_t i = n - 1; i >= 0; --i)
+                    for (int64_t j = i + 1; j < n; ++j) r[i * k + c] -= m[j * n + i] * r[j * k + c];
             }
+            for (int64_t i = n - 1; i >= 0; --i)
+                if (swaps[static_cast<size_t>(i)] != i)
+                    for (int64_t c = 0; c < k; ++c) std::swap(r[i * k + c], r[swaps[static_cast<size_t>(i)] * k + c]);
         }
     });
     return x;
@@ -104,10 +118,10 @@ ArrayPtr inverse(const Array& a, const Loc& loc) {
 Scalar determinant(const Array& a, const Loc& loc) {
     require_square(a.shape, "det", loc);
     const int64_t n = a.shape[0];
-    Array lu(a);
     return with_prim(a.elem, [&]<class T>(T) -> Scalar {
         if constexpr (std::is_floating_point_v<T>) {
-            T* m = lu.data<T>();
+            std::vector<T> t = transposed(a.data<T>(), n);  // det t = det a; the pivots are the compiled backend's
+            T* m = t.data();
             std::vector<int64_t> swaps;
             if (lu_in_place(m, n, swaps)) return convert_scalar(Scalar::of_double(0.0), a.elem);  // +0.0, as NumPy
             T det = 1;

@@ -15,6 +15,9 @@ v256, v4096 = rng.random(256, dtype=f32), rng.random(4096, dtype=f32)
 f4 = rng.random(1 << 22, dtype=f32)
 ib = (f4 * 1000).astype(np.int32)
 fb = ib.astype(f32)
+a1k = rng.random((1000, 1000), dtype=f32) + np.eye(1000, dtype=f32) * 4
+b1k = rng.random(1000, dtype=f32)
+X8, y8 = rng.random((10000, 8), dtype=f32), rng.random(10000, dtype=f32)
 
 
 def scalar_loop():
@@ -57,6 +60,10 @@ cases = {
     "unique1000": lambda: np.unique(fb),
     "median_rows": lambda: np.median(m, axis=1),
     "scalar_loop": scalar_loop,
+    "solve1000": lambda: np.linalg.solve(a1k, b1k),
+    "inv1000": lambda: np.linalg.inv(a1k),
+    "det1000": lambda: np.linalg.det(a1k),
+    "normal_equations": lambda: np.linalg.solve(X8.T @ X8, X8.T @ y8),
 }
 for name, f in cases.items():
     print(name, "%.3f" % best(f), flush=True)

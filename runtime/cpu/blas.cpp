@@ -166,7 +166,7 @@ void lu_of(const ir::LuShape& s, T* a, int32_t* pivots, T* b, int32_t* info) {
     (std::is_same_v<T, float> ? lib.sgetrf : lib.dgetrf)(&n, &n, a, &lda, pivots, &status);
     if (status == 0 && nrhs > 0) {
         int solved = 0;
-        (std::is_same_v<T, float> ? lib.sgetrs : lib.dgetrs)("N", &n, &nrhs, a, &lda, pivots, b, &lda, &solved, 1);
+        (std::is_same_v<T, float> ? lib.sgetrs : lib.dgetrs)(s.trans ? "T" : "N", &n, &nrhs, a, &lda, pivots, b, &lda, &solved, 1);
         SHOAL_INTERNAL_ASSERT(solved == 0, "getrs rejected its arguments (" + std::to_string(solved) + ")");
     }
     lib.set_num_threads(1);

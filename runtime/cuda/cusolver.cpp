@@ -81,10 +81,11 @@ cudaError_t Cusolver::lu(cudaStream_t stream, ir::ScalarType elem, const ir::LuS
                            static_cast<int*>(pivots), static_cast<int*>(info))
                 : l.dgetrf(l.handle, n, n, static_cast<double*>(a), lda, static_cast<double*>(work),
                            static_cast<int*>(pivots), static_cast<int*>(info));
+    const cublasOperation_t op = shape.trans ? CUBLAS_OP_T : CUBLAS_OP_N;
     if (st == CUSOLVER_STATUS_SUCCESS && nrhs > 0)
-        st = single ? l.sgetrs(l.handle, CUBLAS_OP_N, n, nrhs, static_cast<const float*>(a), lda,
+        st = single ? l.sgetrs(l.handle, op, n, nrhs, static_cast<const float*>(a), lda,
                                static_cast<const int*>(pivots), static_cast<float*>(b), lda, solve_info)
-                    : l.dgetrs(l.handle, CUBLAS_OP_N, n, nrhs, static_cast<const double*>(a), lda,
+                    : l.dgetrs(l.handle, op, n, nrhs, static_cast<const double*>(a), lda,
                                static_cast<const int*>(pivots), static_cast<double*>(b), lda, solve_info);
     const cudaError_t freed = cudaFreeAsync(work, stream);
     if (st != CUSOLVER_STATUS_SUCCESS) return failed(single ? "cusolverDnSgetrf/getrs" : "cusolverDnDgetrf/getrs", st);
