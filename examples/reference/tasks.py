@@ -81,3 +81,34 @@ TASKS = {
     "moving_average": moving_average, "nearest_neighbour": nearest_neighbour,
     "normal_equations": normal_equations, "top10_median": top10_median, "heat": heat,
 }
+
+
+def mandelbrot(o):
+    cx = np.linspace(-2.0, 0.5, 64).astype(f32)[None, :]
+    cy = np.linspace(-1.0, 1.0, 24).astype(f32)[:, None]
+    x = np.zeros((24, 64), f32)
+    y = np.zeros((24, 64), f32)
+    n = np.zeros((24, 64), np.int32)
+    for _ in range(50):
+        inside = x * x + y * y <= f32(4.0)
+        x, y = np.where(inside, x * x - y * y + cx, x), np.where(inside, f32(2.0) * x * y + cy, y)
+        n = n + inside.astype(np.int32)
+    o((n[12], np.int32(n.sum())))
+
+
+def kmeans(o):
+    pts = grid(3000, 2, lambda i, j: ((i * (7919 + 13 * j)) % 1000).astype(f32) / f32(1000.0)
+               + (i % 3).astype(f32) * (f32(1.5) - j.astype(f32)))
+    c = np.array([[0.0, 0.0], [1.0, 1.0], [2.0, 0.5]], f32)
+    for _ in range(10):
+        d = (pts[:, 0:1] - c[None, :, 0]) ** 2 + (pts[:, 1:2] - c[None, :, 1]) ** 2
+        lab = d.argmin(axis=1)
+        cnt = np.bincount(lab, minlength=3).astype(f32)
+        sums = np.zeros((3, 2), f32)
+        for i in range(len(lab)):  # permute adds in index order
+            sums[lab[i]] += pts[i]
+        c = sums / cnt[:, None]
+    o(c)
+
+
+TASKS.update({"mandelbrot": mandelbrot, "kmeans": kmeans})
