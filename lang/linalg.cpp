@@ -13,8 +13,8 @@ void require_square(const Shape& a, const std::string& what, const Loc& loc) {
     if (a.size() != 2 || a[0] != a[1])
         user_error(ErrorKind::Runtime, loc,
                    what + ": the matrix must be square, got shape " + shape_to_string(a),
-                   {"a system of m equations in n unknowns with m != n has no unique solution: `lstsq a b` is the "
-                    "least-squares one"});
+                   {"m equations in n unknowns with m != n have no unique solution: the least-squares one solves the "
+                    "normal equations, `solve (transpose a @ a) (transpose a @ b)`"});
 }
 
 void require_rhs(const Shape& a, const Shape& b, const std::string& what, const Loc& loc) {

@@ -14,6 +14,7 @@
 #include "parser.h"
 
 #include <cstdlib>
+#include <map>
 
 #include <algorithm>
 #include <array>
@@ -156,6 +157,7 @@ private:
     [[noreturn]] void fail_expected(const std::string& what) const;
     [[noreturn]] void fail_at(const Token& t, std::string message, std::vector<std::string> notes = {}) const;
     [[noreturn]] void fail_unexpected(const Token& t) const;
+    [[noreturn]] void fail_keyword_argument(const std::string& name) const;
 
     // ---- expressions
     ExprPtr parse_expr() { return parse_binary(LevelLowest, false); }
@@ -277,6 +279,25 @@ void Parser::fail_unexpected(const Token& t) const {
                         (!instead.empty() ? instead : find_builtin_doc(name) ? name + " xs" : std::string("sum xs")) + "`");
     }
     fail_at(t, "unexpected " + describe(t), std::move(notes));
+}
+
+// `sum(m, axis=0)`: NumPy's keyword arguments, with what Shoal writes instead.
+void Parser::fail_keyword_argument(const std::string& name) const {
+    static const std::map<std::string, std::string> instead = {
+        {"axis", "reductions and statistics work along the innermost axis (NumPy's axis=-1); for axis=0 reduce the "
+                 "transpose: `sum (transpose m)`, `mean (transpose m)`"},
+        {"keepdims", "a row's statistic kept as a column is `col (sum m)`: it then broadcasts along the rows"},
+        {"ddof", "var and std use NumPy's default ddof = 0; for ddof = 1 multiply the variance by n / (n - 1)"},
+        {"dtype", "convert with `float xs`, `double xs`, `int xs` or `long xs`"},
+        {"range", "histogram takes its range as arguments: `histogram bins lo hi xs`"},
+        {"bins", "histogram takes the number of bins first: `histogram bins lo hi xs`"},
+        {"k", "topk takes k first: `topk k xs`"},
+        {"q", "quantile takes q first: `quantile q xs`"},
+    };
+    std::vector<std::string> notes;
+    if (auto it = instead.find(name); it != instead.end()) notes.push_back(it->second);
+    notes.push_back("arguments are passed by position, separated by spaces: `f x y`");
+    fail_at(tok(), "`" + name + "=` is a keyword argument, and Shoal has none", std::move(notes));
 }
 
 Token Parser::expect_symbol(std::string_view s, const std::string& context) {
@@ -528,6 +549,7 @@ ExprPtr Parser::parse_paren() {
     if (binary_op(tok()) && next().is_symbol(")")) return parse_left_section(begin, first);
     first = parse_optional_annotation(first, first_begin);
     if (accept_symbol(")")) return first;
+    if (tok().is_symbol("=") && first->kind == ExprKind::Var) fail_keyword_argument(first->text);
     if (!tok().is_symbol(",")) fail_expected("',' or ')'");
     auto tuple = make_expr(ExprKind::Tuple, Loc{});
     tuple->kids.push_back(std::move(first));
@@ -535,6 +557,7 @@ ExprPtr Parser::parse_paren() {
         size_t elem_begin = tok().offset;
         tuple->kids.push_back(parse_optional_annotation(parse_expr(), elem_begin));
     }
+    if (tok().is_symbol("=") && tuple->kids.back()->kind == ExprKind::Var) fail_keyword_argument(tuple->kids.back()->text);
     expect_symbol(")", "after the last element of the tuple");
     tuple->loc = span_from(begin);
     return tuple;

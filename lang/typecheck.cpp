@@ -698,11 +698,18 @@ public:
         try {
             unify(mask, t_array(1, t_prim(Prim::Bool)));
         } catch (const Mismatch&) {
+            std::vector<std::string> notes = {"index with an int, with a mask (`xs[xs > 0.5]` keeps the elements where it "
+                                              "holds) or with indices (`xs[argsort xs]`)"};
+            const Type r = prune(mask)->kind == TypeKind::Array ? prune(prune(mask)->args[0]) : nullptr;
+            if (r && r->kind == TypeKind::Rank && r->rank == 2)  // NumPy's m[m > 2.0] on a matrix
+                notes.push_back(update ? "a mask shaped like the matrix updates elements: `where mask v m`"
+                                       : "a mask is one flag per row; NumPy's m[mask] with a mask shaped like m keeps "
+                                         "elements: `compress (flatten mask) (flatten m)` (or `where mask m 0.0` keeps "
+                                         "the shape)");
             user_error(ErrorKind::Type, m->loc,
                        "an array index must be a mask of bools" + std::string(update ? "" : " or a vector of ints") +
                            ", found " + describe(mask),
-                       {"index with an int, with a mask (`xs[xs > 0.5]` keeps the elements where it holds) or with "
-                        "indices (`xs[argsort xs]`)"});
+                       std::move(notes));
         }
         if (!update) return shaped;
         const Type value = infer(e->kids[1]);
