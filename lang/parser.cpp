@@ -931,6 +931,18 @@ size_t command_options_end(const std::string& text, size_t first, size_t end) {
 
 }  // namespace
 
+bool continues_statement(std::string_view line) {
+    size_t first = 0;
+    while (first < line.size() && is_blank(line[first])) ++first;
+    const std::string_view rest = line.substr(first);
+    size_t longest = 0;
+    std::string_view op;
+    for (const BinaryOp& b : kBinaryOps)
+        if (rest.substr(0, b.text.size()) == b.text && b.text.size() > longest) longest = b.text.size(), op = b.text;
+    if (rest.substr(0, kPowerOp.text.size()) == kPowerOp.text) op = kPowerOp.text;
+    return !op.empty() && op != "-";  // `-x` starts a negation; `--` a comment
+}
+
 std::vector<StatementSpan> split_statements(const Source& src) {
     const std::string& text = src.text;
     std::vector<StatementSpan> spans;
@@ -946,7 +958,8 @@ std::vector<StatementSpan> split_statements(const Source& src) {
         bool has_content = first < line_end && text.compare(first, 2, "--") != 0;
         if (has_content) {
             bool indented = first != line_begin;
-            bool continues = open && (scan.depth > 0 || indented);
+            bool continues = open && (scan.depth > 0 || indented ||
+                                      continues_statement(std::string_view(text).substr(first, line_end - first)));
             if (!continues) {
                 if (open) spans.push_back(current);
                 current.begin = first;

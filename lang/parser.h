@@ -19,9 +19,14 @@ struct StatementSpan {
 };
 
 // Layout rule: a statement continues on following lines that start with
-// whitespace, and while brackets ( [ are open. Blank and comment-only lines
-// belong to no statement.
+// whitespace, on lines that start with an operator no expression can start
+// with (continues_statement), and while brackets ( [ are open. Blank and
+// comment-only lines belong to no statement.
 std::vector<StatementSpan> split_statements(const Source& src);
+// Whether a line starts with a binary operator that cannot start an
+// expression (`|>`, `&&`, `*`, `++`, `==`, ...; not `-`, which negates): it
+// continues the statement before it, in scripts and in pasted REPL input.
+bool continues_statement(std::string_view line);
 
 // Parses one statement. Throws Error with kind Incomplete when the text ends
 // inside the statement (open bracket, `let x =`, `if c then`), Syntax for

@@ -13,11 +13,13 @@
 #include <histedit.h>
 #include <iostream>
 #include <iterator>
+#include <optional>
 #include <poll.h>
 #include <pwd.h>
 #include <string>
 #include <sys/ioctl.h>
 #include <unistd.h>
+#include <utility>
 #include <vector>
 
 #include "lang/session.h"
@@ -99,6 +101,18 @@ private:
 const char* g_prompt = kPrompt;
 
 char* prompt_fn(EditLine*) { return const_cast<char*>(g_prompt); }
+
+std::string without_newline(const char* got, int count) {
+    std::string line(got, static_cast<size_t>(count));
+    while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
+    return line;
+}
+
+// Whether input is already waiting (pasted text), without blocking.
+bool input_pending() {
+    pollfd fd{STDIN_FILENO, POLLIN, 0};
+    return poll(&fd, 1, 0) > 0 && (fd.revents & POLLIN);
+}
 
 // Reads one character for libedit. Ours rather than libedit's so that Ctrl-C
 // ends el_gets at once (libedit retries an interrupted read).
@@ -227,28 +241,51 @@ int run_interactive(Session& session) {
 
     StreamOutput out(true);
     std::string buffer;  // the statement so far (continuation lines)
+    std::optional<std::string> read_ahead;  // a pasted line read to see whether it continued the last statement
     while (!session.quit_requested()) {
         g_prompt = buffer.empty() ? kPrompt : kContinuationPrompt;
-        drain_wake_pipe();
-        int count = 0;
-        const char* got = el_gets(el, &count);
-        if (!got) {
-            if (g_sigint) {  // Ctrl-C at the prompt: drop the input, ask again
-                std::fputs("^C\n", stdout);
-                std::fflush(stdout);
-                buffer.clear();
-                continue;
+        std::string line;
+        if (read_ahead) {
+            line = *std::exchange(read_ahead, std::nullopt);
+        } else {
+            drain_wake_pipe();
+            int count = 0;
+            const char* got = el_gets(el, &count);
+            if (!got) {
+                if (g_sigint) {  // Ctrl-C at the prompt: drop the input, ask again
+                    std::fputs("^C\n", stdout);
+                    std::fflush(stdout);
+                    buffer.clear();
+                    continue;
+                }
+                if (count < 0 && errno == EINTR) continue;
+                std::fputc('\n', stdout);  // Ctrl-D
+                break;
             }
-            if (count < 0 && errno == EINTR) continue;
-            std::fputc('\n', stdout);  // Ctrl-D
-            break;
+            line = without_newline(got, count);
         }
-        std::string line(got, static_cast<size_t>(count));
-        while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
         if (buffer.empty() && blank(line)) continue;
         bool ends_statement = !buffer.empty() && blank(line);  // an empty line ends a continuation
         if (!ends_statement) buffer += buffer.empty() ? line : "\n" + line;
         if (!ends_statement && session.check_input(buffer, true) == InputStatus::Incomplete) continue;
+        // Pasted text: the lines already waiting that start with an operator
+        // no expression starts with continue this statement, as in a script
+        // (continues_statement); the first that does not is the next one's.
+        bool incomplete = false;
+        while (!ends_statement && input_pending()) {
+            g_prompt = kContinuationPrompt;
+            int count = 0;
+            const char* got = el_gets(el, &count);
+            if (!got) break;
+            std::string next = without_newline(got, count);
+            if (blank(next) || !continues_statement(next)) {
+                read_ahead = std::move(next);
+                break;
+            }
+            buffer += "\n" + next;
+            if ((incomplete = session.check_input(buffer, true) == InputStatus::Incomplete)) break;
+        }
+        if (incomplete) continue;
 
         history(hist, &ev, H_ENTER, buffer.c_str());
         if (!hist_file.empty()) history(hist, &ev, H_SAVE, hist_file.c_str());

@@ -343,6 +343,13 @@ def session_two(p, r):
     p.key("Enter")
     ok = p.wait(lambda ls: p.prompt_count() > before and p.at_prompt())
     r.check("recalled statement runs", ok and "5" in p.lines()[-3:-1], "\n".join(p.lines()[-4:]))
+    # Pasted lines that start with an operator no expression starts with
+    # continue the statement before them, as in a script.
+    p.type("let pasted = [1.0, 2.0, 3.0]\n|> sum\nlet twice = 2\n* pasted\n")
+    ok = p.wait(lambda ls: p.at_prompt() and any("* pasted" in l for l in ls))
+    out = p.run("(pasted, twice)")
+    r.check("pasted continuation lines join their statement", ok and out == ["(6.0, 12.0)"],
+            repr(out) + "\n" + "\n".join(p.lines()[-8:]))
     p.key("C-d")
     status = p.wait_dead()
     r.check("Ctrl-D on an empty line exits with status 0", status in (0, UNKNOWN_STATUS),
