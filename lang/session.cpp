@@ -474,7 +474,9 @@ struct SessionCommands {
 
     std::string overview() const {
         std::ostringstream o;
-        o << "Shoal " << SHOAL_VERSION << ", an array language: " << s.engine_description() << ".\n"
+        // The banner fits 100 columns like the rest (the engine's description is long).
+        o << wrapped(std::string("Shoal ") + SHOAL_VERSION + ", an array language: " + s.engine_description() + ".", 2, 100)
+          << "\n"
           << "A statement is `let x = e`, `let f a b = e`, an expression (its value is printed)\n"
           << "or a command; indented lines and open brackets continue a statement.\n\n"
           << "Commands (a unique prefix works: :t, :q):\n";

@@ -424,6 +424,12 @@ TEST_CASE("session: :help is laid out for the terminal's width, breaking lines b
         s.execute(":help", "<t>", out);
         REQUIRE(out.texts.size() == 1);
         const std::string& help = out.texts[0];
+        // The banner and the overview above the commands fit 100 columns whatever the terminal.
+        for (size_t at = 0, stop = help.find("Commands"); at < stop;) {
+            const size_t nl = help.find('\n', at);
+            CHECK(nl - at <= size_t{100});
+            at = nl + 1;
+        }
         size_t start = help.find("Commands");
         const size_t end = help.find("Builtins");
         REQUIRE(start != std::string::npos);
