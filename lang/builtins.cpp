@@ -130,6 +130,9 @@ std::vector<BuiltinDoc> make_builtin_docs() {
         {"histogram", "int -> a -> a -> [a] -> [int]   (a floating)",
          "histogram bins lo hi xs: counts in bins equal bins of [lo, hi] (NumPy's edges; the last bin holds hi)"},
 
+        // ---------------------------------------------------------- text
+        {"show", "a -> string", "the text Shoal prints for a value, every element written out: `\"n = \" ++ show n`"},
+
         // ---------------------------------------------------------- iteration
         {"iterate", "int -> (a -> a) -> a -> a", "apply a function k times (k <= 0: the value itself)"},
 

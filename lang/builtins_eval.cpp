@@ -7,9 +7,11 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
 #include <unordered_map>
 
 #include "array_ops.h"
+#include "format.h"
 #include "io.h"
 #include "random.h"
 
@@ -51,8 +53,20 @@ Value call(const BuiltinCall& c, const Callable& f, Args args) {
 template <class Op>
 Value unary_op(const BuiltinCall&, Args a) { return ops::lift1(Op{}, a[0]); }
 
+// Strings compare by their bytes (the type checker allows == != < <= > >=).
+Value compare_strings(const BuiltinCall& c, Args a) {
+    const int order = a[0].str().compare(a[1].str());
+    const std::string_view op = c.def.name;
+    const bool r = op == "==" ? order == 0 : op == "!=" ? order != 0 : op == "<" ? order < 0 : op == "<=" ? order <= 0
+                 : op == ">"  ? order > 0  : order >= 0;
+    return Value(Scalar::of_bool(r));
+}
+
 template <class Op>
-Value binary_op(const BuiltinCall& c, Args a) { return ops::lift2(Op{}, a[0], a[1], c.def.name, c.loc); }
+Value binary_op(const BuiltinCall& c, Args a) {
+    if (a[0].is_string()) return compare_strings(c, a);
+    return ops::lift2(Op{}, a[0], a[1], c.def.name, c.loc);
+}
 
 template <Prim P>
 Value convert_op(const BuiltinCall&, Args a) { return ops::convert_value(a[0], P); }
@@ -324,6 +338,7 @@ Value b_reverse(const BuiltinCall&, Args a) {
 
 // ---------------------------------------------------------------- structure
 Value b_concat(const BuiltinCall& c, Args a) {
+    if (a[0].is_string()) return Value::string(a[0].str() + a[1].str());
     return ops::zip_leaves(a[0], a[1], [&](const Array& x, const Array& y) { return ops::concat_rows(x, y, c.loc); });
 }
 
@@ -377,6 +392,10 @@ Value b_sort_by_key(const BuiltinCall& c, Args a) {
     const std::vector<int64_t> perm = ops::sort_permutation(keys);
     return Value(std::vector<Value>{take_rows(a[0], perm), take_rows(a[1], perm)});
 }
+
+// ---------------------------------------------------------------- text
+// show x: the text Shoal prints for x (every element: no summary).
+Value b_show(const BuiltinCall&, Args a) { return Value::string(format_value(a[0], std::numeric_limits<int>::max())); }
 
 // ---------------------------------------------------------------- iteration
 Value b_iterate(const BuiltinCall& c, Args a) {
@@ -529,6 +548,8 @@ const BuiltinDef kBuiltins[] = {
     {"sortByKey", 2, b_sort_by_key},
     // iteration
     {"iterate", 3, b_iterate},
+    // text
+    {"show", 1, b_show},
     // I/O
     {"load", 1, b_load, true},
     {"save", 2, b_save, true},

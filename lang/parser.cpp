@@ -783,15 +783,16 @@ Type Parser::parse_type_atom() {
     return t_tuple(std::move(elems));
 }
 
-// A scalar name, or a lowercase type variable (the checker maps each name to
+// A scalar name, string, or a lowercase type variable (the checker maps each name to
 // one fresh variable per annotation scope).
 Type Parser::parse_named_type() {
     Token name = advance();
     Prim prim = Prim::Int;
     if (is_prim_name(name.text, prim)) return t_prim(prim);
+    if (name.text == "string") return t_string();
     if (name.text[0] >= 'A' && name.text[0] <= 'Z')
         fail_at(name, "unknown type '" + name.text + "'",
-                {"types are bool, int, long, float, double, [t], (t1, t2), a -> b, and lowercase type variables"});
+                {"types are bool, int, long, float, double, string, [t], (t1, t2), a -> b, and lowercase type variables"});
     Type var = t_var(-1);
     var->name = name.text;
     return var;

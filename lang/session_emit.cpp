@@ -111,6 +111,14 @@ bool SessionCommands::emit(const CommandInfo& c, std::string_view arg) {
         if (!is_concrete(f.type))
             user_error(ErrorKind::Type, f.loc, "the type of '" + f.name + "' is not concrete: " + type_to_string(f.type),
                        {"give it here, e.g. :emit (" + f.name + " : [float] -> float) to \"x\""});
+        // Strings stay on the host: an exported kernel takes numbers and arrays.
+        for (Type t = f.type; is_func(t); t = func_result(t))
+            if (prune(func_param(t))->kind == TypeKind::String || (!is_func(func_result(t)) &&
+                                                                   prune(func_result(t))->kind == TypeKind::String))
+                user_error(ErrorKind::Usage, f.loc,
+                           ":emit cannot export '" + f.name + "' (" + type_to_string(f.type) +
+                               "): it takes or gives a string, and exported kernels take numbers and arrays",
+                           {"read and write files in the C++ program; emit the function of the arrays"});
         I.pin(e);
         f.value = evaluate(e, ctx);
         refuse_captured_arrays(f);

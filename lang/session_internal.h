@@ -99,6 +99,7 @@ inline const std::pair<const char*, std::vector<const char*>> kHelpGroups[] = {
     {"structure", {"interleave", "take", "drop", "filter", "compress", "sort", "sortByKey", "argsort", "topk", "unique"}},
     {"counting", {"bincount", "tally", "histogram"}},
     {"iteration", {"iterate"}},
+    {"text", {"show"}},
     {"I/O", {"load", "save", "loadCsv", "loadCsv1", "saveCsv"}},
 };
 

@@ -653,6 +653,16 @@ public:
     // Operators are builtins: `a + b` checks like `(+) a b`, with messages
     // that name the operator and suggest conversions.
     Type infer_operator(const ExprPtr& e, const std::string& op, const std::vector<ExprPtr>& operands) {
+        std::vector<Type> types;
+        for (const auto& o : operands) types.push_back(infer(o));
+        // Strings: `++` joins two, `==` `!=` `<` ... compare them (by their bytes).
+        static const std::set<std::string> string_ops = {"++", "==", "!=", "<", "<=", ">", ">="};
+        if (operands.size() == 2 && string_ops.count(op) &&
+            (prune(types[0])->kind == TypeKind::String || prune(types[1])->kind == TypeKind::String)) {
+            for (size_t i = 0; i < 2; ++i)
+                expect(types[i], t_string(), operands[i]->loc, "operand of `" + op + "` with a string");
+            return op == "++" ? t_string() : t_prim(Prim::Bool);
+        }
         const Scheme& s = *builtin_schemes().at(op);
         size_t first_new = pending_.size();
         Type ft = instantiate(s, e->loc, op, nullptr);
@@ -660,7 +670,7 @@ public:
         for (const auto& o : operands) locs.push_back(o->loc);
         for (size_t i = first_new; i < pending_.size(); ++i) pending_[i].arg_locs = locs;
         for (size_t i = 0; i < operands.size(); ++i) {
-            Type at = infer(operands[i]);
+            const Type& at = types[i];
             Type f = prune(ft);
             try {
                 unify(f->args[0], at);
@@ -1279,8 +1289,9 @@ public:
                 v->bound = t_rank(1);
             } else if (v->classes & ClassNoDefault) {
                 user_error(ErrorKind::Type, loc,
-                           "cannot tell the element type of the array `load` reads here",
-                           {"annotate it, e.g. `(load path : [float])`, or load from a string literal"});
+                           "cannot tell the element type of the array `load` reads here: its path is not a literal",
+                           {"annotate it, e.g. `(" + source_text(loc) + " : [float])` (or the file's type), or load from "
+                            "a string literal, whose file's header Shoal reads while checking"});
             } else {
                 v->bound = t_prim((v->classes & ClassFloating) ? Prim::Float : Prim::Int);
             }
@@ -1695,6 +1706,10 @@ std::map<std::string, SchemePtr> make_builtin_schemes() {
         Type e = b.var(ClassFloating | ClassNum, true);
         m["det"] = b.done(t_func(t_array(2, e), e));
     }
+    {
+        SchemeBuilder b;
+        m["show"] = b.done(t_func(b.var(), t_string()));
+    }
     m["bincount"] = SchemeBuilder().done(t_func(t_array(1, tint()), t_array(1, tint())));
     m["tally"] = SchemeBuilder().done(t_func({tint(), t_array(1, tint())}, t_array(1, tint())));
     {
@@ -1919,24 +1934,6 @@ const std::map<std::string, SchemePtr>& builtin_schemes() {
     return schemes;
 }
 
-namespace {
-
-// Strings exist only as file names for the I/O builtins: a statement's value
-// (not a function taking a path) may not be or contain one.
-void reject_string_value(const Type& t, const Loc& loc) {
-    std::function<bool(const Type&)> holds = [&](const Type& x) {
-        Type p = prune(x);
-        if (p->kind == TypeKind::String) return true;
-        if (p->kind == TypeKind::Tuple)
-            return std::any_of(p->args.begin(), p->args.end(), [&](const Type& a) { return holds(a); });
-        return false;
-    };
-    if (holds(t))
-        user_error(ErrorKind::Type, loc, "strings are only file names for load, save, loadCsv, loadCsv1 and saveCsv",
-                   {"a string cannot be printed or bound to a name"});
-}
-
-}  // namespace
 
 namespace {
 
@@ -2035,7 +2032,6 @@ Type check_expression(const ExprPtr& e, const TypeEnvironment& env) {
     Checker c(env);
     c.infer(e);
     c.finish_monomorphic(e, nullptr);
-    reject_string_value(e->type, e->loc);
     return e->type;
 }
 
@@ -2058,7 +2054,6 @@ std::vector<std::pair<std::string, SchemePtr>> check_let(const Stmt& s, const Ty
     }
     c.bind_pattern(s.pattern, t);
     c.finish_monomorphic(s.expr, s.pattern);
-    reject_string_value(s.expr->type, s.expr->loc);
     std::function<void(const PatternPtr&)> collect = [&](const PatternPtr& p) {
         if (p->kind == PatternKind::Var) {
             auto scheme = std::make_shared<Scheme>();

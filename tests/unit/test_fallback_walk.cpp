@@ -68,7 +68,7 @@ const std::map<std::string, std::string> kCalls = {
 
 // Builtins that only the host runs, and why they are not in the walk.
 const std::map<std::string, std::string> kHostOnly = {
-    {"load", "file I/O"}, {"save", "file I/O"}, {"loadCsv", "file I/O"}, {"loadCsv1", "file I/O"}, {"saveCsv", "file I/O"},
+    {"show", "text, formatted on the host"}, {"load", "file I/O"}, {"save", "file I/O"}, {"loadCsv", "file I/O"}, {"loadCsv1", "file I/O"}, {"saveCsv", "file I/O"},
 };
 
 const char* kPrelude =

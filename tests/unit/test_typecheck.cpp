@@ -143,7 +143,8 @@ TEST_CASE("hostile input to the type checker: errors, never crashes or hangs") {
     CHECK(t.error("random \"x\"").find("`random` needs a shape") != std::string::npos);
     CHECK(t.error("length ()").find("argument 1 of `length`") != std::string::npos);
     CHECK(t.error("round [][1:]").find("error:") != std::string::npos);
-    CHECK(t.error("\"abc\"").find("strings are only file names") != std::string::npos);
+    CHECK(t.error("\"abc\" ++ 1").find("operand of `++` with a string") != std::string::npos);
+    CHECK(t.error("\"abc\" + \"d\"").find("error:") != std::string::npos);
     t.run("let f x = x");
     std::string many = "f";
     for (int i = 0; i < 30; ++i) many += " f";
