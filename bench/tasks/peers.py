@@ -10,7 +10,7 @@ here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(here, ".."))
 sys.path.insert(0, os.path.join(here, "..", "..", "examples", "reference"))
 from peer_timing import best  # noqa: E402
-from tasks import grid  # noqa: E402
+from tasks import grid, mandelbrot_counts  # noqa: E402
 
 f32, f64 = np.float32, np.float64
 m = grid(1000, 64, lambda i, j: ((i * 37 + j * 11) % 101).astype(f32) / f32(25.0))
@@ -59,21 +59,6 @@ def heat():
     return u
 
 
-cx = np.linspace(-2.0, 0.5, 64).astype(f32)[None, :]
-cy = np.linspace(-1.0, 1.0, 24).astype(f32)[:, None]
-
-
-def mandelbrot():
-    x = np.zeros((24, 64), f32)
-    yy = np.zeros((24, 64), f32)
-    n = np.zeros((24, 64), np.int32)
-    for _ in range(50):
-        inside = x * x + yy * yy <= f32(4.0)
-        x, yy = np.where(inside, x * x - yy * yy + cx, x), np.where(inside, f32(2.0) * x * yy + cy, yy)
-        n += inside
-    return n
-
-
 def kmeans():
     c = np.array([[0.0, 0.0], [1.0, 1.0], [2.0, 0.5]], f32)
     for _ in range(10):
@@ -93,7 +78,7 @@ cases = {
     "gradient_descent": gradient_descent,
     "top10_median": top10_median,
     "heat": heat,
-    "mandelbrot": mandelbrot,
+    "mandelbrot": mandelbrot_counts,
     "kmeans": kmeans,
 }
 for name, f in cases.items():

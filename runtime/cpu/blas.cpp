@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "lang/diagnostics.h"
+#include "runtime/cpu/dl_symbol.h"
 #include "runtime/cpu/thread_pool.h"
 
 #ifdef SHOAL_HAVE_OPENBLAS
@@ -64,10 +65,7 @@ const OpenBlas& openblas() {
             b.why_not = "libopenblas.so.0 not found (Debian: libopenblas0)";
             return b;
         }
-        auto bind = [handle](auto& slot, const char* symbol) {
-            slot = reinterpret_cast<std::remove_reference_t<decltype(slot)>>(dlsym(handle, symbol));
-            return slot != nullptr;
-        };
+        auto bind = [handle](auto& slot, const char* symbol) { return bind_symbol(handle, slot, symbol); };
         if (!bind(b.sgemm, "cblas_sgemm") || !bind(b.dgemm, "cblas_dgemm") || !bind(b.sgemv, "cblas_sgemv") ||
             !bind(b.dgemv, "cblas_dgemv") || !bind(b.set_num_threads, "openblas_set_num_threads") ||
             !bind(b.config, "openblas_get_config") || !bind(b.corename, "openblas_get_corename")) {

@@ -3,6 +3,8 @@
 // Shoal; without a driver the first call reports cudaErrorInsufficientDriver
 // or cudaErrorNoDevice and the session stays on the CPU executor.
 #include "runtime/cuda/cuda_api.h"
+
+#include "runtime/cpu/dl_symbol.h"
 #include "runtime/cuda/cusolver.h"
 
 #include <cublas_api.h>
@@ -61,10 +63,7 @@ private:
         for (const std::string& name : names) {
             void* lib = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);  // never closed
             if (!lib) continue;
-            auto bind = [lib](auto& slot, const char* symbol) {
-                slot = reinterpret_cast<std::remove_reference_t<decltype(slot)>>(dlsym(lib, symbol));
-                return slot != nullptr;
-            };
+            auto bind = [lib](auto& slot, const char* symbol) { return bind_symbol(lib, slot, symbol); };
             if (!bind(create_, "cublasCreate_v2") || !bind(set_stream_, "cublasSetStream_v2") ||
                 !bind(sgemm_, "cublasSgemm_v2") || !bind(dgemm_, "cublasDgemm_v2")) {
                 why_ = name + " lacks the gemm functions";

@@ -6,6 +6,8 @@
 #include <mutex>
 #include <vector>
 
+#include "runtime/cpu/dl_symbol.h"
+
 namespace shoal::cuda {
 
 struct Cusolver::Library {
@@ -25,10 +27,7 @@ struct Cusolver::Library {
         for (const char* candidate : {"libcusolver.so.12", "libcusolver.so.11", "libcusolver.so"}) {
             void* h = dlopen(candidate, RTLD_NOW | RTLD_LOCAL);  // never closed
             if (!h) continue;
-            auto bind = [h](auto& slot, const char* symbol) {
-                slot = reinterpret_cast<std::remove_reference_t<decltype(slot)>>(dlsym(h, symbol));
-                return slot != nullptr;
-            };
+            auto bind = [h](auto& slot, const char* symbol) { return bind_symbol(h, slot, symbol); };
             if (!bind(create, "cusolverDnCreate") || !bind(set_stream, "cusolverDnSetStream") ||
                 !bind(sgetrf_size, "cusolverDnSgetrf_bufferSize") || !bind(dgetrf_size, "cusolverDnDgetrf_bufferSize") ||
                 !bind(sgetrf, "cusolverDnSgetrf") || !bind(dgetrf, "cusolverDnDgetrf") || !bind(sgetrs, "cusolverDnSgetrs") ||
