@@ -118,6 +118,7 @@ std::optional<Value> FusionEngine::known_reduce(const std::string& name, std::sp
     const ir::ArrayData& out = r.outputs.at("out");
     Value v = s.size() == 1 ? Value(first_element(out, elem)) : result(out, elem, {s[0]});
     if (s.size() == 2) note_row_values(v, xs, name);
+    if (checking() && *op == ir::AssocOp::Add && elem == Prim::Int) check_int_sum(name, xs, v, ctx);
     if (!is_reduce) return v;
     // reduce f z xs folds from z: combine z with each row's total (the operators commute).
     static const std::map<ir::AssocOp, const char*> names = {
@@ -128,6 +129,36 @@ std::optional<Value> FusionEngine::known_reduce(const std::string& name, std::sp
     reference.backend = nullptr;
     const Value pair[2] = {args[1], v};
     return evalimpl::apply_builtin(*def, nullptr, pair, reference, Loc{});
+}
+
+// Checking mode: an int sum that wrapped (docs/semantics.md: ints wrap) is
+// reported with its exact value, from a second sum in 64 bits.
+void FusionEngine::check_int_sum(const std::string& name, const Value& xs, const Value& sums, EvalContext& ctx) {
+    FuseContext fc(ctx);
+    const PullArray x = pull_of(xs, fc);
+    const PullArray wide{x.shape, ir::ScalarType::I64, [x](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
+                             return ir::cast(ir::ScalarType::I64, x.at(kb, i));
+                         }};
+    const ir::PlanOutcome r = run(name, fc, {name + " long check", {ir::tuple_of(wide)}}, [&](ir::PlanBuilder& pb) {
+        const ir::LoweringFacts facts = fc.facts(pb);
+        ir::lower_reduce(pb, name, wide, ir::known_combine(ir::AssocOp::Add, ir::ScalarType::I64), "out",
+                         lowering_options(facts));
+    });
+    const Shape s = shape_of(xs);
+    const Value exact = s.size() == 1 ? Value(first_element(r.outputs.at("out"), Prim::Long))
+                                      : result(r.outputs.at("out"), Prim::Long, {s[0]});
+    const Value wrapped = force(sums), wide_sums = force(exact);
+    const int64_t rows = s.size() == 1 ? 1 : s[0];
+    for (int64_t k = 0; k < rows; ++k) {
+        const int64_t total = (wide_sums.is_scalar() ? wide_sums.scalar() : wide_sums.array()->get(k)).as_long();
+        const int64_t got = (wrapped.is_scalar() ? wrapped.scalar() : wrapped.array()->get(k)).as_long();
+        if (total == got) continue;
+        user_error(ErrorKind::Runtime, origin_,
+                   name + ": the int sum" + (s.size() == 2 ? " of row " + std::to_string(k) : std::string()) +
+                       " overflows: it is " + std::to_string(total) + ", outside int's [-2147483648, 2147483647] (it wrapped to " +
+                       std::to_string(got) + ")",
+                   {"sum in 64 bits with `sum (long xs)`; without :set check, ints wrap silently (docs/semantics.md)"});
+    }
 }
 
 // reduce f z xs with any associative function (and arrays of tuples): the
