@@ -109,16 +109,26 @@ std::optional<Value> FusionEngine::known_reduce(const std::string& name, std::sp
     if (s.size() != 1 && s.size() != 2) return std::nullopt;
     const Prim elem = elem_of(xs);
     FuseContext fc(ctx);
-    const PullArray x = pull_of(xs, fc);
-    const std::string described = name + " " + std::to_string(static_cast<int>(*op));
+    // The columns of m (`sum (transpose m)`, a view) on a CPU: read m's rows
+    // contiguously rather than its columns with a stride (sum 4096 x 256: 2.2
+    // -> 0.3 ms). Sums and products only: GCC vectorises their folds across
+    // the lanes, not fmaxf's (maximum got slower that way).
+    const bool vectorises = *op == ir::AssocOp::Add || *op == ir::AssocOp::Mul;
+    const std::optional<Value> columns_of =
+        s.size() == 2 && vectorises && xs.is_delayed() && lowering_options().cpu_cores > 0
+            ? static_cast<const Node&>(*xs.delayed()).group().transpose_of
+            : std::nullopt;
+    const PullArray x = pull_of(columns_of ? *columns_of : xs, fc);
+    const std::string described = name + " " + std::to_string(static_cast<int>(*op)) + (columns_of ? " columns" : "");
     ir::PlanOutcome r = run(name, fc, {described, {ir::tuple_of(x)}}, [&](ir::PlanBuilder& pb) {
         const ir::LoweringFacts facts = fc.facts(pb);
-        ir::lower_reduce(pb, name, x, ir::known_combine(*op, ir::scalar_of(elem)), "out", lowering_options(facts));
+        if (columns_of) ir::lower_column_reduce(pb, name, x, *op, "out", lowering_options(facts));
+        else ir::lower_reduce(pb, name, x, ir::known_combine(*op, ir::scalar_of(elem)), "out", lowering_options(facts));
     });
     const ir::ArrayData& out = r.outputs.at("out");
     Value v = s.size() == 1 ? Value(first_element(out, elem)) : result(out, elem, {s[0]});
     if (s.size() == 2) note_row_values(v, xs, name);
-    if (checking() && *op == ir::AssocOp::Add && elem == Prim::Int) check_int_sum(name, xs, v, ctx);
+    if (ctx.check && name == "sum" && elem == Prim::Int) check_int_sum(name, xs, v, ctx);
     if (!is_reduce) return v;
     // reduce f z xs folds from z: combine z with each row's total (the operators commute).
     static const std::map<ir::AssocOp, const char*> names = {
@@ -131,8 +141,9 @@ std::optional<Value> FusionEngine::known_reduce(const std::string& name, std::sp
     return evalimpl::apply_builtin(*def, nullptr, pair, reference, Loc{});
 }
 
-// Checking mode: an int sum that wrapped (docs/semantics.md: ints wrap) is
-// reported with its exact value, from a second sum in 64 bits.
+// Checking mode (EvalContext::check, as the reference evaluator's): an int
+// sum that wrapped (docs/semantics.md: ints wrap) is reported with its exact
+// value, from a second sum in 64 bits.
 void FusionEngine::check_int_sum(const std::string& name, const Value& xs, const Value& sums, EvalContext& ctx) {
     FuseContext fc(ctx);
     const PullArray x = pull_of(xs, fc);
@@ -152,12 +163,7 @@ void FusionEngine::check_int_sum(const std::string& name, const Value& xs, const
     for (int64_t k = 0; k < rows; ++k) {
         const int64_t total = (wide_sums.is_scalar() ? wide_sums.scalar() : wide_sums.array()->get(k)).as_long();
         const int64_t got = (wrapped.is_scalar() ? wrapped.scalar() : wrapped.array()->get(k)).as_long();
-        if (total == got) continue;
-        user_error(ErrorKind::Runtime, origin_,
-                   name + ": the int sum" + (s.size() == 2 ? " of row " + std::to_string(k) : std::string()) +
-                       " overflows: it is " + std::to_string(total) + ", outside int's [-2147483648, 2147483647] (it wrapped to " +
-                       std::to_string(got) + ")",
-                   {"sum in 64 bits with `sum (long xs)`; without :set check, ints wrap silently (docs/semantics.md)"});
+        if (total != got) ops::raise_int_sum_overflow(name, s.size() == 2 ? k : -1, total, got, origin_);
     }
 }
 

@@ -147,6 +147,11 @@ void lower_reduce(PlanBuilder& pb, const std::string& name, const PullTuple& src
 void lower_reduce(PlanBuilder& pb, const std::string& name, const PullArray& src, const Combine& op,
                   const std::string& out, const LoweringOptions& opt = {});
 
+// The reduction of each column of a (rows x cols) into out[cols], for a
+// CPU (reads rows contiguously): `sum (transpose m)` without the transpose.
+void lower_column_reduce(PlanBuilder& pb, const std::string& name, const PullArray& a, AssocOp op,
+                         const std::string& out, const LoweringOptions& opt = {});
+
 // scan / scanExclusive along the innermost axis (rank 1 or 2, each row independently).
 enum class ScanKind : uint8_t { Inclusive, Exclusive };
 void lower_scan(PlanBuilder& pb, const std::string& name, const PullArray& src, const Combine& op, ScanKind kind,

@@ -215,4 +215,57 @@ void lower_reduce(PlanBuilder& pb, const std::string& name, const PullArray& src
     lower_reduce(pb, name, tuple_of(src), op, std::vector<std::string>{out}, opt);
 }
 
+// The columns of a (rows x cols), as `sum (transpose m)` asks of a CPU:
+// block b folds its band of rows into its own partial row, reading each row
+// contiguously (the threads stride over the columns, so the CPU's lanes run
+// along a row and vectorise); then each column folds the blocks' partials in
+// block order. Within a band the rows are folded in order.
+void lower_column_reduce(PlanBuilder& pb, const std::string& name, const PullArray& a, AssocOp op,
+                         const std::string& out, const LoweringOptions& opt) {
+    SHOAL_INTERNAL_ASSERT(a.rank() == 2, "column reduce: rank 2");
+    const ExprPtr rows = a.shape[0], cols = a.shape[1];
+    const ScalarType t = a.elem;
+    pb.output_buffer(out, t, cols);
+    const int64_t bands = std::max<int64_t>(1, int64_t{opt.cpu_cores} * 4);
+    const ExprPtr blocks = param(pb.derived(pb.fresh(name + "_bands"), capped_grid(rows, 64, bands)), ScalarType::I64);
+    const ExprPtr per = param(pb.derived(pb.fresh(name + "_band_rows"), ceil_div(rows, blocks)), ScalarType::I64);
+    const std::string partials = pb.temp_buffer(pb.fresh(name + "_partials"), t, binary(BinaryOp::Mul, blocks, cols));
+    const ExprPtr neutral = neutral_of(op, t);
+    {
+        KernelBuilder kb(name + "_bands", opt.block_size);
+        kb.buffer_param(partials, t, Access::ReadWrite);
+        const ExprPtr n = use_params(kb, cols), band = use_params(kb, per);
+        const ExprPtr block = cast(ScalarType::I64, block_idx());
+        const ExprPtr base = binary(BinaryOp::Mul, block, n);
+        const ExprPtr r0 = binary(BinaryOp::Mul, block, band);
+        const ExprPtr r1 = min_expr(use_params(kb, rows), binary(BinaryOp::Add, r0, band));
+        const ExprPtr stride = cast(ScalarType::I64, block_dim());
+        thread_loop(kb, "col", tid64(), n, stride,
+                    [&](ExprPtr j) { kb.emit(store(partials, binary(BinaryOp::Add, base, j), neutral)); });
+        // The rows as a block-level loop, the columns across the threads
+        // inside it: on a CPU the lanes run along the row (contiguous).
+        const std::string row = kb.fresh("row");
+        kb.block_loop(row, r0, r1, i64(1), [&] {
+            thread_loop(kb, "col", tid64(), n, stride, [&](ExprPtr j) {
+                const ExprPtr at = kb.bind("at", binary(BinaryOp::Add, base, j));
+                kb.emit(store(partials, at, apply_op(op, load(partials, at, t), a.at(kb, {var(row, ScalarType::I64), j}))));
+            });
+        });
+        add_launch(pb, kb, blocks, "column reduce: each block folds a band of rows, reading them contiguously");
+    }
+    KernelBuilder kb(name, opt.block_size);
+    kb.buffer_param(out, t, Access::Write);
+    kb.buffer_param(partials, t, Access::Read);
+    grid_stride_loop(kb, cols, [&](ExprPtr j) {
+        const std::vector<ExprPtr> acc = declare_vars(kb, "acc", {neutral});
+        thread_loop(kb, "band", i64(0), use_params(kb, blocks), i64(1), [&](ExprPtr b) {
+            const ExprPtr at = binary(BinaryOp::Add, binary(BinaryOp::Mul, b, use_params(kb, cols)), j);
+            kb.emit(assign(acc[0]->name, apply_op(op, acc[0], load(partials, at, t))));
+        });
+        kb.emit(store(out, j, acc[0]));
+    });
+    add_launch(pb, kb, capped_grid(cols, int64_t{opt.block_size} * opt.items_per_thread, opt.max_blocks),
+               "column reduce: each column folds the bands' partials in order");
+}
+
 }  // namespace shoal::ir

@@ -487,6 +487,26 @@ Value arg_extreme_inner(bool largest, const Array& a, const char* name, const Lo
     });
 }
 
+void raise_int_sum_overflow(const std::string& name, int64_t row, int64_t exact, int64_t wrapped, const Loc& loc) {
+    user_error(ErrorKind::Runtime, loc,
+               name + ": the int sum" + (row >= 0 ? " of row " + std::to_string(row) : std::string()) + " overflows: it is " +
+                   std::to_string(exact) + ", outside int's [-2147483648, 2147483647] (it wrapped to " +
+                   std::to_string(wrapped) + ")",
+               {"sum in 64 bits with `sum (long xs)`; without :set check, ints wrap silently (docs/semantics.md)"});
+}
+
+void check_int_sums(const Array& xs, const Value& sums, const std::string& name, const Loc& loc) {
+    if (xs.elem != Prim::Int) return;
+    const InnerRows rows = inner_rows(xs.shape);
+    const int32_t* x = xs.data<int32_t>();
+    for (int64_t r = 0; r < rows.count; ++r) {
+        int64_t exact = 0;
+        for (int64_t j = 0; j < rows.length; ++j) exact += x[r * rows.length + j];
+        const int64_t got = (sums.is_scalar() ? sums.scalar() : sums.array()->get(r)).as_long();
+        if (exact != got) raise_int_sum_overflow(name, xs.rank() > 1 ? r : -1, exact, got, loc);
+    }
+}
+
 ArrayPtr sort_inner(const Array& a) {
     auto out = std::make_shared<Array>(a);
     InnerRows rows = inner_rows(a.shape);

@@ -255,6 +255,14 @@ Value reduce_inner(Reduction r, const Array& a);
 // ignored unless the row holds only NaNs (then 0). Empty rows are an error.
 Value arg_extreme_inner(bool largest, const Array& a, const char* name, const Loc& loc);
 // Stable ascending sort of each innermost row, NaNs last.
+// Checking mode's error for an int sum that wrapped (`row`: its row of a
+// matrix, or -1): both evaluators raise exactly this.
+[[noreturn]] void raise_int_sum_overflow(const std::string& name, int64_t row, int64_t exact, int64_t wrapped,
+                                         const Loc& loc);
+// The sums of an int array's innermost rows in 64 bits, compared with the
+// wrapped ones `sums` (a scalar or a vector): raises int_sum_overflow at loc.
+void check_int_sums(const Array& xs, const Value& sums, const std::string& name, const Loc& loc);
+
 ArrayPtr sort_inner(const Array& a);
 // The stable permutation that sorts a rank-1 array ascending, NaNs last.
 std::vector<int64_t> sort_permutation(const Array& keys);

@@ -230,7 +230,11 @@ Value b_reduce(const BuiltinCall& c, Args a) {
 }
 
 template <ops::Reduction R>
-Value reduction(const BuiltinCall&, Args a) { return ops::reduce_inner(R, array_arg(a[0])); }
+Value reduction(const BuiltinCall& c, Args a) {
+    Value r = ops::reduce_inner(R, array_arg(a[0]));
+    if (R == ops::Reduction::Sum && c.ctx.check) ops::check_int_sums(array_arg(a[0]), r, c.def.name, c.loc);
+    return r;
+}
 
 Value b_count(const BuiltinCall& c, Args a) {
     const Callable& p = as_callable(a[0]);

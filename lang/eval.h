@@ -155,6 +155,7 @@ struct EvalContext {
     const std::map<const void*, std::string>* parameter_names = nullptr;
     Tracer* tracer = nullptr;  // `:emit`'s trace; null otherwise
     uint64_t effects = 0;      // builtins with effects applied (save, load): such a loop step is not replayed
+    bool check = false;        // `:set check on`: an int sum that wraps is an error (both evaluators)
 };
 
 // Whether an Index (or With) node is `xs[mask]`, NumPy's boolean index, or

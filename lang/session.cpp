@@ -23,6 +23,7 @@ std::string Session::engine_description() {
 
 EvalContext Session::eval_context() {
     EvalContext ctx{&impl_->globals, &cancel_, settings_.seed, impl_->random_stream, nullptr, &impl_->warnings};
+    ctx.check = settings_.check;
     if (settings_.compiled && compiled_backend()) {
         impl_->compiled->set_check(settings_.check);
         impl_->compiled->set_optimisations(settings_.optimisations);
