@@ -128,7 +128,10 @@ std::optional<Value> FusionEngine::known_reduce(const std::string& name, std::sp
     const ir::ArrayData& out = r.outputs.at("out");
     Value v = s.size() == 1 ? Value(first_element(out, elem)) : result(out, elem, {s[0]});
     if (s.size() == 2) note_row_values(v, xs, name);
-    if (ctx.check && name == "sum" && elem == Prim::Int) check_int_sum(name, xs, v, ctx);
+    // Checking mode: an int sum that wrapped is an error (the reference
+    // evaluator's check, on the elements: checking mode is slow anyway).
+    if (ctx.check && name == "sum" && elem == Prim::Int)
+        ops::check_int_sums(*force(xs).array(), force(v), name, origin_);
     if (!is_reduce) return v;
     // reduce f z xs folds from z: combine z with each row's total (the operators commute).
     static const std::map<ir::AssocOp, const char*> names = {
@@ -139,32 +142,6 @@ std::optional<Value> FusionEngine::known_reduce(const std::string& name, std::sp
     reference.backend = nullptr;
     const Value pair[2] = {args[1], v};
     return evalimpl::apply_builtin(*def, nullptr, pair, reference, Loc{});
-}
-
-// Checking mode (EvalContext::check, as the reference evaluator's): an int
-// sum that wrapped (docs/semantics.md: ints wrap) is reported with its exact
-// value, from a second sum in 64 bits.
-void FusionEngine::check_int_sum(const std::string& name, const Value& xs, const Value& sums, EvalContext& ctx) {
-    FuseContext fc(ctx);
-    const PullArray x = pull_of(xs, fc);
-    const PullArray wide{x.shape, ir::ScalarType::I64, [x](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
-                             return ir::cast(ir::ScalarType::I64, x.at(kb, i));
-                         }};
-    const ir::PlanOutcome r = run(name, fc, {name + " long check", {ir::tuple_of(wide)}}, [&](ir::PlanBuilder& pb) {
-        const ir::LoweringFacts facts = fc.facts(pb);
-        ir::lower_reduce(pb, name, wide, ir::known_combine(ir::AssocOp::Add, ir::ScalarType::I64), "out",
-                         lowering_options(facts));
-    });
-    const Shape s = shape_of(xs);
-    const Value exact = s.size() == 1 ? Value(first_element(r.outputs.at("out"), Prim::Long))
-                                      : result(r.outputs.at("out"), Prim::Long, {s[0]});
-    const Value wrapped = force(sums), wide_sums = force(exact);
-    const int64_t rows = s.size() == 1 ? 1 : s[0];
-    for (int64_t k = 0; k < rows; ++k) {
-        const int64_t total = (wide_sums.is_scalar() ? wide_sums.scalar() : wide_sums.array()->get(k)).as_long();
-        const int64_t got = (wrapped.is_scalar() ? wrapped.scalar() : wrapped.array()->get(k)).as_long();
-        if (total != got) ops::raise_int_sum_overflow(name, s.size() == 2 ? k : -1, total, got, origin_);
-    }
 }
 
 // reduce f z xs with any associative function (and arrays of tuples): the
@@ -556,18 +533,16 @@ std::optional<Value> FusionEngine::permute(std::span<const Value> args, EvalCont
 }
 
 // tally n xs: a permute (+) of ones into n zeros with xs as the targets
-// (atomics; values outside [0, n) are dropped by the permute's range test).
+// (lower_permute: each CPU core counts into its own copy, a GPU uses
+// atomics; values outside [0, n) are dropped by the permute's range test).
 std::optional<Value> FusionEngine::tally(const Value& n, const Value& xs, EvalContext& ctx) {
     if (!n.is_scalar() || !is_operand(xs) || shape_of(xs).size() != 1 || n.scalar().as_long() < 0)
         return std::nullopt;  // a negative count: the reference raises
     const int64_t bins = n.scalar().as_long();
     FuseContext fc(ctx);
     const PullArray x = pull_of(xs, fc);
-    const auto constant = [](const std::vector<ir::ExprPtr>& shape, int64_t v) {
-        return PullArray{shape, ir::ScalarType::I32,
-                         [v](ir::KernelBuilder&, const std::vector<ir::ExprPtr>&) { return ir::const_int(v, ir::ScalarType::I32); }};
-    };
-    const PullArray zeros = constant(extents(fc, {bins}), 0), ones = constant(x.shape, 1);
+    const PullArray zeros = ir::constant_array(extents(fc, {bins}), ir::const_int(0, ir::ScalarType::I32));
+    const PullArray ones = ir::constant_array(x.shape, ir::const_int(1, ir::ScalarType::I32));
     const PullArray target{x.shape, ir::ScalarType::I64, [x](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
                                return ir::cast(ir::ScalarType::I64, x.at(kb, i));
                            }};

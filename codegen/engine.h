@@ -144,7 +144,6 @@ private:
     std::optional<Value> lower_consumer(const std::string& name, std::span<const Value> args, EvalContext& ctx);
     std::optional<Value> sort(bool by_key, std::span<const Value> args, EvalContext& ctx);
     std::optional<Value> known_reduce(const std::string& name, std::span<const Value> args, EvalContext& ctx);
-    void check_int_sum(const std::string& name, const Value& xs, const Value& sums, EvalContext& ctx);
     std::optional<Value> general_reduce(const Value& f, const Value& z, const Value& xs, EvalContext& ctx);
     std::optional<Value> count(const Value& p, const Value& xs, EvalContext& ctx);
     std::optional<Value> arg_extreme(bool largest, const Value& xs, EvalContext& ctx);

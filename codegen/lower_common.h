@@ -58,6 +58,13 @@ void store_all(KernelBuilder& kb, const std::vector<std::string>& mems, ExprPtr 
 
 // Registers a kernel and launches it.
 void add_launch(PlanBuilder& pb, KernelBuilder& kb, ExprPtr grid, const std::string& comment);
+// out[j] = dest[j] folded with partials[b * m + j] for every block b < blocks,
+// in block order (m: dest's element count): the second pass of a lowering
+// whose blocks each folded into their own row of partials (permute's bins
+// and private copies, column reductions).
+void fold_partials(PlanBuilder& pb, const std::string& name, const PullArray& dest, const std::string& partials,
+                   const ExprPtr& blocks, AssocOp op, const std::string& out, const LoweringOptions& opt,
+                   const std::string& comment);
 
 // Shared-memory reduction of one value per thread (left in vars) to element 0
 // of the shared arrays `tree`, as log2(block) phases. Ends the current phase

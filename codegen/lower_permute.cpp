@@ -97,6 +97,8 @@ void copy_into(PlanBuilder& pb, const std::string& name, const PullArray& src, c
     lower_map(pb, name, tuple_of(src), {out}, opt);
 }
 
+}  // namespace
+
 PullArray constant_array(std::vector<ExprPtr> shape, ExprPtr value) {
     PullArray a;
     a.shape = std::move(shape);
@@ -104,8 +106,6 @@ PullArray constant_array(std::vector<ExprPtr> shape, ExprPtr value) {
     a.at = [value](KernelBuilder&, const std::vector<ExprPtr>&) { return value; };
     return a;
 }
-
-}  // namespace
 
 namespace {
 
@@ -133,27 +133,6 @@ ExprPtr exact_identity(AssocOp op, ScalarType t) {
         default: break;
     }
     internal_error(__FILE__, __LINE__, "permute: no float identity for a bitwise operator");
-}
-
-// out[j] = dest[j] folded with partials[b * m + j] for every block b, in block order.
-void fold_partials(PlanBuilder& pb, const std::string& name, const PullArray& dest, const std::string& partials,
-                   const ExprPtr& blocks, AssocOp op, const std::string& out, const LoweringOptions& opt) {
-    const ScalarType t = dest.elem;
-    const ExprPtr m = element_count(dest.shape);
-    KernelBuilder kb(name, opt.block_size);
-    kb.buffer_param(out, t, Access::Write);
-    kb.buffer_param(partials, t, Access::Read);
-    const PullTuple dt = tuple_of(dest);
-    grid_stride_loop(kb, m, [&](ExprPtr j) {
-        const std::vector<ExprPtr> acc = declare_vars(kb, "acc", flat_at(kb, dt, j));
-        thread_loop(kb, "block", i64(0), use_params(kb, blocks), i64(1), [&](ExprPtr b) {
-            ExprPtr at = binary(BinaryOp::Add, binary(BinaryOp::Mul, b, use_params(kb, m)), j);
-            kb.emit(assign(acc[0]->name, apply_op(op, acc[0], load(partials, at, t))));
-        });
-        kb.emit(store(out, j, acc[0]));
-    });
-    add_launch(pb, kb, capped_grid(m, int64_t{opt.block_size} * opt.items_per_thread, opt.max_blocks),
-               "permute pass 2: each target folds the block partials in block order");
 }
 
 // partials[b * m + j] = block b's fold of its elements with target j (see
@@ -213,7 +192,8 @@ void permute_by_bins(PlanBuilder& pb, const std::string& name, const PullArray& 
         });
         add_launch(pb, kb, blocks, "permute pass 1: each block folds its elements per target in a fixed order");
     }
-    fold_partials(pb, name, dest, partials, blocks, op, out, opt);
+    fold_partials(pb, name, dest, partials, blocks, op, out, opt,
+                  "permute pass 2: each target folds the block partials in block order");
 }
 
 // On a CPU, an integer permute with an operator and a known, modest number
@@ -251,7 +231,8 @@ void permute_private_copies(PlanBuilder& pb, const std::string& name, const Pull
         });
         add_launch(pb, kb, blocks, "permute pass 1: each core folds its elements into its own copy of the targets");
     }
-    fold_partials(pb, name, dest, partials, blocks, op, out, opt);
+    fold_partials(pb, name, dest, partials, blocks, op, out, opt,
+                  "permute pass 2: each target folds the cores' copies in order");
 }
 
 // A float permute with an operator: bins or sort, both deterministic.

@@ -122,6 +122,8 @@ PullArray buffer_array(const std::string& buffer, ScalarType elem, const std::ve
 // gather: element k is a[idx[k]]; an index outside [0, n) is a runtime error at loc.
 PullArray gather_array(const PullArray& idx, const PullArray& a, const Loc& loc);
 PullArray reverse_array(const PullArray& a);
+// Every element `value` (zeros to fold into, ones to count).
+PullArray constant_array(std::vector<ExprPtr> shape, ExprPtr value);
 PullArray transposed_array(const PullArray& a);  // rank 2: element [i, j] is a[j, i]
 // Rows [start, start + count) of a; start and count are I64 expressions already clamped.
 PullArray slice_rows(const PullArray& a, ExprPtr start, ExprPtr count);

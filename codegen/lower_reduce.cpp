@@ -253,19 +253,28 @@ void lower_column_reduce(PlanBuilder& pb, const std::string& name, const PullArr
         });
         add_launch(pb, kb, blocks, "column reduce: each block folds a band of rows, reading them contiguously");
     }
+    fold_partials(pb, name, constant_array({cols}, neutral), partials, blocks, op, out, opt,
+                  "column reduce: each column folds the bands' partials in order");
+}
+
+void lowering::fold_partials(PlanBuilder& pb, const std::string& name, const PullArray& dest,
+                             const std::string& partials, const ExprPtr& blocks, AssocOp op, const std::string& out,
+                             const LoweringOptions& opt, const std::string& comment) {
+    const ScalarType t = dest.elem;
+    const ExprPtr m = element_count(dest.shape);
     KernelBuilder kb(name, opt.block_size);
     kb.buffer_param(out, t, Access::Write);
     kb.buffer_param(partials, t, Access::Read);
-    grid_stride_loop(kb, cols, [&](ExprPtr j) {
-        const std::vector<ExprPtr> acc = declare_vars(kb, "acc", {neutral});
-        thread_loop(kb, "band", i64(0), use_params(kb, blocks), i64(1), [&](ExprPtr b) {
-            const ExprPtr at = binary(BinaryOp::Add, binary(BinaryOp::Mul, b, use_params(kb, cols)), j);
+    const PullTuple dt = tuple_of(dest);
+    grid_stride_loop(kb, m, [&](ExprPtr j) {
+        const std::vector<ExprPtr> acc = declare_vars(kb, "acc", flat_at(kb, dt, j));
+        thread_loop(kb, "block", i64(0), use_params(kb, blocks), i64(1), [&](ExprPtr b) {
+            ExprPtr at = binary(BinaryOp::Add, binary(BinaryOp::Mul, b, use_params(kb, m)), j);
             kb.emit(assign(acc[0]->name, apply_op(op, acc[0], load(partials, at, t))));
         });
         kb.emit(store(out, j, acc[0]));
     });
-    add_launch(pb, kb, capped_grid(cols, int64_t{opt.block_size} * opt.items_per_thread, opt.max_blocks),
-               "column reduce: each column folds the bands' partials in order");
+    add_launch(pb, kb, capped_grid(m, int64_t{opt.block_size} * opt.items_per_thread, opt.max_blocks), comment);
 }
 
 }  // namespace shoal::ir

@@ -18,6 +18,37 @@ namespace shoal::evalimpl {
 
 namespace {
 
+// ---------------------------------------------------------------- helpers
+Value elem_value(double v, Prim p) { return Value(convert_scalar(Scalar::of_double(v), p)); }
+Value long_value(int64_t n) { return Value(Scalar::of_long(n)); }
+Value iota_of(const BuiltinCall& c, int64_t n) { return apply_named(c, "iota", {int_value(n)}); }
+int64_t leading(const Value& v) { return array_like_shape(v)[0]; }
+Value shape_value(const Shape& s) {
+    std::vector<Value> extents;
+    for (int64_t e : s) extents.push_back(int_value(e));
+    return Value(std::move(extents));
+}
+// `float x` or `double x`: x converted to element type p (a floating type).
+Value to_elem(const BuiltinCall& c, const Value& x, Prim p) {
+    return apply_named(c, p == Prim::Double ? "double" : "float", {x});
+}
+int64_t count_true(const BuiltinCall& c, const Value& mask) {
+    return int_arg(apply_named(c, "sum", {apply_named(c, "int", {mask})}));
+}
+bool is_nan(const Scalar& s) { return is_floating(s.type) && std::isnan(s.as_double()); }
+// A floating array holds a NaN (x != x only for NaN).
+Value nan_mask(const BuiltinCall& c, const Value& xs) { return apply_named(c, "!=", {xs, xs}); }
+// The descending-order key of xs: ascending on it is descending on xs with
+// NaNs still last (negation for floats; ~x = -x - 1 for integers, which
+// cannot overflow).
+Value descending_key(const BuiltinCall& c, const Value& xs) {
+    return apply_named(c, is_floating(ops::prim_of_value(xs)) ? "negate" : "~", {xs});
+}
+// The permutation sortByKey applies (stable).
+Value sorting_permutation(const BuiltinCall& c, const Value& keys) {
+    return apply_named(c, "sortByKey", {keys, iota_of(c, leading(keys))}).tuple()[1];
+}
+
 // ---------------------------------------------------------------- statistics
 // Composites of other builtins (BuiltinDef::composite): applied through the
 // context, so a backend computes each part and fuses what it can.
@@ -35,10 +66,9 @@ Value b_var(const BuiltinCall& c, Args a) {
     const Shape s = array_like_shape(a[0]);
     Value mu = apply_named(c, "mean", {a[0]});
     if (s.size() > 1) {
-        std::vector<Value> column;
-        for (size_t k = 0; k + 1 < s.size(); ++k) column.push_back(int_value(s[k]));
-        column.push_back(int_value(1));
-        mu = apply_named(c, "reshape", {Value(std::move(column)), mu});
+        Shape column = s;
+        column.back() = 1;
+        mu = apply_named(c, "reshape", {shape_value(column), mu});
     }
     const Value d = apply_named(c, "-", {a[0], mu});
     return apply_named(c, "mean", {apply_named(c, "*", {d, d})});
@@ -47,12 +77,9 @@ Value b_var(const BuiltinCall& c, Args a) {
 Value b_std(const BuiltinCall& c, Args a) { return apply_named(c, "sqrt", {b_var(c, a)}); }
 
 // ---------------------------------------------------------------- construction, composed
-Value iota_of(const BuiltinCall& c, int64_t n) { return apply_named(c, "iota", {int_value(n)}); }
 
 // The indices 0 .. n-1 as elements of `p` (float or double).
-Value float_iota(const BuiltinCall& c, int64_t n, Prim p) {
-    return apply_named(c, p == Prim::Double ? "double" : "float", {iota_of(c, n)});
-}
+Value float_iota(const BuiltinCall& c, int64_t n, Prim p) { return to_elem(c, iota_of(c, n), p); }
 
 Value b_eye(const BuiltinCall& c, Args a) {
     const int64_t n = int_arg(a[0]);
@@ -87,10 +114,7 @@ Value b_arange(const BuiltinCall& c, Args a) {
 }
 
 // argsort xs: the permutation sortByKey applies to xs (stable).
-Value b_argsort(const BuiltinCall& c, Args a) {
-    const Shape s = array_like_shape(a[0]);
-    return apply_named(c, "sortByKey", {a[0], iota_of(c, s[0])}).tuple()[1];
-}
+Value b_argsort(const BuiltinCall& c, Args a) { return sorting_permutation(c, a[0]); }
 
 Value b_dot(const BuiltinCall& c, Args a) { return apply_named(c, "sum", {apply_named(c, "*", {a[0], a[1]})}); }
 
@@ -113,36 +137,6 @@ Value b_cumulative(const BuiltinCall& c, Args a) {
     return apply_named(c, "scan", {op, Value(convert_scalar(Scalar::of_long(Sum ? 0 : 1), elem)), a[0]}, scan);
 }
 
-
-// ---------------------------------------------------------------- helpers
-Value elem_value(double v, Prim p) { return Value(convert_scalar(Scalar::of_double(v), p)); }
-Value long_value(int64_t n) { return Value(Scalar::of_long(n)); }
-int64_t leading(const Value& v) { return array_like_shape(v)[0]; }
-Value shape_value(const Shape& s) {
-    std::vector<Value> extents;
-    for (int64_t e : s) extents.push_back(int_value(e));
-    return Value(std::move(extents));
-}
-// `float x` or `double x`: x converted to element type p (a floating type).
-Value to_elem(const BuiltinCall& c, const Value& x, Prim p) {
-    return apply_named(c, p == Prim::Double ? "double" : "float", {x});
-}
-int64_t count_true(const BuiltinCall& c, const Value& mask) {
-    return int_arg(apply_named(c, "sum", {apply_named(c, "int", {mask})}));
-}
-bool is_nan(const Scalar& s) { return is_floating(s.type) && std::isnan(s.as_double()); }
-// A floating array holds a NaN (x != x only for NaN).
-Value nan_mask(const BuiltinCall& c, const Value& xs) { return apply_named(c, "!=", {xs, xs}); }
-// The descending-order key of xs: ascending on it is descending on xs with
-// NaNs still last (negation for floats; ~x = -x - 1 for integers, which
-// cannot overflow).
-Value descending_key(const BuiltinCall& c, const Value& xs) {
-    return apply_named(c, is_floating(ops::prim_of_value(xs)) ? "negate" : "~", {xs});
-}
-// The permutation sortByKey applies (stable).
-Value sorting_permutation(const BuiltinCall& c, const Value& keys) {
-    return apply_named(c, "sortByKey", {keys, iota_of(c, leading(keys))}).tuple()[1];
-}
 
 // ---------------------------------------------------------------- selection
 // Selection by sampling (Floyd and Rivest): the elements at ascending
