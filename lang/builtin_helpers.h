@@ -37,5 +37,7 @@ inline Value apply_named(const BuiltinCall& c, const char* name, std::initialize
 std::span<const BuiltinDef> statistics_builtins();
 // solve, inv, det (builtins_linalg.cpp).
 std::span<const BuiltinDef> linalg_builtins();
+// vmap (vmap.cpp).
+std::span<const BuiltinDef> vmap_builtins();
 
 }  // namespace shoal::evalimpl

@@ -49,6 +49,8 @@ std::vector<BuiltinDoc> make_builtin_docs() {
         // ---------------------------------------------------------- elementwise
         {"map", "(a -> b) -> [a] -> [b]", "apply a function to every element; a tuple result gives a tuple of arrays"},
         {"zipWith", "(a -> b -> c) -> [a] -> [b] -> [c]", "combine two arrays of the same shape elementwise"},
+        {"vmap", "([a] -> b) -> [[a]] -> [b]   (rank 3: [[a]] -> b per matrix; a vector: per element)",
+         "f applied to every row, the results stacked (JAX's vmap): compiled for all rows at once"},
         {"zipWith3", "(a -> b -> c -> d) -> [a] -> [b] -> [c] -> [d]",
          "combine three arrays of the same shape elementwise"},
         {"zip", "[a] -> [b] -> [(a, b)]", "pair two arrays of the same shape (an array of pairs is a pair of arrays)"},
@@ -280,7 +282,6 @@ const std::pair<const char*, const char*>* find_habit(const std::string& name) {
         {"einsum", {"a @ b", "or `sum (x * y)`, `outer x y`"}},
         {"lstsq", {"solve (transpose a @ a) (transpose a @ b)", "the normal equations; lstsq itself is not built yet"}},
         {"linalg", {"solve a b", "also `inv a`, `det a`"}},
-        {"vmap", {"map f xs", "per element; per row of m: `generate (rows m) (\\i -> f m[i])`"}},
         {"numpy", {"sum xs", "builtins have plain names, not numpy.sum(xs)"}},
     };
     auto it = habits.find(name);

@@ -574,6 +574,7 @@ const std::unordered_map<std::string_view, const BuiltinDef*>& builtin_table() {
         add(kBuiltins);
         add(statistics_builtins());
         add(linalg_builtins());
+        add(vmap_builtins());
         return t;
     }();
     return table;
@@ -618,6 +619,10 @@ const Callable& as_callable(const Value& f) {
     return *c;
 }
 
+Value Callable::evaluate_with(const Expr& sub, std::span<const std::pair<std::string, Value>>, EvalContext&) const {
+    user_error(ErrorKind::Internal, sub.loc, "a builtin has no body to evaluate inside");
+}
+
 Value apply_value(const Value& f, std::span<const Value> args, EvalContext& ctx, const Loc& loc) {
     return as_callable(f).apply(args, ctx, loc);
 }
@@ -644,6 +649,7 @@ std::vector<std::string> builtin_names() {
     for (const BuiltinDef& d : kBuiltins) names.emplace_back(d.name);
     for (const BuiltinDef& d : statistics_builtins()) names.emplace_back(d.name);
     for (const BuiltinDef& d : linalg_builtins()) names.emplace_back(d.name);
+    for (const BuiltinDef& d : vmap_builtins()) names.emplace_back(d.name);
     return names;
 }
 

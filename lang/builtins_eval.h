@@ -41,6 +41,12 @@ public:
     // hoists such loop-invariant expressions out of kernels). Builtins have
     // no body: an internal error.
     virtual Value evaluate_inside(const Expr& sub, EvalContext& ctx) const = 0;
+    // Evaluates `sub`, a subexpression of a closure's body, in the closure's
+    // environment extended with `locals` (outermost first): `vmap` evaluates
+    // the parts of a body that do not differ per row this way. Builtins have
+    // no body: an internal error.
+    virtual Value evaluate_with(const Expr& sub, std::span<const std::pair<std::string, Value>> locals,
+                                EvalContext& ctx) const;
 
     // Applies the function to one or more arguments (more than it takes: the
     // result is applied to the rest). `loc` is the call site, for errors.
@@ -48,6 +54,9 @@ public:
 };
 
 const Callable& as_callable(const Value& f);
+// Stacks values of one shape (scalars, arrays, tuples componentwise) into an
+// array of type `type` one rank higher (an array literal's rows; `vmap`'s results).
+Value stack_values(const std::vector<Value>& elems, const Type& type, const Loc& loc);
 Value apply_value(const Value& f, std::span<const Value> args, EvalContext& ctx, const Loc& loc);
 
 // Throws ErrorKind::Interrupted when ctx.cancel has been set.

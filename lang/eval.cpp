@@ -109,6 +109,12 @@ public:
         // Shares ownership of the whole lambda, which contains `sub`.
         return eval(ExprPtr(lambda_, const_cast<Expr*>(&sub)), env_, ctx);
     }
+    Value evaluate_with(const Expr& sub, std::span<const std::pair<std::string, Value>> locals,
+                        EvalContext& ctx) const override {
+        Env env = env_;
+        for (const auto& [name, value] : locals) env = std::make_shared<Frame>(Frame{name, value, env});
+        return eval(ExprPtr(lambda_, const_cast<Expr*>(&sub)), env, ctx);
+    }
 
 private:
     ExprPtr lambda_;
@@ -530,6 +536,10 @@ bool is_mask_index(const Expr& e) {
 }
 
 Value evaluate(const ExprPtr& e, EvalContext& ctx) { return eval(e, nullptr, ctx); }
+
+namespace evalimpl {
+Value stack_values(const std::vector<Value>& elems, const Type& type, const Loc& loc) { return stack(elems, type, loc); }
+}  // namespace evalimpl
 
 Value force(const Value& v) {
     if (v.is_delayed()) return Value(v.delayed()->force());

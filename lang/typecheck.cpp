@@ -963,6 +963,13 @@ public:
                 unify(c.types[0], *r);
                 return true;
             }
+            case Constraint::Kind::VmapParam: return solve_vmap_param(c, force);
+            case Constraint::Kind::VmapResult: {
+                const std::optional<Type> r = batched(c.types[0], c, force);
+                if (!r) return false;
+                expect(c.types[1], *r, c.loc, "result of `vmap`");
+                return true;
+            }
             case Constraint::Kind::Generator: {
                 Type rank = prune(c.types[0]);
                 if (rank->kind != TypeKind::Rank) {
@@ -1213,6 +1220,79 @@ public:
         const Type elem = left->args[1];
         expect(c.types[2], rank == 0 ? elem : t_array(rank, elem), c.loc, "result of `" + c.what + "`");
         return true;
+    }
+
+    // VmapParam types: {xs, param}: f of `vmap f xs` takes one row of xs
+    // (rank r - 1), or one element of a vector. An unknown rank defaults to 2
+    // (a matrix's rows), as a product's operands default to matrices.
+    bool solve_vmap_param(const Constraint& c, bool force) {
+        Type xs = prune(c.types[0]);
+        if (xs->kind == TypeKind::Var && operand_shape(xs) < 0) {
+            if (!force) return false;
+            unify(xs, t_array(2, fresh()));
+            xs = prune(xs);
+        }
+        if (xs->kind != TypeKind::Array && xs->kind != TypeKind::Tuple)
+            user_error(ErrorKind::Type, c.loc, "`vmap f xs` maps f over the rows of an array; xs is " + describe(xs),
+                       {"for one value, apply f to it: `f x`"});
+        if (xs->kind == TypeKind::Tuple)
+            user_error(ErrorKind::Type, c.loc,
+                       "`vmap` maps over one array; xs is " + describe(xs) + " (an array of tuples, or a tuple)",
+                       {"map over the rows of each, or over indices: `vmap (\\i -> f a[i] b[i]) (iota (rows a))`"});
+        Type rank = prune(xs->args[0]);
+        if (rank->kind != TypeKind::Rank) {
+            if (!force) return false;
+            unify(rank, t_rank(2));
+            rank = prune(rank);
+        }
+        const Type row = rank->rank == 1 ? xs->args[1] : t_array(rank->rank - 1, xs->args[1]);
+        expect(c.types[1], row, c.loc, "parameter of the function given to `vmap` (one row of xs)");
+        return true;
+    }
+
+    // The type of `vmap`'s result for f's result t: each array gets a leading
+    // axis (a scalar becomes a vector, a tuple its components); nullopt
+    // while t is open.
+    std::optional<Type> batched(const Type& t0, const Constraint& c, bool force) {
+        Type t = prune(t0);
+        switch (t->kind) {
+            case TypeKind::Prim: return t_array(1, t);
+            case TypeKind::Array: {
+                Type rank = prune(t->args[0]);
+                if (rank->kind != TypeKind::Rank) {
+                    if (!force) return std::nullopt;
+                    unify(rank, t_rank(1));
+                    rank = prune(rank);
+                }
+                if (rank->rank >= 3)
+                    user_error(ErrorKind::Type, c.loc,
+                               "`vmap`'s function returns " + describe(t) + ": with the mapped axis that is rank " +
+                                   std::to_string(rank->rank + 1) + ", and arrays have at most rank 3");
+                return t_array(rank->rank + 1, t->args[1]);
+            }
+            case TypeKind::Tuple: {
+                std::vector<Type> parts;
+                for (const Type& e : t->args) {
+                    std::optional<Type> b = batched(e, c, force);
+                    if (!b) return std::nullopt;
+                    parts.push_back(*b);
+                }
+                return t_tuple(std::move(parts));
+            }
+            case TypeKind::Var:
+                if (!force) return std::nullopt;
+                if (t->is_rank) return std::nullopt;
+                // Still open after defaulting: a scalar (a numeric literal's type).
+                {
+                    Type s = fresh_scalar(t->classes);
+                    unify(t, s);
+                }
+                return t_array(1, prune(t));
+            default:
+                user_error(ErrorKind::Type, c.loc,
+                           "`vmap`'s function must return a scalar, an array or a tuple of them; it returns " +
+                               describe(t));
+        }
     }
 
     // ShapeArg types: {shape, rank}
@@ -1617,6 +1697,14 @@ std::map<std::string, SchemePtr> make_builtin_schemes() {
         SchemeBuilder b;
         Type r = b.rank(), a = b.var(), c = b.var();
         m["map"] = b.done(t_func({t_func(a, c), arr(r, a)}, arr(r, c)));
+    }
+    {
+        // vmap f xs: f applied to each row of xs (each element of a vector).
+        SchemeBuilder b;
+        Type xs = b.var(), p = b.var(), q = b.var(), res = b.var();
+        b.constrain(K::VmapParam, {xs, p});
+        b.constrain(K::VmapResult, {q, res});
+        m["vmap"] = b.done(t_func({t_func(p, q), xs}, res));
     }
     {
         SchemeBuilder b;

@@ -32,6 +32,8 @@ struct Constraint {
         Matmul,       // {left, right, result} of `@`: NumPy's ranks (a vector is a row on the left, a column on the right)
         MaskOrIndex,  // {indexed array, result, index} of `xs[e]` with e's type open: a mask if an array, else an int
         BroadcastRank,  // {result rank, operand ranks...} of zipWith: the largest (NumPy's broadcasting)
+        VmapParam,    // {xs, param} of `vmap f xs`: f takes one row of xs (an element of a vector)
+        VmapResult,   // {f's result, vmap's result}: one more leading axis (a scalar becomes a vector)
     };
     Kind kind;
     std::vector<Type> types;  // layout per kind, see typecheck.cpp
