@@ -277,7 +277,11 @@ public:
         const Shape own(s.begin() + b.batch, s.end());
         Shape flags{rows_};
         flags.insert(flags.end(), own.size(), 1);
-        const Value mask = named("fill", {shape_value(flags), Value(Scalar::of_bool(true))});
+        const Type shape_type = flags.size() == 1 ? t_prim(Prim::Int)
+                                                  : t_tuple(std::vector<Type>(flags.size(), t_prim(Prim::Int)));
+        const Type bool_type = t_prim(Prim::Bool);
+        const Value mask = named("fill", {shape_value(flags), Value(Scalar::of_bool(true))},
+                                 t_func({shape_type, bool_type}, t_array(static_cast<int>(flags.size()), bool_type)));
         return named("where", {mask, b.v, b.v});
     }
 
@@ -568,10 +572,23 @@ std::string shapes_of(const Value& v) {
     return v.is_scalar() ? "a scalar" : shape_to_string(shape_of(v));
 }
 
+Value batched_rows(const BuiltinCall& c, const Value& f, const Value& xs) {
+    Batcher batcher(c.ctx, array_like_shape(xs)[0], c.loc);
+    return batcher.rows_of(batcher.apply(same(f), {BVal{xs, 1}}, c.loc));
+}
+
 // The definition: f applied to each row, the results stacked.
 Value by_rows(const BuiltinCall& c, const Value& f, const Value& xs) {
     const Value host = force(xs);
     const int64_t n = array_like_shape(host)[0];
+    // No rows: the shape of f's result comes from batching f (as JAX traces
+    // it), so that `vmap f` of a (0, k) matrix has the inner extents f gives.
+    if (n == 0) {
+        try {
+            return batched_rows(c, f, host);
+        } catch (const Unbatchable&) {
+        }
+    }
     std::vector<Value> results;
     results.reserve(static_cast<size_t>(n));
     std::string first;
@@ -598,9 +615,8 @@ Value b_vmap(const BuiltinCall& c, Args a) {
     const Type result = c.result_type();
     if (s.size() == 1 && is_array(result) && array_rank(result) == 1)
         return apply_named(c, "map", {f, xs}, t_func({func_param(c.type), func_param(func_result(c.type))}, result));
-    Batcher batcher(c.ctx, s[0], c.loc);
     try {
-        return batcher.rows_of(batcher.apply(same(f), {BVal{xs, 1}}, c.loc));
+        return batched_rows(c, f, xs);
     } catch (const Unbatchable& u) {
         if (c.ctx.warnings)
             c.ctx.warnings->push_back(

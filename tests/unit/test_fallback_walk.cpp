@@ -64,6 +64,7 @@ const std::map<std::string, std::string> kCalls = {
     {"interleave", "(interleave xs xs)[i]"}, {"take", "sum (take i xs)"}, {"drop", "sum (drop i xs)"},
     {"filter", "length (filter (\\v -> v > float i) xs)"}, {"sort", "(sort (reverse xs))[i]"},
     {"sortByKey", "let (k, v) = sortByKey (reverse ys) xs in v[i]"}, {"iterate", "iterate i (\\v -> v * 2) 1"},
+    {"vmap", "(vmap (\\r -> sum r * float i) m)[1] + (vmap (\\r -> r[i] - mean r) m)[0]"},
 };
 
 // Builtins that only the host runs, and why they are not in the walk.

@@ -19,6 +19,7 @@
 #include <iterator>
 #include <random>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -291,7 +292,9 @@ private:
             return "map float (iota " + ns + ")";
         }
         const int d = depth - 1;
-        switch (pick(16)) {
+        switch (pick(17)) {
+            case 16:
+                return vmap_rows(e, n, d);
             case 0:
                 return "generate " + ns + " " + lambda({El::Int}, e, 2 + pick(2));
             case 1: {
@@ -436,7 +439,13 @@ private:
             return "generate " + shape + " " + lambda({El::Int, El::Int}, e, 1);
         }
         const int d = depth - 1;
-        switch (pick(10)) {
+        switch (pick(11)) {
+            case 10: {  // each row computed by vmap from a row of another matrix
+                const auto [row, t, c0] = vmap_row(e);
+                const std::string body = vec(e, c, d);
+                vecs_.pop_back();
+                return "vmap (\\" + row + " -> " + body + ") " + par(mat(t, r, c0, d));
+            }
             case 9:
                 return broadcast(e, r, c, d);
             case 0:
@@ -471,6 +480,31 @@ private:
                 if (e != El::Float) return "scan " + std::string(scan_op(e)) + " " + seed(e) + " " + par(mat(e, r, c, d));
                 return "float " + par(mat(El::Int, r, c, d));
         }
+    }
+
+    // vmap's row: a vector named for the body to read (popped by the caller).
+    std::tuple<std::string, El, int64_t> vmap_row(El prefer) {
+        const std::string row = "r" + std::to_string(fresh_++);
+        const El t = coin(0.6) ? prefer : elem();
+        const int64_t c = small_extent();
+        vecs_.push_back({row, t, c});
+        return {row, t, c};
+    }
+
+    // A vector of one exact reduction per row of a matrix, by vmap.
+    std::string vmap_rows(El e, int64_t n, int d) {
+        const auto [row, t, c] = vmap_row(e);
+        std::string body;
+        if (e == El::Int) {
+            static const char* reds[] = {"sum", "product", "maximum", "minimum"};
+            body = std::string(reds[pick(4)]) + " " + par(vec(e, c, d));
+        } else if (e == El::Float) {
+            body = std::string(coin(0.5) ? "maximum " : "minimum ") + par(vec(e, c, d));
+        } else {
+            body = std::string(coin(0.5) ? "all " : "any ") + par(vec(e, c, d));
+        }
+        vecs_.pop_back();
+        return "vmap (\\" + row + " -> " + body + ") " + par(mat(t, n, c, d));
     }
 
     // An r x c matrix from two operands that broadcast to it (NumPy's rule):
