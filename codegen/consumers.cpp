@@ -60,7 +60,7 @@ std::optional<ConsumerKind> consumer_kind(const std::string& name) {
         {"compress", ConsumerKind::Compress},
         {"matmul", ConsumerKind::Matmul},   {"@", ConsumerKind::Matmul},         {"permute", ConsumerKind::Permute},
         {"scatter", ConsumerKind::Scatter}, {"tally", ConsumerKind::Tally},    {"solve", ConsumerKind::Linalg},
-        {"inv", ConsumerKind::Linalg},      {"det", ConsumerKind::Linalg}, {"count", ConsumerKind::Count},      {"argmax", ConsumerKind::ArgExtreme},
+        {"inv", ConsumerKind::Linalg},      {"det", ConsumerKind::Linalg},       {"lstsq", ConsumerKind::Linalg}, {"count", ConsumerKind::Count},      {"argmax", ConsumerKind::ArgExtreme},
         {"argmin", ConsumerKind::ArgExtreme}, {"reduce", ConsumerKind::Reduce},  {"sum", ConsumerKind::Known},
         {"product", ConsumerKind::Known},   {"maximum", ConsumerKind::Known},    {"minimum", ConsumerKind::Known},
         {"all", ConsumerKind::Known},       {"any", ConsumerKind::Known}};

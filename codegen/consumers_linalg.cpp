@@ -7,6 +7,7 @@
 namespace shoal::compiled {
 
 std::optional<Value> FusionEngine::linalg(const std::string& name, std::span<const Value> args, EvalContext& ctx) {
+    if (name == "lstsq") return least_squares(args, ctx);
     const Value& a = args[0];
     const bool solving = name == "solve";
     if (!is_operand(a) || (solving && !is_operand(args[1]))) return std::nullopt;
@@ -46,6 +47,33 @@ std::optional<Value> FusionEngine::linalg(const std::string& name, std::span<con
         return Value(d.as_double() == 0 ? convert_scalar(Scalar::of_double(0.0), elem) : d);
     }
     return result(out, elem, solving ? sb : sa);
+}
+
+// lstsq a b: one plan around the "svd" call and two products.
+std::optional<Value> FusionEngine::least_squares(std::span<const Value> args, EvalContext& ctx) {
+    const Value &a = args[0], &b = args[1];
+    if (!is_operand(a) || !is_operand(b)) return std::nullopt;
+    const Shape sa = shape_of(a), sb = shape_of(b);
+    const Prim elem = elem_of(a);
+    if (sa.size() != 2 || !is_floating(elem) || sb.empty() || sb.size() > 2 || sb[0] != sa[0] || elem_of(b) != elem)
+        return std::nullopt;  // the reference evaluator's to report
+    if (emitting_)
+        user_error(ErrorKind::Runtime, origin_,
+                   "`:emit` cannot export `lstsq` yet: it calls LAPACK / cuSOLVER, which an exported project does not link");
+    if (shaped_for_executor() && (!executor_->has_library("svd") || !executor_->has_library("gemm"))) return std::nullopt;
+    FuseContext fc(ctx);
+    const PullArray pa = pull_of(a, fc), pb_operand = pull_of(b, fc);
+    PlanOperands in{"lstsq rank " + std::to_string(sb.size()), {ir::tuple_of(pa), ir::tuple_of(pb_operand)}};
+    const Loc loc = origin_;
+    const ir::PlanOutcome r = run("lstsq", fc, in, [&](ir::PlanBuilder& pb) {
+        ir::lower_lstsq(pb, "lstsq", pa, pb_operand,
+                        "lstsq: the singular value decomposition did not converge (info {index}; NumPy raises "
+                        "LinAlgError: SVD did not converge)",
+                        loc, "out", lowering_options());
+    });
+    Shape sx{sa[1]};
+    if (sb.size() == 2) sx.push_back(sb[1]);
+    return result(r.outputs.at("out"), elem, sx);
 }
 
 }  // namespace shoal::compiled

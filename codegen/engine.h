@@ -158,6 +158,7 @@ private:
     std::optional<Value> scatter(std::span<const Value> args, EvalContext& ctx);
     std::optional<Value> tally(const Value& n, const Value& xs, EvalContext& ctx);
     std::optional<Value> linalg(const std::string& name, std::span<const Value> args, EvalContext& ctx);
+    std::optional<Value> least_squares(std::span<const Value> args, EvalContext& ctx);
 
     const ir::KernelToolchain& toolchain() const;  // or the error saying there is none
 

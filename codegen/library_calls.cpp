@@ -9,6 +9,7 @@ namespace {
 const LibraryFunction kFunctions[] = {
     {"gemm", 5, 2, 1, "matrix product c = op(a) op(b) (row-major; cuBLAS / the CPU BLAS)"},
     {"lu", 3, 0, 4, "LU factorisation with partial pivoting, then a solve (column-major; LAPACK / cuSOLVER)"},
+    {"svd", 2, 0, 5, "thin singular value decomposition a = u diag(s) v' (column-major; LAPACK gesdd / cuSOLVER gesvdj)"},
 };
 
 }  // namespace
@@ -38,6 +39,13 @@ void verify_library_call(const LaunchPlan& plan, const LibraryCall& call) {
         for (size_t k : {size_t{1}, size_t{3}})
             SHOAL_INTERNAL_ASSERT(plan.find_buffer(call.writes[k])->elem == ScalarType::I32, "lu: pivots and info are ints");
     }
+    if (call.function == "svd") {
+        const ScalarType t = plan.find_buffer(call.writes[0])->elem;
+        SHOAL_INTERNAL_ASSERT(t == ScalarType::F32 || t == ScalarType::F64, "svd of " + std::string(scalar_name(t)));
+        for (size_t k : {size_t{1}, size_t{2}, size_t{3}})
+            SHOAL_INTERNAL_ASSERT(plan.find_buffer(call.writes[k])->elem == t, "svd: s, u and v of another type than a");
+        SHOAL_INTERNAL_ASSERT(plan.find_buffer(call.writes[4])->elem == ScalarType::I32, "svd: info is an int");
+    }
 }
 
 LibraryCall lu_call(ExprPtr n, ExprPtr nrhs, bool trans, const std::string& a, const std::string& pivots, const std::string& b,
@@ -53,6 +61,20 @@ LuShape lu_shape(const LibraryCall& call, const std::function<HostValue(const st
     SHOAL_INTERNAL_ASSERT(call.function == "lu" && call.args.size() == 3, "lu_shape of " + call.function);
     return LuShape{eval_host_int(call.args[0], lookup), eval_host_int(call.args[1], lookup),
                    eval_host_int(call.args[2], lookup) != 0};
+}
+
+LibraryCall svd_call(ExprPtr rows, ExprPtr cols, const std::string& a, const std::string& s, const std::string& u,
+                     const std::string& v, const std::string& info) {
+    LibraryCall call;
+    call.function = "svd";
+    call.args = {std::move(rows), std::move(cols)};
+    call.writes = {a, s, u, v, info};
+    return call;
+}
+
+SvdShape svd_shape(const LibraryCall& call, const std::function<HostValue(const std::string&)>& lookup) {
+    SHOAL_INTERNAL_ASSERT(call.function == "svd" && call.args.size() == 2, "svd_shape of " + call.function);
+    return SvdShape{eval_host_int(call.args[0], lookup), eval_host_int(call.args[1], lookup)};
 }
 
 LibraryCall gemm_call(ExprPtr n, ExprPtr m, ExprPtr k, bool trans_a, bool trans_b, const std::string& a,

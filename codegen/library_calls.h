@@ -25,6 +25,17 @@
 //       are within floating-point tolerance of the reference evaluator's
 //       unblocked factorisation. (A row-major matrix is its transpose
 //       column-major: lower_linalg.cpp factors it as it is.)
+//
+//   svd(rows, cols; ; a, s, u, v, info)
+//       the thin singular value decomposition a = u diag(s) v' of a (rows x
+//       cols, float or double, COLUMN-major, destroyed): s (p = min(rows,
+//       cols) values, descending, non-negative), u (rows x p) and v (cols x
+//       p; v itself, not its transpose), both column-major, and info (I32,
+//       one element: 0, or > 0 when the iteration did not converge).
+//       LAPACK's gesdd on a CPU (its v' transposed after the call),
+//       cuSOLVER's gesvdj on a GPU. Within floating-point tolerance of the
+//       reference evaluator's Jacobi SVD (singular vectors are unique only
+//       up to sign: lstsq's solution, which the tests compare, is unique).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -70,5 +81,16 @@ struct LuShape {
 LibraryCall lu_call(ExprPtr n, ExprPtr nrhs, bool trans, const std::string& a, const std::string& pivots, const std::string& b,
                     const std::string& info);
 LuShape lu_shape(const LibraryCall& call, const std::function<HostValue(const std::string&)>& lookup);
+
+// ---------------------------------------------------------------- svd
+struct SvdShape {
+    int64_t rows = 0, cols = 0;
+    int64_t p() const { return rows < cols ? rows : cols; }
+    int64_t flops() const { return 4 * rows * cols * p() + 8 * p() * p() * p(); }
+    int64_t elements() const { return rows * cols + p() + (rows + cols) * p(); }
+};
+LibraryCall svd_call(ExprPtr rows, ExprPtr cols, const std::string& a, const std::string& s, const std::string& u,
+                     const std::string& v, const std::string& info);
+SvdShape svd_shape(const LibraryCall& call, const std::function<HostValue(const std::string&)>& lookup);
 
 }  // namespace shoal::ir

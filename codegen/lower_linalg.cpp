@@ -100,4 +100,55 @@ void lower_det(PlanBuilder& pb, const std::string& name, const PullArray& a, con
     lower_reduce(pb, name, diagonal, known_combine(AssocOp::Mul, t), out, opt);
 }
 
+// lstsq: the row-major a (m x n) is a' column-major (n x m), so the "svd"
+// call on its copy gives a' = u diag(s) v', a = v diag(s) u' and
+// pinv(a) = u diag(1/s) v': x = u ((v' b) / s), two products (the BLAS /
+// cuBLAS) around a kernel that divides by the singular values above NumPy's
+// cutoff (eps * max(m, n) * the largest) and zeroes the others, which gives
+// the minimum-norm solution of a rank-deficient a, as LAPACK's gelsd.
+void lower_lstsq(PlanBuilder& pb, const std::string& name, const PullArray& a, const PullArray& b,
+                 const std::string& no_convergence, const Loc& loc, const std::string& out, const LoweringOptions& opt) {
+    const ExprPtr m = a.shape[0], n = a.shape[1];
+    const ScalarType t = a.elem;
+    const ExprPtr k = b.rank() == 2 ? b.shape[1] : i64(1);
+    const ExprPtr p = binary(BinaryOp::Min, m, n);
+    const std::string copy = pb.temp_buffer(pb.fresh(name + "_a"), t, binary(BinaryOp::Mul, m, n));
+    lower_map(pb, name + "_matrix", tuple_of(a), {copy}, opt);
+    const std::string s = pb.temp_buffer(pb.fresh(name + "_s"), t, p),
+                      u = pb.temp_buffer(pb.fresh(name + "_u"), t, binary(BinaryOp::Mul, n, p)),
+                      v = pb.temp_buffer(pb.fresh(name + "_v"), t, binary(BinaryOp::Mul, m, p)),
+                      info = pb.temp_buffer(pb.fresh(name + "_info"), ScalarType::I32, i64(1));
+    pb.call(svd_call(n, m, copy, s, u, v, info), "lstsq: the SVD of a's copy (its transpose, column-major)");
+    {
+        KernelBuilder kb(name + "_converged", 32);
+        kb.buffer_param(info, ScalarType::I32, Access::Read);
+        const int code = kb.add_check(no_convergence, loc);
+        const ExprPtr status = kb.bind("info", load(info, i64(0), ScalarType::I32));
+        emit_if(kb, binary(BinaryOp::And, binary(BinaryOp::Eq, thread_idx(), i32(0)), binary(BinaryOp::Ne, status, i32(0))),
+                [&] { kb.emit(error(code, cast(ScalarType::I64, status), use_params(kb, p))); });
+        add_launch(pb, kb, i64(1), "the SVD did not converge");
+    }
+    const std::string rhs = pb.temp_buffer(pb.fresh(name + "_b"), t, binary(BinaryOp::Mul, m, k));
+    lower_map(pb, name + "_rhs", tuple_of(b), {rhs}, opt);
+    // v (m x p column-major) is v' row-major (p x m).
+    const std::string y = pb.temp_buffer(pb.fresh(name + "_vb"), t, binary(BinaryOp::Mul, p, k));
+    pb.call(gemm_call(p, k, m, false, false, v, rhs, y), "lstsq: v' b (the BLAS)");
+    const double eps = t == ScalarType::F32 ? 1.1920928955078125e-07 : 2.220446049250313e-16;
+    const PullArray scaled{{p, k}, t, [=](KernelBuilder& kb, const std::vector<ExprPtr>& i) {
+                               kb.buffer_param(y, t, Access::Read);
+                               kb.buffer_param(s, t, Access::Read);
+                               const ExprPtr si = kb.bind("s", load(s, i[0], t));
+                               const ExprPtr cutoff = binary(BinaryOp::Mul, load(s, i64(0), t),
+                                                             binary(BinaryOp::Mul, const_float(eps, t),
+                                                                    cast(t, use_params(kb, binary(BinaryOp::Max, m, n)))));
+                               const ExprPtr yi = load(y, binary(BinaryOp::Add, binary(BinaryOp::Mul, i[0], use_params(kb, k)), i[1]), t);
+                               return select(binary(BinaryOp::Gt, si, cutoff), binary(BinaryOp::Div, yi, si), const_float(0.0, t));
+                           }};
+    const std::string z = pb.temp_buffer(pb.fresh(name + "_scaled"), t, binary(BinaryOp::Mul, p, k));
+    lower_map(pb, name + "_scale", tuple_of(scaled), {z}, opt);
+    // u (n x p column-major) is u' row-major (p x n): x = (u')' z.
+    pb.call(gemm_call(n, k, p, true, false, u, z, pb.output_buffer(out, t, binary(BinaryOp::Mul, n, k))),
+            "lstsq: u (s^-1 v' b) (the BLAS)");
+}
+
 }  // namespace shoal::ir

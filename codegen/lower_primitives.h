@@ -202,6 +202,11 @@ void lower_matmul(PlanBuilder& pb, const std::string& name, const PullArray& a, 
 // null. A singular a raises `singular` ({index}: the zero pivot, {extent}: n) at loc.
 void lower_solve(PlanBuilder& pb, const std::string& name, const PullArray& a, const PullArray* b,
                  const std::string& singular, const Loc& loc, const std::string& out, const LoweringOptions& opt = {});
+// lstsq: out = the minimum-norm least-squares solution of a x = b (a m x n,
+// b m or m x k; out n or n x k row-major) through the "svd" library call and
+// two gemm calls; a failed SVD raises `no_convergence` at loc.
+void lower_lstsq(PlanBuilder& pb, const std::string& name, const PullArray& a, const PullArray& b,
+                 const std::string& no_convergence, const Loc& loc, const std::string& out, const LoweringOptions& opt = {});
 // det: out[1] = the determinant of a (n x n), from the same call.
 void lower_det(PlanBuilder& pb, const std::string& name, const PullArray& a, const std::string& out,
                const LoweringOptions& opt = {});

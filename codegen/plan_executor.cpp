@@ -141,4 +141,8 @@ CallCounters lu_counters(const PlanStep& step, const LuShape& shape, ScalarType 
     return call_counters(step, shape.flops(), shape.elements(), elem, std::move(implementation));
 }
 
+CallCounters svd_counters(const PlanStep& step, const SvdShape& shape, ScalarType elem, std::string implementation) {
+    return call_counters(step, shape.flops(), shape.elements(), elem, std::move(implementation));
+}
+
 }  // namespace shoal::ir

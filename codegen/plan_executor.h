@@ -79,6 +79,7 @@ struct CallCounters {
 // out (its time is the caller's to add: measured on the host or by events).
 CallCounters gemm_counters(const PlanStep& step, const GemmShape& shape, ScalarType elem, std::string implementation);
 CallCounters lu_counters(const PlanStep& step, const LuShape& shape, ScalarType elem, std::string implementation);
+CallCounters svd_counters(const PlanStep& step, const SvdShape& shape, ScalarType elem, std::string implementation);
 
 struct PlanOutcome {
     // Every Output buffer, rank 1 of the buffer's count (the caller gives it
@@ -152,7 +153,9 @@ public:
     // Whether the executor implements a library function (library_calls.h):
     // asked only when a plan could call it, since the answer may load the
     // library (OpenBLAS, cuBLAS). A GPU's cuBLAS is what `:cuda` shows.
-    virtual bool has_library(const std::string& function) const { return function == "gemm" || function == "lu"; }
+    virtual bool has_library(const std::string& function) const {
+        return function == "gemm" || function == "lu" || function == "svd";
+    }
     // What runs blocks side by side, for performance advice: the CPU's
     // cores, a GPU's multiprocessors ({0, ""}: unknown).
     virtual std::pair<int, std::string> parallel_units() const { return {0, ""}; }

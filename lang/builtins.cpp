@@ -125,6 +125,8 @@ std::vector<BuiltinDoc> make_builtin_docs() {
          "solve a b: x with a @ x = b (LU with partial pivoting: LAPACK / cuSOLVER); a singular a is an error"},
         {"inv", "[[a]] -> [[a]]   (a floating)", "the inverse of a square matrix (solve a (eye n)); a singular one is an error"},
         {"det", "[[a]] -> a   (a floating)", "the determinant (from the LU factorisation; 0 for a singular matrix)"},
+        {"lstsq", "[[a]] -> [a] -> [a]   (a floating; b may be m x k)",
+         "lstsq a b: the minimum-norm least-squares x for any m x n a (NumPy's lstsq: from the SVD, rcond eps * max(m, n))"},
 
         // ---------------------------------------------------------- counting
         {"bincount", "[int] -> [int]", "how often each of 0 .. maximum xs occurs (NumPy's bincount; negative values are an error)"},
@@ -280,7 +282,6 @@ const std::pair<const char*, const char*>* find_habit(const std::string& name) {
         {"top_k", {"topk k xs", "values and indices, largest first"}},
         {"argpartition", {"topk k xs", "the k largest with their indices"}},
         {"einsum", {"a @ b", "or `sum (x * y)`, `outer x y`"}},
-        {"lstsq", {"solve (transpose a @ a) (transpose a @ b)", "the normal equations; lstsq itself is not built yet"}},
         {"linalg", {"solve a b", "also `inv a`, `det a`"}},
         {"numpy", {"sum xs", "builtins have plain names, not numpy.sum(xs)"}},
     };

@@ -28,5 +28,14 @@ ArrayPtr inverse(const Array& a, const Loc& loc);
 // The determinant: the product of U's diagonal in order, negated once per
 // row exchange; 0 for a singular matrix (NumPy's det).
 Scalar determinant(const Array& a, const Loc& loc);
+// lstsq a b: the minimum-norm least-squares solution of a x = b for any
+// m x n matrix a (NumPy's lstsq, LAPACK's gelsd): x = pinv(a) b from the
+// SVD, singular values at most eps * max(m, n) * the largest treated as
+// zero (NumPy's default rcond; eps of a's element type). b a vector of m or
+// m x k; x has n rows. The reference computes the SVD by one-sided Jacobi
+// rotations in double, then rounds.
+ArrayPtr lstsq(const Array& a, const Array& b, const Loc& loc);
+// The error for a b whose rows are not a's (both evaluators raise it).
+std::string lstsq_rhs_message(const Shape& a, const Shape& b);
 
 }  // namespace shoal::ops

@@ -1785,6 +1785,12 @@ std::map<std::string, SchemePtr> make_builtin_schemes() {
         m["solve"] = b.done(t_func({t_array(2, e), arr(r, e)}, arr(r, e)));
     }
     {
+        // lstsq a b: a is m x n, b a vector of m or m x k; x has n rows.
+        SchemeBuilder b;
+        Type e = b.var(ClassFloating | ClassNum, true), r = b.rank();
+        m["lstsq"] = b.done(t_func({t_array(2, e), arr(r, e)}, arr(r, e)));
+    }
+    {
         SchemeBuilder b;
         Type e = b.var(ClassFloating | ClassNum, true);
         m["inv"] = b.done(t_func(t_array(2, e), t_array(2, e)));

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstdlib>
+#include <vector>
 
 #include "lang/diagnostics.h"
 #include "runtime/cpu/dl_symbol.h"
@@ -41,6 +42,10 @@ struct OpenBlas {
                            const int* ipiv, void* b, const int* ldb, int* info, size_t trans_len);
     Getrf sgetrf = nullptr, dgetrf = nullptr;
     Getrs sgetrs = nullptr, dgetrs = nullptr;
+    using Gesdd = void (*)(const char* jobz, const int* m, const int* n, void* a, const int* lda, void* s, void* u,
+                           const int* ldu, void* vt, const int* ldvt, void* work, const int* lwork, int* iwork, int* info,
+                           size_t jobz_len);
+    Gesdd sgesdd = nullptr, dgesdd = nullptr;
     std::string why_not;  // when it did not load
 };
 
@@ -74,6 +79,7 @@ const OpenBlas& openblas() {
             return b;
         }
         bind(b.sgetrf, "sgetrf_") && bind(b.dgetrf, "dgetrf_") && bind(b.sgetrs, "sgetrs_") && bind(b.dgetrs, "dgetrs_");
+        bind(b.sgesdd, "sgesdd_") && bind(b.dgesdd, "dgesdd_");
         // OpenBLAS' own threads stay idle: each call runs on the thread making it.
         b.set_num_threads(1);
         return b;
@@ -172,9 +178,47 @@ void lu_of(const ir::LuShape& s, T* a, int32_t* pivots, T* b, int32_t* info) {
     *info = status;
 }
 
+// library_calls.h "svd" by LAPACK's divide-and-conquer gesdd (thin: jobz
+// 'S'), its v' transposed into v afterwards.
+template <class T>
+void svd_of(const ir::SvdShape& s, T* a, T* sv, T* u, T* v, int32_t* info) {
+    const OpenBlas& lib = openblas();
+    const int rows = blas_int(s.rows, "matrix"), cols = blas_int(s.cols, "matrix"), p = std::min(rows, cols);
+    *info = 0;
+    if (p == 0) return;
+    const auto gesdd = std::is_same_v<T, float> ? lib.sgesdd : lib.dgesdd;
+    std::vector<T> vt(static_cast<size_t>(p) * static_cast<size_t>(cols));
+    std::vector<int> iwork(static_cast<size_t>(8 * p));
+    int lwork = -1, status = 0;
+    T size = 0;
+    gesdd("S", &rows, &cols, a, &rows, sv, u, &rows, vt.data(), &p, &size, &lwork, iwork.data(), &status, 1);
+    SHOAL_INTERNAL_ASSERT(status == 0, "gesdd's workspace query failed (" + std::to_string(status) + ")");
+    lwork = std::max(1, static_cast<int>(size));
+    std::vector<T> work(static_cast<size_t>(lwork));
+    lib.set_num_threads(worker_count(0, INT_MAX));  // as lu_of: Shoal's workers wait for the call
+    gesdd("S", &rows, &cols, a, &rows, sv, u, &rows, vt.data(), &p, work.data(), &lwork, iwork.data(), &status, 1);
+    lib.set_num_threads(1);
+    SHOAL_INTERNAL_ASSERT(status >= 0, "gesdd rejected its arguments (" + std::to_string(status) + ")");
+    *info = status;
+    for (int i = 0; i < cols; ++i)
+        for (int j = 0; j < p; ++j)
+            v[static_cast<size_t>(i) + static_cast<size_t>(j) * static_cast<size_t>(cols)] =
+                vt[static_cast<size_t>(j) + static_cast<size_t>(i) * static_cast<size_t>(p)];
+}
+
 }  // namespace
 
 bool have_blas() { return openblas().why_not.empty(); }
+bool have_svd() { return have_blas() && openblas().sgesdd && openblas().dgesdd; }
+
+void svd(ir::ScalarType elem, const ir::SvdShape& s, void* a, void* sv, void* u, void* v, int32_t* info) {
+    SHOAL_INTERNAL_ASSERT(have_svd(), "svd called without LAPACK");
+    if (elem == ir::ScalarType::F32)
+        svd_of(s, static_cast<float*>(a), static_cast<float*>(sv), static_cast<float*>(u), static_cast<float*>(v), info);
+    else if (elem == ir::ScalarType::F64)
+        svd_of(s, static_cast<double*>(a), static_cast<double*>(sv), static_cast<double*>(u), static_cast<double*>(v), info);
+    else internal_error(__FILE__, __LINE__, "svd of " + std::string(ir::scalar_name(elem)));
+}
 bool have_lapack() { return have_blas() && openblas().sgetrf && openblas().dgetrf && openblas().sgetrs && openblas().dgetrs; }
 
 void lu(ir::ScalarType elem, const ir::LuShape& s, void* a, int32_t* pivots, void* b, int32_t* info) {
@@ -212,6 +256,10 @@ void gemm(ir::ScalarType, const ir::GemmShape&, const void*, const void*, void*,
 bool have_lapack() { return false; }
 void lu(ir::ScalarType, const ir::LuShape&, void*, int32_t*, void*, int32_t*) {
     internal_error(__FILE__, __LINE__, "lu called in a build without LAPACK");
+}
+bool have_svd() { return false; }
+void svd(ir::ScalarType, const ir::SvdShape&, void*, void*, void*, void*, int32_t*) {
+    internal_error(__FILE__, __LINE__, "svd called in a build without LAPACK");
 }
 
 #endif

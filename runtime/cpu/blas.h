@@ -29,4 +29,10 @@ bool have_lapack();
 // on every core (Shoal's workers wait for the call).
 void lu(ir::ScalarType elem, const ir::LuShape& s, void* a, int32_t* pivots, void* b, int32_t* info);
 
+// Whether the BLAS has LAPACK's gesdd (OpenBLAS does).
+bool have_svd();
+// library_calls.h "svd": a (column-major, destroyed) into s, u and v
+// (column-major); *info as LAPACK's gesdd. On every core, as lu.
+void svd(ir::ScalarType elem, const ir::SvdShape& s, void* a, void* sv, void* u, void* v, int32_t* info);
+
 }  // namespace shoal::cpu

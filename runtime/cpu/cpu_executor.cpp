@@ -89,7 +89,7 @@ public:
         return {.shared_tiles = t == Tier::Compare, .cpu_cores = cores};
     }
     bool has_library(const std::string& function) const override {
-        return (function == "gemm" && have_blas()) || (function == "lu" && have_lapack());
+        return (function == "gemm" && have_blas()) || (function == "lu" && have_lapack()) || (function == "svd" && have_svd());
     }
     CompileCounters compilation() const override { return tier_.waited_builds(); }
     std::pair<int, std::string> parallel_units() const override {

@@ -141,6 +141,11 @@ private:
             lu(t, shape, buffer(s.call.writes[0]).data, static_cast<int32_t*>(buffer(s.call.writes[1]).data),
                buffer(s.call.writes[2]).data, static_cast<int32_t*>(buffer(s.call.writes[3]).data));
             c = ir::lu_counters(s, shape, t, single ? "OpenBLAS' LAPACK sgetrf + sgetrs" : "OpenBLAS' LAPACK dgetrf + dgetrs");
+        } else if (s.call.function == "svd") {
+            const ir::SvdShape shape = ir::svd_shape(s.call, lookup_);
+            svd(t, shape, buffer(s.call.writes[0]).data, buffer(s.call.writes[1]).data, buffer(s.call.writes[2]).data,
+                buffer(s.call.writes[3]).data, static_cast<int32_t*>(buffer(s.call.writes[4]).data));
+            c = ir::svd_counters(s, shape, t, single ? "OpenBLAS' LAPACK sgesdd" : "OpenBLAS' LAPACK dgesdd");
         } else {
             SHOAL_INTERNAL_ASSERT(s.call.function == "gemm", "run_plan: no library function " + s.call.function);
             const ir::GemmShape g = ir::gemm_shape(s.call, lookup_);

@@ -89,6 +89,11 @@ public:
                            void* /*pivots*/, void* /*b*/, void* /*info*/) {
         return cudaErrorNotSupported;
     }
+    // library_calls.h "svd" (cuSOLVER's gesvdj), under the same solver().
+    virtual cudaError_t svd(cudaStream_t /*stream*/, ir::ScalarType /*elem*/, const ir::SvdShape& /*shape*/, void* /*a*/,
+                            void* /*s*/, void* /*u*/, void* /*v*/, void* /*info*/) {
+        return cudaErrorNotSupported;
+    }
 
     // Errors.
     virtual cudaError_t getLastError() = 0;

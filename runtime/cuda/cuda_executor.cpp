@@ -383,6 +383,12 @@ private:
             e = device_.api().lu(device_.stream(), t, shape, buffer(w[0])->ptr(), buffer(w[1])->ptr(), buffer(w[2])->ptr(),
                                  buffer(w[3])->ptr());
             counters = ir::lu_counters(s, shape, t, device_.api().solver() + ": getrf + getrs" + precision);
+        } else if (s.call.function == "svd") {
+            const ir::SvdShape shape = ir::svd_shape(s.call, lookup_);
+            const std::vector<std::string>& w = s.call.writes;
+            e = device_.api().svd(device_.stream(), t, shape, buffer(w[0])->ptr(), buffer(w[1])->ptr(), buffer(w[2])->ptr(),
+                                  buffer(w[3])->ptr(), buffer(w[4])->ptr());
+            counters = ir::svd_counters(s, shape, t, device_.api().solver() + ": gesvdj" + precision);
         } else {
             SHOAL_INTERNAL_ASSERT(s.call.function == "gemm", "cuda executor: no library function " + s.call.function);
             const ir::GemmShape g = ir::gemm_shape(s.call, lookup_);
@@ -391,8 +397,12 @@ private:
             counters = ir::gemm_counters(s, g, t, device_.api().blas() + ": gemm" + precision);
         }
         if (e == cudaErrorUnknown && !device_.api().blas_error().empty())
-            user_error(ErrorKind::Runtime, Loc{}, (s.call.function == "lu" ? "solve: " : "matmul: ") + device_.api().blas_error());
-        device_.check(e, s.call.function == "lu" ? "cusolverDnGetrf" : "cublasGemm");
+            user_error(ErrorKind::Runtime, Loc{},
+                       (s.call.function == "lu" ? "solve: " : s.call.function == "svd" ? "lstsq: " : "matmul: ") +
+                           device_.api().blas_error());
+        device_.check(e, s.call.function == "lu"    ? "cusolverDnGetrf"
+                         : s.call.function == "svd" ? "cusolverDnGesvdj"
+                                                    : "cublasGemm");
         if (options_.timed) {
             timing.end = device_.take_event();
             device_.check(device_.api().eventRecord(timing.end, device_.stream()), "cudaEventRecord");
@@ -488,7 +498,7 @@ public:
     std::string name() const override { return "cuda"; }
     // Products call cuBLAS where it loads; else they stay generated kernels.
     bool has_library(const std::string& function) const override {
-        if (function == "lu") return !device_->api().solver().empty();
+        if (function == "lu" || function == "svd") return !device_->api().solver().empty();
         return function == "gemm" && !device_->api().blas().empty();
     }
     std::string lost_reason() const override { return device_->lost_reason(); }

@@ -163,6 +163,11 @@ public:
         if (solver().empty()) return cudaErrorNotSupported;
         return cusolver_.lu(stream, elem, shape, a, pivots, b, info, blas_error_);
     }
+    cudaError_t svd(cudaStream_t stream, ir::ScalarType elem, const ir::SvdShape& shape, void* a, void* sv, void* u,
+                    void* v, void* info) override {
+        if (solver().empty()) return cudaErrorNotSupported;
+        return cusolver_.svd(stream, elem, shape, a, sv, u, v, info, blas_error_);
+    }
     cudaError_t getLastError() override { return cudaGetLastError(); }
     const char* getErrorName(cudaError_t error) override { return cudaGetErrorName(error); }
     const char* getErrorString(cudaError_t error) override { return cudaGetErrorString(error); }

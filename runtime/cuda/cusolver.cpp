@@ -3,6 +3,7 @@
 #include <cusolverDn.h>
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <mutex>
 #include <vector>
 
@@ -22,6 +23,12 @@ struct Cusolver::Library {
     decltype(&cusolverDnDgetrf) dgetrf = nullptr;
     decltype(&cusolverDnSgetrs) sgetrs = nullptr;
     decltype(&cusolverDnDgetrs) dgetrs = nullptr;
+    decltype(&cusolverDnCreateGesvdjInfo) create_gesvdj = nullptr;
+    decltype(&cusolverDnSgesvdj_bufferSize) sgesvdj_size = nullptr;
+    decltype(&cusolverDnDgesvdj_bufferSize) dgesvdj_size = nullptr;
+    decltype(&cusolverDnSgesvdj) sgesvdj = nullptr;
+    decltype(&cusolverDnDgesvdj) dgesvdj = nullptr;
+    gesvdjInfo_t gesvdj_params = nullptr;
 
     void open() {
         for (const char* candidate : {"libcusolver.so.12", "libcusolver.so.11", "libcusolver.so"}) {
@@ -31,11 +38,13 @@ struct Cusolver::Library {
             if (!bind(create, "cusolverDnCreate") || !bind(set_stream, "cusolverDnSetStream") ||
                 !bind(sgetrf_size, "cusolverDnSgetrf_bufferSize") || !bind(dgetrf_size, "cusolverDnDgetrf_bufferSize") ||
                 !bind(sgetrf, "cusolverDnSgetrf") || !bind(dgetrf, "cusolverDnDgetrf") || !bind(sgetrs, "cusolverDnSgetrs") ||
-                !bind(dgetrs, "cusolverDnDgetrs")) {
-                why = std::string(candidate) + " lacks the getrf / getrs functions";
+                !bind(dgetrs, "cusolverDnDgetrs") || !bind(create_gesvdj, "cusolverDnCreateGesvdjInfo") ||
+                !bind(sgesvdj_size, "cusolverDnSgesvdj_bufferSize") || !bind(dgesvdj_size, "cusolverDnDgesvdj_bufferSize") ||
+                !bind(sgesvdj, "cusolverDnSgesvdj") || !bind(dgesvdj, "cusolverDnDgesvdj")) {
+                why = std::string(candidate) + " lacks the getrf / getrs / gesvdj functions";
                 return;
             }
-            if (create(&handle) != CUSOLVER_STATUS_SUCCESS) {
+            if (create(&handle) != CUSOLVER_STATUS_SUCCESS || create_gesvdj(&gesvdj_params) != CUSOLVER_STATUS_SUCCESS) {
                 why = std::string("cusolverDnCreate failed (") + candidate + ")";
                 return;
             }
@@ -88,6 +97,43 @@ cudaError_t Cusolver::lu(cudaStream_t stream, ir::ScalarType elem, const ir::LuS
                                static_cast<const int*>(pivots), static_cast<double*>(b), lda, solve_info);
     const cudaError_t freed = cudaFreeAsync(work, stream);
     if (st != CUSOLVER_STATUS_SUCCESS) return failed(single ? "cusolverDnSgetrf/getrs" : "cusolverDnDgetrf/getrs", st);
+    return freed;
+}
+
+cudaError_t Cusolver::svd(cudaStream_t stream, ir::ScalarType elem, const ir::SvdShape& shape, void* a, void* s, void* u,
+                          void* v, void* info, std::string& error) {
+    Library& l = *lib_;
+    const int rows = static_cast<int>(shape.rows), cols = static_cast<int>(shape.cols);
+    if (shape.p() == 0) return cudaMemsetAsync(info, 0, sizeof(int), stream);
+    auto failed = [&](const char* call, cusolverStatus_t st) {
+        error = std::string(call) + " failed (cusolverStatus " + std::to_string(static_cast<int>(st)) + ")";
+        return cudaErrorUnknown;
+    };
+    if (cusolverStatus_t st = l.set_stream(l.handle, stream); st != CUSOLVER_STATUS_SUCCESS)
+        return failed("cusolverDnSetStream", st);
+    const bool single = elem == ir::ScalarType::F32;
+    const cusolverEigMode_t vectors = CUSOLVER_EIG_MODE_VECTOR;
+    int lwork = 0;
+    cusolverStatus_t st =
+        single ? l.sgesvdj_size(l.handle, vectors, 1, rows, cols, static_cast<const float*>(a), rows,
+                                static_cast<const float*>(s), static_cast<const float*>(u), rows,
+                                static_cast<const float*>(v), cols, &lwork, l.gesvdj_params)
+               : l.dgesvdj_size(l.handle, vectors, 1, rows, cols, static_cast<const double*>(a), rows,
+                                static_cast<const double*>(s), static_cast<const double*>(u), rows,
+                                static_cast<const double*>(v), cols, &lwork, l.gesvdj_params);
+    if (st != CUSOLVER_STATUS_SUCCESS) return failed("cusolverDnXgesvdj_bufferSize", st);
+    void* work = nullptr;
+    if (cudaError_t e = cudaMallocAsync(&work, std::max<size_t>(1, static_cast<size_t>(lwork) * ir::scalar_size(elem)), stream);
+        e != cudaSuccess)
+        return e;
+    st = single ? l.sgesvdj(l.handle, vectors, 1, rows, cols, static_cast<float*>(a), rows, static_cast<float*>(s),
+                            static_cast<float*>(u), rows, static_cast<float*>(v), cols, static_cast<float*>(work), lwork,
+                            static_cast<int*>(info), l.gesvdj_params)
+                : l.dgesvdj(l.handle, vectors, 1, rows, cols, static_cast<double*>(a), rows, static_cast<double*>(s),
+                            static_cast<double*>(u), rows, static_cast<double*>(v), cols, static_cast<double*>(work), lwork,
+                            static_cast<int*>(info), l.gesvdj_params);
+    const cudaError_t freed = cudaFreeAsync(work, stream);
+    if (st != CUSOLVER_STATUS_SUCCESS) return failed(single ? "cusolverDnSgesvdj" : "cusolverDnDgesvdj", st);
     return freed;
 }
 

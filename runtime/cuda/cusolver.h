@@ -1,4 +1,4 @@
-// cuSOLVER's dense LU (getrf + getrs) behind library_calls.h "lu", loaded
+// cuSOLVER's dense LU (getrf + getrs) and SVD (gesvdj) behind library_calls.h "lu" and "svd", loaded
 // at its first use as cuBLAS is: a machine without libcusolver still runs
 // Shoal, with solve / inv / det on the reference evaluator (and a warning).
 #pragma once
@@ -24,6 +24,10 @@ public:
     // `error` saying which call failed and how.
     cudaError_t lu(cudaStream_t stream, ir::ScalarType elem, const ir::LuShape& shape, void* a, void* pivots, void* b,
                    void* info, std::string& error);
+    // library_calls.h "svd" by gesvdj (Jacobi, thin, any shape; its
+    // singular values sorted descending), in stream order.
+    cudaError_t svd(cudaStream_t stream, ir::ScalarType elem, const ir::SvdShape& shape, void* a, void* s, void* u,
+                    void* v, void* info, std::string& error);
 
 private:
     struct Library;

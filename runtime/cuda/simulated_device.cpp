@@ -312,7 +312,9 @@ public:
 
     // cuSOLVER's getrf + getrs as the CPU's LAPACK on the allocations' host
     // memory, in stream order; every operand must be device memory.
-    std::string solver() override { return cpu::have_lapack() ? "cuSOLVER simulated by the CPU's LAPACK" : ""; }
+    std::string solver() override {
+        return cpu::have_lapack() && cpu::have_svd() ? "cuSOLVER simulated by the CPU's LAPACK" : "";
+    }
     cudaError_t lu(cudaStream_t stream, ir::ScalarType elem, const ir::LuShape& shape, void* a, void* pivots, void* b,
                    void* info) override {
         std::lock_guard lock(mutex_);
@@ -333,6 +335,32 @@ public:
                     reinterpret_cast<int32_t*>(device_range(pivots, pivot_bytes, "lu pivots")),
                     b_bytes ? device_range(b, b_bytes, "lu right-hand side b") : nullptr,
                     reinterpret_cast<int32_t*>(device_range(info, sizeof(int32_t), "lu info")));
+        });
+        return cudaSuccess;
+    }
+
+    // cuSOLVER's gesvdj as the CPU's LAPACK gesdd, likewise.
+    cudaError_t svd(cudaStream_t stream, ir::ScalarType elem, const ir::SvdShape& shape, void* a, void* sv, void* u,
+                    void* v, void* info) override {
+        std::lock_guard lock(mutex_);
+        Stream& s = find_stream(stream);
+        if (sticky_ != cudaSuccess) return sticky_;
+        if (!cpu::have_svd()) return cudaErrorNotSupported;
+        const size_t size = ir::scalar_size(elem);
+        const size_t a_bytes = size_t(shape.rows * shape.cols) * size, s_bytes = size_t(shape.p()) * size,
+                     u_bytes = size_t(shape.rows * shape.p()) * size, v_bytes = size_t(shape.cols * shape.p()) * size;
+        for (const void* p : {a, sv, u, v, info})
+            if (!is_device(p)) violation("svd given a host address");
+        device_range(info, sizeof(int32_t), "svd info");
+        if (a_bytes) device_range(a, a_bytes, "svd matrix a");
+        s.queue.push_back([this, elem, shape, a, sv, u, v, info, a_bytes, s_bytes, u_bytes, v_bytes] {
+            auto* status = reinterpret_cast<int32_t*>(device_range(info, sizeof(int32_t), "svd info"));
+            if (shape.p() == 0) {
+                *status = 0;
+                return;
+            }
+            cpu::svd(elem, shape, device_range(a, a_bytes, "svd matrix a"), device_range(sv, s_bytes, "svd s"),
+                     device_range(u, u_bytes, "svd u"), device_range(v, v_bytes, "svd v"), status);
         });
         return cudaSuccess;
     }

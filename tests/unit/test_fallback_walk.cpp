@@ -48,7 +48,7 @@ const std::map<std::string, std::string> kCalls = {
     {"topk", "let (v, k) = topk 2 xs in v[i % 2] + float k[0]"}, {"unique", "length (unique (take (i + 2) ys))"},
     {"bincount", "(bincount ys)[i]"}, {"tally", "(tally 4 ys)[i]"}, {"histogram", "(histogram 4 0.0 4.0 xs)[i]"},
     {"solve", "(solve (eye 3 * 2.0) (take 3 xs))[i]"}, {"inv", "(inv (eye 3 * 2.0))[i, i]"},
-    {"det", "det (eye 3 * float (i + 1))"}, {"row", "(row xs - col xs)[0, i]"},
+    {"det", "det (eye 3 * float (i + 1))"}, {"lstsq", "(lstsq (eye 3 * 2.0) (take 3 xs))[i] + (lstsq m (take 3 xs))[1]"}, {"row", "(row xs - col xs)[0, i]"},
     {"matmul", "(matmul m (transpose m))[i, 0]"}, {"@", "(m @ transpose m)[0, i]"},
     {"map", "sum (map (\\v -> v * float i) xs)"}, {"zipWith", "sum (zipWith (\\a b -> a * float b + float i) xs ys)"},
     {"zipWith3", "sum (zipWith3 (\\a b c -> a + float b + c * float i) xs ys xs)"},
