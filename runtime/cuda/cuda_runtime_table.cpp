@@ -10,6 +10,8 @@
 #include <cublas_api.h>
 #include <dlfcn.h>
 
+#include <algorithm>
+
 #include <mutex>
 
 namespace shoal::cuda {
@@ -35,7 +37,9 @@ public:
         // matrix read as its transpose.
         const cublasOperation_t ob = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, oa = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
         const int n = int(g.n), m = int(g.m), k = int(g.k);
-        const int ldb = g.trans_b ? k : m, lda = g.trans_a ? n : k;
+        if (n == 0 || m == 0) return cudaSuccess;  // nothing to write (cuBLAS rejects the leading dimensions)
+        // k == 0: c = 0 (beta = 0); a leading dimension must be at least 1 even then.
+        const int ldb = std::max(1, g.trans_b ? k : m), lda = std::max(1, g.trans_a ? n : k);
         cublasStatus_t st;
         if (elem == ir::ScalarType::F32) {
             const float one = 1, zero = 0;
