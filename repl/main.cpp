@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "repl/host_sampler.h"
 #include "lang/session.h"
 #include "runtime/executors.h"
 
@@ -335,6 +336,7 @@ std::string read_all(std::FILE* f) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    shoal::repl::start_host_sampler();
     shoal::runtime::install_compiled_backend();  // the best executor this machine has
     enum class Kind { File, Text, Stdin };
     struct Input {

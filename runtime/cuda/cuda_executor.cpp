@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <deque>
 #include <map>
 #include <set>
@@ -231,8 +234,48 @@ public:
     }
 
     ir::PlanOutcome run() {
+        // SHOAL_CUDA_HOST_TIMES=1: the host's time in each kind of step, per
+        // plan, on stderr (where a statement's wall time goes beyond its kernels').
+        static const bool host_times = std::getenv("SHOAL_CUDA_HOST_TIMES") != nullptr;
+        std::array<int64_t, 8> spent{};
+        std::array<int, 8> steps{};
+        auto clock = std::chrono::steady_clock::now();
+        const auto plan_start = clock;
         for (const ir::PlanStep& s : plan_.steps) {
             if (options_.cancel && options_.cancel->load()) user_error(ErrorKind::Interrupted, Loc{}, "interrupted");
+            if (host_times) {
+                const auto now = std::chrono::steady_clock::now();
+                clock = now;
+            }
+            run_step(s);
+            if (host_times) {
+                const auto now = std::chrono::steady_clock::now();
+                const auto kind = static_cast<size_t>(s.kind);
+                spent[kind] += std::chrono::duration_cast<std::chrono::nanoseconds>(now - clock).count();
+                ++steps[kind];
+            }
+        }
+        const auto ending = std::chrono::steady_clock::now();
+        raise_pending_checks();
+        measure_launches();
+        if (host_times) {
+            const auto end = std::chrono::steady_clock::now();
+            static const char* kNames[] = {"compute", "alloc", "launch", "check", "read back", "free", "call", "?"};
+            std::string line = "host times, plan " + plan_.name + ": ";
+            for (size_t k = 0; k < 7; ++k)
+                if (steps[k]) line += std::string(kNames[k]) + " " + std::to_string(steps[k]) + " x " +
+                                      std::to_string(spent[k] / 1000 / steps[k]) + " us, ";
+            line += "final wait " + std::to_string(std::chrono::duration_cast<std::chrono::microseconds>(end - ending).count()) +
+                    " us, in all " +
+                    std::to_string(std::chrono::duration_cast<std::chrono::microseconds>(end - plan_start).count()) + " us\n";
+            std::fputs(line.c_str(), stderr);
+        }
+        for (const std::string& name : plan_.entry.outputs) outcome_.outputs[name] = ir::ArrayData{nullptr, bound_.at(name)};
+        return std::move(outcome_);
+    }
+
+private:
+    void run_step(const ir::PlanStep& s) {
             switch (s.kind) {
                 case ir::StepKind::Compute: {
                     const ir::PlanScalar* v = plan_.find_scalar(s.scalar);
@@ -246,14 +289,8 @@ public:
                 case ir::StepKind::Call: call(s); break;
                 case ir::StepKind::Free: bound_.erase(s.buffer); break;
             }
-        }
-        raise_pending_checks();
-        measure_launches();
-        for (const std::string& name : plan_.entry.outputs) outcome_.outputs[name] = ir::ArrayData{nullptr, bound_.at(name)};
-        return std::move(outcome_);
     }
 
-private:
     // The device memory of an input: its own, its host array's copy, or a
     // fresh upload that the host array keeps.
     std::shared_ptr<DeviceMemory> resident(const ir::ArrayData& data) {
@@ -563,9 +600,15 @@ public:
 private:
     // The plan's kernels, each compiled and loaded once per session (the
     // missing ones compile together, in parallel), remembered per plan
-    // while the plan lives so a cached plan's run prints no source.
-    const std::vector<const Device::Loaded*>& load(const std::shared_ptr<const ir::LaunchPlan>& plan,
+    // while the plan lives so a cached plan's run prints no source. A copy
+    // of a plan with its checks at other source positions (the same
+    // statement on another line: launch_plan.h relocated_from) has the same
+    // device code and shares the original's entry: printing and verifying
+    // a plan's kernels to find them loaded took ~1 ms a plan on an H100's
+    // host, more than the kernels of most statements.
+    const std::vector<const Device::Loaded*>& load(const std::shared_ptr<const ir::LaunchPlan>& running,
                                                    const Loc& origin) {
+        const std::shared_ptr<const ir::LaunchPlan>& plan = running->relocated_from ? running->relocated_from : running;
         Prepared& p = prepared_[plan.get()];
         if (p.plan.lock() == plan) return p.kernels;  // the same plan (an address may be reused by a later one)
         p.plan.reset();  // until every kernel is loaded (compiling may throw)
