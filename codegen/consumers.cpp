@@ -132,6 +132,8 @@ std::optional<Value> FusionEngine::known_reduce(const std::string& name, std::sp
     // evaluator's check, on the elements: checking mode is slow anyway).
     if (ctx.check && name == "sum" && elem == Prim::Int)
         ops::check_int_sums(*force(xs).array(), force(v), name, origin_);
+    if (ctx.check && name == "product" && elem == Prim::Int)
+        ops::check_int_products(*force(xs).array(), force(v), name, origin_);
     if (!is_reduce) return v;
     // reduce f z xs folds from z: combine z with each row's total (the operators commute).
     static const std::map<ir::AssocOp, const char*> names = {
@@ -310,7 +312,13 @@ std::optional<Value> FusionEngine::scan(const std::string& name, std::span<const
         ir::lower_scan(pb, name, src, flags ? &*flags : nullptr, combine, ir::ScanKind::Inclusive, all,
                        lowering_options());
     });
-    return rebuild(args[1], results(r, outs, prims, s));
+    Value scanned = rebuild(args[1], results(r, outs, prims, s));
+    // Checking mode: a running int sum or product that wrapped (the reference's check).
+    if (ctx.check && !segmented && known && (*known == ir::AssocOp::Add || *known == ir::AssocOp::Mul) &&
+        prims[0] == Prim::Int && zs.size() == 1)
+        ops::check_int_scan(*force(xs).array(), *force(scanned).array(), zs[0].as_long(), *known == ir::AssocOp::Mul,
+                            name != "scanExclusive", name, origin_);
+    return scanned;
 }
 
 // ++, interleave (push arrays: each thread writes into both parts) and

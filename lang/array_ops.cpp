@@ -1,6 +1,7 @@
 #include "array_ops.h"
 
 #include <algorithm>
+#include <optional>
 #include <cstring>
 #include <limits>
 #include <numeric>
@@ -487,12 +488,76 @@ Value arg_extreme_inner(bool largest, const Array& a, const char* name, const Lo
     });
 }
 
-void raise_int_sum_overflow(const std::string& name, int64_t row, int64_t exact, int64_t wrapped, const Loc& loc) {
+namespace {
+
+// Checking mode's error for an int fold that wrapped: `what` ("sum",
+// "running product", ...) of row `row` (or -1) at element `at` (or -1);
+// `exact` is nullopt beyond 64 bits.
+[[noreturn]] void raise_int_overflow(const std::string& name, const std::string& what, int64_t row, int64_t at,
+                                     std::optional<int64_t> exact, int64_t wrapped, const std::string& fix, const Loc& loc) {
     user_error(ErrorKind::Runtime, loc,
-               name + ": the int sum" + (row >= 0 ? " of row " + std::to_string(row) : std::string()) + " overflows: it is " +
-                   std::to_string(exact) + ", outside int's [-2147483648, 2147483647] (it wrapped to " +
-                   std::to_string(wrapped) + ")",
-               {"sum in 64 bits with `sum (long xs)`; without :set check, ints wrap silently (docs/semantics.md)"});
+               name + ": the int " + what + (row >= 0 ? " of row " + std::to_string(row) : std::string()) +
+                   (at >= 0 ? " at element " + std::to_string(at) : std::string()) + " overflows: it is " +
+                   (exact ? std::to_string(*exact) : std::string("beyond 64 bits")) +
+                   ", outside int's [-2147483648, 2147483647] (it wrapped to " + std::to_string(wrapped) + ")",
+               {fix + "; without :set check, ints wrap silently (docs/semantics.md)"});
+}
+
+}  // namespace
+
+void raise_int_sum_overflow(const std::string& name, int64_t row, int64_t exact, int64_t wrapped, const Loc& loc) {
+    raise_int_overflow(name, "sum", row, -1, exact, wrapped, "sum in 64 bits with `sum (long xs)`", loc);
+}
+
+void check_int_products(const Array& xs, const Value& products, const std::string& name, const Loc& loc) {
+    if (xs.elem != Prim::Int) return;
+    const InnerRows rows = inner_rows(xs.shape);
+    const int32_t* x = xs.data<int32_t>();
+    for (int64_t r = 0; r < rows.count; ++r) {
+        int64_t exact = 1;
+        bool zero = false, beyond = false;
+        for (int64_t j = 0; j < rows.length; ++j) {
+            zero = zero || x[r * rows.length + j] == 0;
+            beyond = beyond || __builtin_mul_overflow(exact, int64_t{x[r * rows.length + j]}, &exact);
+        }
+        if (zero) continue;  // exactly 0, as the wrapped product
+        const int64_t got = (products.is_scalar() ? products.scalar() : products.array()->get(r)).as_long();
+        if (beyond || exact != got)
+            raise_int_overflow(name, "product", xs.rank() > 1 ? r : -1, -1, beyond ? std::nullopt : std::optional(exact),
+                               got, "multiply in 64 bits with `product (long xs)`", loc);
+    }
+}
+
+void check_int_scan(const Array& xs, const Array& got, int64_t z, bool product, bool inclusive, const std::string& name,
+                    const Loc& loc) {
+    if (xs.elem != Prim::Int || got.elem != Prim::Int) return;
+    const InnerRows rows = inner_rows(xs.shape);
+    const int32_t* x = xs.data<int32_t>();
+    const int32_t* out = got.data<int32_t>();
+    const char* what = product ? "running product" : "running sum";
+    const std::string fix = std::string(product ? "multiply" : "add") + " in 64 bits: scan of `long xs`";
+    for (int64_t r = 0; r < rows.count; ++r) {
+        int64_t acc = z;
+        bool beyond = false;
+        auto check = [&](int64_t j) {
+            const int64_t i = r * rows.length + j;
+            if (product && acc == 0 && !beyond) return;
+            if (beyond || acc != int64_t{out[i]})
+                raise_int_overflow(name, what, xs.rank() > 1 ? r : -1, j, beyond ? std::nullopt : std::optional(acc),
+                                   out[i], fix, loc);
+        };
+        for (int64_t j = 0; j < rows.length; ++j) {
+            if (!inclusive) check(j);
+            const int64_t v = x[r * rows.length + j];
+            if (product) {
+                if (v == 0) acc = 0, beyond = false;  // exactly 0 from here on
+                else if (acc != 0 && !beyond) beyond = __builtin_mul_overflow(acc, v, &acc);
+            } else {
+                acc += v;
+            }
+            if (inclusive) check(j);
+        }
+    }
 }
 
 void check_int_sums(const Array& xs, const Value& sums, const std::string& name, const Loc& loc) {

@@ -262,6 +262,13 @@ Value arg_extreme_inner(bool largest, const Array& a, const char* name, const Lo
 // The sums of an int array's innermost rows in 64 bits, compared with the
 // wrapped ones `sums` (a scalar or a vector): raises int_sum_overflow at loc.
 void check_int_sums(const Array& xs, const Value& sums, const std::string& name, const Loc& loc);
+// Likewise for products (a row holding a 0 is exactly 0) ...
+void check_int_products(const Array& xs, const Value& products, const std::string& name, const Loc& loc);
+// ... and for running sums or products from z (scan (+) / (*), inclusive or
+// exclusive), `got` being the wrapped scan of xs: the first element whose
+// exact value left int's range is named.
+void check_int_scan(const Array& xs, const Array& got, int64_t z, bool product, bool inclusive, const std::string& name,
+                    const Loc& loc);
 
 ArrayPtr sort_inner(const Array& a);
 // The stable permutation that sorts a rank-1 array ascending, NaNs last.

@@ -233,6 +233,7 @@ template <ops::Reduction R>
 Value reduction(const BuiltinCall& c, Args a) {
     Value r = ops::reduce_inner(R, array_arg(a[0]));
     if (R == ops::Reduction::Sum && c.ctx.check) ops::check_int_sums(array_arg(a[0]), r, c.def.name, c.loc);
+    if (R == ops::Reduction::Product && c.ctx.check) ops::check_int_products(array_arg(a[0]), r, c.def.name, c.loc);
     return r;
 }
 
@@ -275,7 +276,14 @@ Value scan_rows(const BuiltinCall& c, const Value& fn, const Value& z, const Arr
             if (inclusive) out.set(i, acc);
         }
     }
-    return out.finish();
+    Value result = out.finish();
+    // Checking mode: a running int sum or product that wrapped is an error.
+    const CallableView view = f.view();
+    if (c.ctx.check && !flags && view.builtin && view.args.empty() && xs.is_array() && z.is_scalar() &&
+        (std::string_view(view.builtin->name) == "+" || std::string_view(view.builtin->name) == "*"))
+        ops::check_int_scan(*xs.array(), *result.array(), z.scalar().as_long(), view.builtin->name[0] == '*', inclusive,
+                            c.def.name, c.loc);
+    return result;
 }
 
 Value b_scan(const BuiltinCall& c, Args a) { return scan_rows(c, a[0], a[1], nullptr, a[2], true); }
