@@ -500,20 +500,54 @@ std::optional<Value> FusionEngine::permute(std::span<const Value> args, EvalCont
         return std::nullopt;
     const std::vector<Prim> prims = prims_of(dest);
     if (prims != prims_of(vals)) return std::nullopt;
+    const Shape ds = like_shape(dest), vs = like_shape(vals);
+    if (Shape(ds.begin() + 1, ds.end()) != Shape(vs.begin() + 1, vs.end())) return std::nullopt;  // the reference raises
     const bool atomics = op && prims.size() == 1 && prims[0] != Prim::Bool;
     FuseContext fc(ctx);
-    // The target of element i (flat, an int as in the reference).
-    auto target_of = [&fc, g](const std::vector<ir::ExprPtr>& shape) {
-        PullArray target{shape, ir::ScalarType::I64, nullptr};
-        target.at = [&fc, g, shape](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
-            const ir::ExprPtr flat = ir::cast(ir::ScalarType::I32, linear_index(kb, i, shape));
-            return ir::cast(ir::ScalarType::I64, compiled::compile_call(fc, kb, g, {flat}).at(0));
+    std::vector<PullArray> v = pulls_of(vals, fc), d = pulls_of(dest, fc);
+    // A matrix's rows are the elements: the arrays are permuted flat, element
+    // e of vals going to (g (e / row)) * row + e % row (out of range when g
+    // is: dropped, as a whole row).
+    const int64_t row_length = shape_size(Shape(ds.begin() + 1, ds.end()));
+    const bool rows = ds.size() > 1;
+    if (rows) {
+        auto flat = [](const PullArray& p) {
+            return PullArray{{ir::element_count(p.shape)}, p.elem, [p](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
+                                 std::vector<ir::ExprPtr> index(p.shape.size());
+                                 ir::ExprPtr rest = i[0];
+                                 for (size_t a = p.shape.size(); a-- > 1;) {
+                                     const ir::ExprPtr extent = ir::use_params(kb, p.shape[a]);
+                                     index[a] = ir::binary(ir::BinaryOp::Mod, rest, extent);
+                                     rest = ir::binary(ir::BinaryOp::Div, rest, extent);
+                                 }
+                                 index[0] = rest;
+                                 return p.at(kb, index);
+                             }};
         };
-        return target;
-    };
+        for (PullArray& p : v) p = flat(p);
+        for (PullArray& p : d) p = flat(p);
+    }
+    const ir::ExprPtr dest_rows = extents(fc, {ds[0]})[0];
+    // The target of element i (flat, an int as in the reference).
+    const std::vector<ir::ExprPtr> vshape = v[0].shape;
+    PullArray target{vshape, ir::ScalarType::I64, [&fc, g, vshape, rows, row_length, dest_rows](
+                                                      ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
+                         const ir::ExprPtr flat = linear_index(kb, i, vshape);
+                         if (!rows) {
+                             const ir::ExprPtr at = ir::cast(ir::ScalarType::I32, flat);
+                             return ir::cast(ir::ScalarType::I64, compiled::compile_call(fc, kb, g, {at}).at(0));
+                         }
+                         const ir::ExprPtr k = ir::i64(row_length);
+                         const ir::ExprPtr row = ir::cast(ir::ScalarType::I32, ir::binary(ir::BinaryOp::Div, flat, k));
+                         const ir::ExprPtr to = kb.bind("to_row", ir::cast(ir::ScalarType::I64, compiled::compile_call(fc, kb, g, {row}).at(0)));
+                         const ir::ExprPtr inside = ir::binary(ir::BinaryOp::And, ir::binary(ir::BinaryOp::Ge, to, ir::i64(0)),
+                                                               ir::binary(ir::BinaryOp::Lt, to, ir::use_params(kb, dest_rows)));
+                         return ir::select(inside,
+                                           ir::binary(ir::BinaryOp::Add, ir::binary(ir::BinaryOp::Mul, to, k),
+                                                      ir::binary(ir::BinaryOp::Mod, flat, k)),
+                                           ir::i64(-1));
+                     }};
     const std::vector<std::string> outs = leaf_buffers("out", prims.size(), true);
-    const std::vector<PullArray> v = pulls_of(vals, fc), d = pulls_of(dest, fc);
-    const PullArray target = target_of(v[0].shape);
     const UserOp combine{&fc, f, elem_type(vals)};
     PlanOperands in{atomics ? "atomics" : "ordered", {ir::tuple_of(d), ir::tuple_of(target), ir::tuple_of(v)}};
     if (atomics) {
@@ -537,7 +571,7 @@ std::optional<Value> FusionEngine::permute(std::span<const Value> args, EvalCont
         ir::lower_permute_ordered(pb, "permute", ir::tuple_of(d), target, ir::tuple_of(v), combine, outs,
                                   lowering_options());  // its sort by target
     });
-    return rebuild(dest, results(r, outs, prims, like_shape(dest)));
+    return rebuild(dest, results(r, outs, prims, ds));
 }
 
 // tally n xs: a permute (+) of ones into n zeros with xs as the targets

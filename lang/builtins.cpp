@@ -102,8 +102,8 @@ std::vector<BuiltinDoc> make_builtin_docs() {
         {"gather", "[int] -> [a] -> [a]", "result[i] = a[idx[i]]"},
         {"scatter", "[a] -> [int] -> [a] -> [a]",
          "a copy of dest with dest[idx[k]] = vals[k]; out-of-range indices ignored, last write wins"},
-        {"permute", "(a -> a -> a) -> [a] -> (int -> int) -> [a] -> [a]",
-         "combine vals[i] into dest[j(i)] with f (histograms); out-of-range targets dropped"},
+        {"permute", "(a -> a -> a) -> arr a -> (int -> int) -> arr a -> arr a   (matrices: rows as elements)",
+         "combine vals[i] into dest[j(i)] with f (histograms); out-of-range targets dropped; on matrices, rows"},
         {"reverse", "arr a -> arr a", "reverse along the outermost dimension"},
 
         // ---------------------------------------------------------- structure

@@ -326,18 +326,25 @@ Value b_scatter(const BuiltinCall& c, Args a) {
 }
 
 // For i in order: dest[j] = f dest[j] vals[i] with j = g i; a j out of range
-// drops the element. Elements are addressed by flat (row-major) index.
+// drops the element. A matrix's rows are the elements: row i of vals is
+// combined elementwise, in order, into row g i of dest (the rows' shapes agree).
 Value b_permute(const BuiltinCall& c, Args a) {
     const Callable& f = as_callable(a[0]);
     const Callable& g = as_callable(a[2]);
+    const Shape ds = array_like_shape(a[1]), vs = array_like_shape(a[3]);
+    if (Shape(ds.begin() + 1, ds.end()) != Shape(vs.begin() + 1, vs.end()))
+        fail(c, "dest's rows have shape " + shape_to_string(Shape(ds.begin() + 1, ds.end())) + " but vals' rows " +
+                    shape_to_string(Shape(vs.begin() + 1, vs.end())) + ": a row of vals is combined into a row of dest");
+    const int64_t row = shape_size(Shape(ds.begin() + 1, ds.end()));
     ops::ArrayLikeBuffer out(a[1]);
-    const int64_t n = shape_size(array_like_shape(a[1]));
-    for (int64_t i = 0, m = shape_size(array_like_shape(a[3])); i < m; ++i) {
+    for (int64_t i = 0; i < vs[0]; ++i) {
         const Value iv = int_value(i);
         const int64_t j = call(c, g, Args(&iv, 1)).scalar().as_long();
-        if (j < 0 || j >= n) continue;
-        const Value step[2] = {out.get(j), array_like_get(a[3], i)};
-        out.set(j, call(c, f, step));
+        if (j < 0 || j >= ds[0]) continue;
+        for (int64_t e = 0; e < row; ++e) {
+            const Value step[2] = {out.get(j * row + e), array_like_get(a[3], i * row + e)};
+            out.set(j * row + e, call(c, f, step));
+        }
     }
     return out.finish();
 }

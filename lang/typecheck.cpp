@@ -1865,10 +1865,10 @@ std::map<std::string, SchemePtr> make_builtin_schemes() {
         m["scatter"] = b.done(t_func({arr(r, e), t_array(1, tint()), arr(r, e)}, arr(r, e)));
     }
     {
+        // permute f dest g vals: element i of a vector, row i of a matrix, goes to g i.
         SchemeBuilder b;
-        Type e = b.var();
-        m["permute"] = b.done(t_func({t_func({e, e}, e), t_array(1, e), t_func(tint(), tint()), t_array(1, e)},
-                                     t_array(1, e)));
+        Type r = b.rank(), e = b.var();
+        m["permute"] = b.done(t_func({t_func({e, e}, e), arr(r, e), t_func(tint(), tint()), arr(r, e)}, arr(r, e)));
     }
     for (const char* f : {"reverse"}) {
         SchemeBuilder b;

@@ -261,6 +261,9 @@ TEST_CASE("compiled backend: tuples, general folds, permutations and random agre
         "permute (\\a b -> a * 2 + b) (fill 3 1) (\\i -> i % 3) (iota 10)\npermute (\\a b -> a + b) (fill 4 0.5) (\\i -> 3 - i % 5) (map (\\i -> 1.0 / float (i + 1)) (iota 50))",
         "permute (\\(a, n) (b, m) -> (a + b, n + m)) (zip (fill 3 0.0) (fill 3 0)) (\\i -> i % 3) (zip (map float (iota 9)) (fill 9 1))",
         "permute (&&) (fill 3 true) (\\i -> i % 3) (map (\\i -> i != 4) (iota 9))\npermute (\\a b -> b) (iota 5) (\\i -> i - 2) (iota 0)\npermute (\\a b -> a - b) (iota 4) (\\i -> 7 - i) (iota 8)",
+        // permute on matrices: rows as elements (atomics and ordered paths, targets out of range)
+        "permute (+) (fill (3, 2) 0.0) (\\i -> i % 4) (generate (9, 2) (\\i j -> float (i * 2 + j) * 0.5))\npermute max (fill (4, 3) 0) (\\i -> 3 - i % 5) (generate (11, 3) (\\i j -> (i * 7 + j) % 10))",
+        "permute (\\a b -> a * 2.0 + b) (fill (2, 3) 1.0) (\\i -> i - 1) (generate (4, 3) (\\i j -> float (i + j)))\npermute (+) (fill (3, 0) 0) (\\i -> i) (fill (5, 0) 1)",
         "scatter (fill 5 0) [1, 3, 1, 7] [10, 20, 30, 40]\nscatter (zip (fill 3 0) (fill 3 false)) [2, 0] (zip [5, 6] [true, true])",
         "scatter (generate (3, 2) (\\i j -> i * 2 + j)) [2, 2] (generate (2, 2) (\\i j -> 100 + i))",
         // sorts: radix passes, stable, NaNs last, -0.0 equal to 0.0, per row

@@ -495,9 +495,11 @@ private:
     std::string vmap_rows(El e, int64_t n, int d) {
         const auto [row, t, c] = vmap_row(e);
         std::string body;
+        // maximum / minimum only for ints: an int sum or product that wraps is an
+        // error in checking mode, worded per row of the matrix when batched
+        // and per vector row by row (the reference).
         if (e == El::Int) {
-            static const char* reds[] = {"sum", "product", "maximum", "minimum"};
-            body = std::string(reds[pick(4)]) + " " + par(vec(e, c, d));
+            body = std::string(coin(0.5) ? "maximum " : "minimum ") + par(vec(e, c, d));
         } else if (e == El::Float) {
             body = std::string(coin(0.5) ? "maximum " : "minimum ") + par(vec(e, c, d));
         } else {
