@@ -16,6 +16,8 @@
 //   - `map`, `zipWith` and calls of user functions are batched through their
 //     bodies; a loop carries per-row state.
 // So `vmap softmax m` builds the same fused kernels as the broadcasting form.
+//   - an array literal of per-row values gains an axis after the mapped ones
+//     (`[mean r, std r]` is a matrix of two columns).
 // A construct without a rule (generate, filter, gather, ... reading the row)
 // runs f row by row instead, with a warning that says which and why.
 #include <algorithm>
@@ -241,7 +243,7 @@ public:
             case ExprKind::App: return walk_app(e, s);
             case ExprKind::Index: return walk_index(*e, s);
             case ExprKind::LoopFor: return walk_loop(*e, s);
-            case ExprKind::ArrayLit: throw Unbatchable{e->loc, "an array literal of values that differ per row"};
+            case ExprKind::ArrayLit: return walk_array_literal(*e, s);
             case ExprKind::With: throw Unbatchable{e->loc, "`with` on a value that differs per row"};
             case ExprKind::LoopWhile: throw Unbatchable{e->loc, "a `while` loop reading values that differ per row"};
             default: break;
@@ -288,6 +290,16 @@ public:
 private:
     Value named(const char* name, std::initializer_list<Value> args, const Type& type = nullptr) {
         return apply_builtin(*find_builtin(name), type, std::span<const Value>(args.begin(), args.size()), ctx_, loc_);
+    }
+
+    // `reshape want v`, typed (the reference evaluator builds its result from the type).
+    Value reshaped(const Value& v, const Shape& want) {
+        const Type extents = want.size() == 1 ? t_prim(Prim::Int)
+                                              : t_tuple(std::vector<Type>(want.size(), t_prim(Prim::Int)));
+        const Type elem = t_prim(ops::prim_of_value(v));
+        const Type t = t_func({extents, t_array(static_cast<int>(shape_of(v).size()), elem)},
+                              t_array(static_cast<int>(want.size()), elem));
+        return named("reshape", {shape_value(want), v}, t);
     }
 
     Value unbatched(const Expr& e, const Scope& s) {
@@ -352,7 +364,7 @@ private:
             Shape want(s.begin(), s.begin() + a.batch);
             want.insert(want.end(), static_cast<size_t>(batch - a.batch + own - own_rank(a)), 1);
             want.insert(want.end(), s.begin() + a.batch, s.end());
-            out.push_back(want == s ? a.v : named("reshape", {shape_value(want), a.v}));
+            out.push_back(want == s ? a.v : reshaped(a.v, want));
         }
         return out;
     }
@@ -390,7 +402,7 @@ private:
             want.push_back(s.back());
             if (name == "col") want.push_back(1);
             if (want.size() > 3) throw Unbatchable{loc, "`" + std::string(name) + "` with more than 3 axes"};
-            return BVal{named("reshape", {shape_value(want), last.v}), last.batch};
+            return BVal{reshaped(last.v, want), last.batch};
         }
         if (name == "dot") {
             int batch = 0;
@@ -449,7 +461,7 @@ private:
             Shape s = shape_of(v);
             Shape want(static_cast<size_t>(axes) - s.size(), 1);
             want.insert(want.end(), s.begin(), s.end());
-            if (want != s) v = named("reshape", {shape_value(want), v});
+            if (want != s) v = reshaped(v, want);
             elems.push_back(BVal{v, axes});
         }
         BVal r = apply(f, elems, loc);
@@ -531,6 +543,47 @@ private:
         const Value host = force(a.v);
         if (host.is_array()) return BVal{ops::index_array(*host.array(), ops::full_selection(shape, sel)), a.batch};
         throw Unbatchable{e.loc, "an index of an array of tuples that differs per row"};
+    }
+
+    // [a, b, ...] with some elements per row: a new axis after the mapped
+    // ones, element t where its index is t (nested `where`s over an index
+    // that broadcasts: an index map, no copies).
+    BVal walk_array_literal(const Expr& e, const Scope& s) {
+        std::vector<BVal> elems;
+        for (const ExprPtr& k : e.kids) elems.push_back(walk(k, s));
+        int batch = 0;
+        for (const BVal& x : elems) {
+            if (x.tuple || x.lambda || x.v.is_tuple())
+                throw Unbatchable{e.loc, "an array literal of tuples or functions that differ per row"};
+            batch = std::max(batch, x.batch);
+        }
+        const int own = own_rank(elems[0]);
+        if (batch + 1 + own > 3)
+            throw Unbatchable{e.loc, "an array literal that would need " + std::to_string(batch + 1 + own) +
+                                         " axes with the mapped ones (arrays have at most 3)"};
+        const auto count = static_cast<int64_t>(elems.size());
+        std::vector<Value> parts;
+        for (const BVal& x : elems) {
+            if (x.batch == 0) {  // broadcasting lines it up at the trailing axes
+                parts.push_back(x.v);
+                continue;
+            }
+            const Shape sx = shape_of(x.v);
+            Shape want(sx.begin(), sx.begin() + x.batch);
+            want.insert(want.end(), static_cast<size_t>(batch - x.batch + 1), 1);
+            want.insert(want.end(), sx.begin() + x.batch, sx.end());
+            parts.push_back(reshaped(x.v, want));
+        }
+        Shape at(static_cast<size_t>(batch), 1);
+        at.push_back(count);
+        at.insert(at.end(), static_cast<size_t>(own), 1);
+        const Value position = reshaped(named("iota", {int_value(count)}, t_func(t_prim(Prim::Int), t_array(1, t_prim(Prim::Int)))), at);
+        Value acc = parts.back();
+        for (int64_t k = count - 2; k >= 0; --k)
+            acc = named("where", {named("==", {position, int_value(k)}), parts[static_cast<size_t>(k)], acc});
+        // A single element: spread over its new axis of 1 by itself.
+        if (count == 1) acc = named("where", {named("==", {position, int_value(0)}), acc, acc});
+        return BVal{acc, batch};
     }
 
     BVal walk_loop(const Expr& e, const Scope& s) {

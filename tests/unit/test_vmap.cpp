@@ -61,6 +61,9 @@ TEST_CASE("vmap: kernels agree with the reference on every form") {
              "vmap (\\r -> map (\\x -> x / sum r) r) m", "vmap (\\r -> map (\\x -> x * 2.0) r) m",
              "vmap (\\r -> zipWith (\\a b -> a * b + maximum r) r w) m", "vmap (\\r -> map (\\x -> maximum r) r) m",
              "vmap (\\r -> map (\\x -> x + maximum r) w) m",
+             // array literals of per-row values: a new axis after the mapped one
+             "vmap (\\r -> [mean r, 1.0, r[0]]) m", "vmap (\\r -> [r, r * 2.0]) m", "vmap (\\r -> [r]) m",
+             "vmap (\\r -> [sum r, maximum r] * 2.0) m", "vmap (\\r -> r - mean r) (generate (0, 3) (\\i j -> 1.0))",
              // loops carrying per-row state
              "vmap (\\r -> loop a = r for k < 3 do a * 0.5 + float k) m",
              "vmap (\\r -> loop s = 0.0 for k < 3 do s + r[k]) m",
@@ -77,7 +80,7 @@ TEST_CASE("vmap: kernels agree with the reference on every form") {
 }
 
 TEST_CASE("vmap: batched forms build the broadcasting form's kernels; the rest warn and run row by row") {
-    for (const char* e : {"vmap softmax m", "vmap (\\r -> sum (r * w)) m", "vmap (topk 2) m",
+    for (const char* e : {"vmap softmax m", "vmap (\\r -> sum (r * w)) m", "vmap (topk 2) m", "vmap (\\r -> [sum r, maximum r]) m",
                           "vmap (\\r -> map (\\x -> x / sum r) r) m", "vmap (\\r -> if sum r > 5.0 then r else -r) m"}) {
         INFO(e);
         CHECK(warnings_of(e).empty());
