@@ -11,6 +11,16 @@
 
 namespace shoal::cuda {
 
+namespace {
+
+// A cuSOLVER call that failed: cudaErrorUnknown, with `error` saying which and how.
+cudaError_t failed(std::string& error, const char* call, cusolverStatus_t st) {
+    error = std::string(call) + " failed (cusolverStatus " + std::to_string(static_cast<int>(st)) + ")";
+    return cudaErrorUnknown;
+}
+
+}  // namespace
+
 struct Cusolver::Library {
     std::once_flag once;
     std::string name, why;
@@ -29,6 +39,12 @@ struct Cusolver::Library {
     decltype(&cusolverDnSgesvdj) sgesvdj = nullptr;
     decltype(&cusolverDnDgesvdj) dgesvdj = nullptr;
     gesvdjInfo_t gesvdj_params = nullptr;
+
+    // The handle's calls go to `stream` (the executor's, in order with its kernels).
+    cudaError_t on_stream(cudaStream_t stream, std::string& error) const {
+        const cusolverStatus_t st = set_stream(handle, stream);
+        return st == CUSOLVER_STATUS_SUCCESS ? cudaSuccess : failed(error, "cusolverDnSetStream", st);
+    }
 
     void open() {
         for (const char* candidate : {"libcusolver.so.12", "libcusolver.so.11", "libcusolver.so"}) {
@@ -69,17 +85,12 @@ cudaError_t Cusolver::lu(cudaStream_t stream, ir::ScalarType elem, const ir::LuS
     Library& l = *lib_;
     const int n = static_cast<int>(shape.n), nrhs = static_cast<int>(shape.nrhs), lda = n > 0 ? n : 1;
     if (n == 0) return cudaMemsetAsync(info, 0, sizeof(int), stream);
-    auto failed = [&](const char* call, cusolverStatus_t st) {
-        error = std::string(call) + " failed (cusolverStatus " + std::to_string(static_cast<int>(st)) + ")";
-        return cudaErrorUnknown;
-    };
-    if (cusolverStatus_t st = l.set_stream(l.handle, stream); st != CUSOLVER_STATUS_SUCCESS)
-        return failed("cusolverDnSetStream", st);
+    if (const cudaError_t e = l.on_stream(stream, error); e != cudaSuccess) return e;
     const bool single = elem == ir::ScalarType::F32;
     int lwork = 0;
     cusolverStatus_t st = single ? l.sgetrf_size(l.handle, n, n, static_cast<float*>(a), lda, &lwork)
                                  : l.dgetrf_size(l.handle, n, n, static_cast<double*>(a), lda, &lwork);
-    if (st != CUSOLVER_STATUS_SUCCESS) return failed("cusolverDnXgetrf_bufferSize", st);
+    if (st != CUSOLVER_STATUS_SUCCESS) return failed(error, "cusolverDnXgetrf_bufferSize", st);
     // The workspace and getrs' own status, stream-ordered (freed after the calls).
     void* work = nullptr;
     const size_t work_bytes = static_cast<size_t>(lwork) * ir::scalar_size(elem) + sizeof(int);
@@ -96,7 +107,7 @@ cudaError_t Cusolver::lu(cudaStream_t stream, ir::ScalarType elem, const ir::LuS
                     : l.dgetrs(l.handle, op, n, nrhs, static_cast<const double*>(a), lda,
                                static_cast<const int*>(pivots), static_cast<double*>(b), lda, solve_info);
     const cudaError_t freed = cudaFreeAsync(work, stream);
-    if (st != CUSOLVER_STATUS_SUCCESS) return failed(single ? "cusolverDnSgetrf/getrs" : "cusolverDnDgetrf/getrs", st);
+    if (st != CUSOLVER_STATUS_SUCCESS) return failed(error, single ? "cusolverDnSgetrf/getrs" : "cusolverDnDgetrf/getrs", st);
     return freed;
 }
 
@@ -105,12 +116,7 @@ cudaError_t Cusolver::svd(cudaStream_t stream, ir::ScalarType elem, const ir::Sv
     Library& l = *lib_;
     const int rows = static_cast<int>(shape.rows), cols = static_cast<int>(shape.cols);
     if (shape.p() == 0) return cudaMemsetAsync(info, 0, sizeof(int), stream);
-    auto failed = [&](const char* call, cusolverStatus_t st) {
-        error = std::string(call) + " failed (cusolverStatus " + std::to_string(static_cast<int>(st)) + ")";
-        return cudaErrorUnknown;
-    };
-    if (cusolverStatus_t st = l.set_stream(l.handle, stream); st != CUSOLVER_STATUS_SUCCESS)
-        return failed("cusolverDnSetStream", st);
+    if (const cudaError_t e = l.on_stream(stream, error); e != cudaSuccess) return e;
     const bool single = elem == ir::ScalarType::F32;
     const cusolverEigMode_t vectors = CUSOLVER_EIG_MODE_VECTOR;
     int lwork = 0;
@@ -121,7 +127,7 @@ cudaError_t Cusolver::svd(cudaStream_t stream, ir::ScalarType elem, const ir::Sv
                : l.dgesvdj_size(l.handle, vectors, 1, rows, cols, static_cast<const double*>(a), rows,
                                 static_cast<const double*>(s), static_cast<const double*>(u), rows,
                                 static_cast<const double*>(v), cols, &lwork, l.gesvdj_params);
-    if (st != CUSOLVER_STATUS_SUCCESS) return failed("cusolverDnXgesvdj_bufferSize", st);
+    if (st != CUSOLVER_STATUS_SUCCESS) return failed(error, "cusolverDnXgesvdj_bufferSize", st);
     void* work = nullptr;
     if (cudaError_t e = cudaMallocAsync(&work, std::max<size_t>(1, static_cast<size_t>(lwork) * ir::scalar_size(elem)), stream);
         e != cudaSuccess)
@@ -133,7 +139,7 @@ cudaError_t Cusolver::svd(cudaStream_t stream, ir::ScalarType elem, const ir::Sv
                             static_cast<double*>(u), rows, static_cast<double*>(v), cols, static_cast<double*>(work), lwork,
                             static_cast<int*>(info), l.gesvdj_params);
     const cudaError_t freed = cudaFreeAsync(work, stream);
-    if (st != CUSOLVER_STATUS_SUCCESS) return failed(single ? "cusolverDnSgesvdj" : "cusolverDnDgesvdj", st);
+    if (st != CUSOLVER_STATUS_SUCCESS) return failed(error, single ? "cusolverDnSgesvdj" : "cusolverDnDgesvdj", st);
     return freed;
 }
 

@@ -6,6 +6,7 @@
 
 #include "lang/diagnostics.h"
 #include "lang/session.h"
+#include "runtime/executors.h"
 
 namespace shoal::testing {
 
@@ -33,6 +34,17 @@ inline std::string printed(Session& s, const std::string& text) {
     for (const auto& t : out.texts) all += t + "\n";
     for (const auto& e : out.errors) all += e + "\n";
     return all;
+}
+
+// The warnings `statement` gives after `setup` in a fresh compiled session.
+inline std::vector<std::string> warnings_of(const std::string& setup, const std::string& statement) {
+    shoal::runtime::install_compiled_backend();
+    Session s;
+    SessionCapture out;
+    s.execute(setup, "<t>", out);
+    out.warnings.clear();
+    s.execute(statement, "<t>", out);
+    return out.warnings;
 }
 
 }  // namespace shoal::testing

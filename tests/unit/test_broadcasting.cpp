@@ -17,17 +17,8 @@ namespace {
 
 using shoal::Session;
 using shoal::testing::printed;
+using shoal::testing::warnings_of;
 
-// The warnings `statement` gives after `setup` in a compiled session.
-std::vector<std::string> warnings_of(const std::string& setup, const std::string& statement) {
-    shoal::runtime::install_compiled_backend();
-    Session s;
-    shoal::testing::SessionCapture out;
-    s.execute(setup, "<t>", out);
-    out.warnings.clear();
-    s.execute(statement, "<t>", out);
-    return out.warnings;
-}
 
 const char* kSquare = "let m = generate (3, 3) (\\i j -> float (i * 3 + j * j))";
 const char* kWide = "let w = generate (2, 3) (\\i j -> float (i * 3 + j * j))";

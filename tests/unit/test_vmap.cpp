@@ -25,15 +25,7 @@ const char* kSetup =
     "let scale k r = r * k\n"
     "let centre r = r - mean r\n";
 
-std::vector<std::string> warnings_of(const std::string& statement) {
-    shoal::runtime::install_compiled_backend();
-    Session s;
-    shoal::testing::SessionCapture out;
-    s.execute(kSetup, "<t>", out);
-    out.warnings.clear();
-    s.execute(statement, "<t>", out);
-    return out.warnings;
-}
+std::vector<std::string> warnings_of(const std::string& statement) { return shoal::testing::warnings_of(kSetup, statement); }
 
 }  // namespace
 
