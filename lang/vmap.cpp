@@ -307,7 +307,13 @@ private:
         for (const Local* l = s.locals.get(); l; l = l->next.get())
             if (!batched(l->value)) locals.emplace_back(l->name, value_of(l->value));
         std::reverse(locals.begin(), locals.end());
-        return s.callable().evaluate_with(e, locals, ctx_);
+        // A part that draws random numbers or touches a file does so once per
+        // row by vmap's definition, but would do it once for all rows here.
+        const uint64_t stream = ctx_.random_stream, effects = ctx_.effects;
+        Value v = s.callable().evaluate_with(e, locals, ctx_);
+        if (ctx_.random_stream != stream || ctx_.effects != effects)
+            throw Unbatchable{e.loc, "a part that draws random numbers or reads or writes a file (once per row)"};
+        return v;
     }
 
     static Value value_of(const BVal& b) {
@@ -668,9 +674,11 @@ Value b_vmap(const BuiltinCall& c, Args a) {
     const Type result = c.result_type();
     if (s.size() == 1 && is_array(result) && array_rank(result) == 1)
         return apply_named(c, "map", {f, xs}, t_func({func_param(c.type), func_param(func_result(c.type))}, result));
+    const uint64_t stream = c.ctx.random_stream;
     try {
         return batched_rows(c, f, xs);
     } catch (const Unbatchable& u) {
+        c.ctx.random_stream = stream;  // the rows draw what they would have drawn
         if (c.ctx.warnings)
             c.ctx.warnings->push_back(
                 {c.loc,

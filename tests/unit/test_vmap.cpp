@@ -63,7 +63,7 @@ TEST_CASE("vmap: kernels agree with the reference on every form") {
              "vmap (\\x -> x * 2.0 + 1.0) w", "vmap (\\x -> [x, 2.0 * x]) w",
              "vmap (\\r -> generate 3 (\\i -> r[i] * 2.0)) m", "vmap (\\r -> sum (filter (\\x -> x > 1.0) r)) m",
              "vmap (\\r -> [sum r, maximum r]) m", "vmap (\\r -> vmap (\\x -> x * 2.0) r) m",
-             "vmap (\\r -> r[argmax r]) m",
+             "vmap (\\r -> r[argmax r]) m", "vmap (\\r -> r + random 5) m\nrandom 3",
              // empty
              "vmap sum (generate (0, 3) (\\i j -> 1.0))", "vmap softmax (generate (2, 0) (\\i j -> 1.0))"}) {
         INFO(e);
