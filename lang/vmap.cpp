@@ -244,7 +244,7 @@ public:
             case ExprKind::Index: return walk_index(*e, s);
             case ExprKind::LoopFor: return walk_loop(*e, s);
             case ExprKind::ArrayLit: return walk_array_literal(*e, s);
-            case ExprKind::With: throw Unbatchable{e->loc, "`with` on a value that differs per row"};
+            case ExprKind::With: return walk_with(*e, s);
             case ExprKind::LoopWhile: throw Unbatchable{e->loc, "a `while` loop reading values that differ per row"};
             default: break;
         }
@@ -276,15 +276,20 @@ public:
         SHOAL_INTERNAL_ASSERT(b.batch <= 1 && !b.lambda, "vmap's result has more than the mapped axis");
         const Shape s = shape_of(b.v);
         if (b.batch == 1 && s[0] == rows_) return b.v;
-        const Shape own(s.begin() + b.batch, s.end());
+        return spread_rows(b.v, b.batch);
+    }
+
+    // x (with `batch` mapped axes, 0 or an extent-1 one) repeated for every
+    // row: an index map, not copies.
+    Value spread_rows(const Value& x, int batch) {
         Shape flags{rows_};
-        flags.insert(flags.end(), own.size(), 1);
+        flags.insert(flags.end(), shape_of(x).size() - static_cast<size_t>(batch), 1);
         const Type shape_type = flags.size() == 1 ? t_prim(Prim::Int)
                                                   : t_tuple(std::vector<Type>(flags.size(), t_prim(Prim::Int)));
         const Type bool_type = t_prim(Prim::Bool);
         const Value mask = named("fill", {shape_value(flags), Value(Scalar::of_bool(true))},
                                  t_func({shape_type, bool_type}, t_array(static_cast<int>(flags.size()), bool_type)));
-        return named("where", {mask, b.v, b.v});
+        return named("where", {mask, x, x});
     }
 
 private:
@@ -425,6 +430,7 @@ private:
             throw Unbatchable{loc, "`@` with a matrix that differs per row"};
         }
         if (name == "map" || name == "zipWith" || name == "zipWith3") return map(def, type, args, loc);
+        if (name == "reverse" || name == "take" || name == "drop") return along_rows(std::string(name), args, loc);
         throw Unbatchable{loc, "`" + std::string(name) + "` of a value that differs per row"};
     }
 
@@ -523,19 +529,24 @@ private:
         return apply(walk(head_ptr, s), std::move(args), e->loc);
     }
 
-    BVal walk_index(const Expr& e, const Scope& s) {
-        const BVal a = walk(e.kids[0], s);
+    // An int that must be the same for every row (an index, a count).
+    int64_t same_int(const ExprPtr& p, const Scope& s, const char* what) {
+        const BVal v = walk(p, s);
+        if (batched(v)) throw Unbatchable{p->loc, std::string(what) + " that differs per row"};
+        return force(v.v).scalar().as_long();
+    }
+
+    // The selection of an Index or With node on a per-row array: the mapped
+    // axes whole, then the node's own indices and slices (the same for every row).
+    std::vector<ops::AxisSelect> selection(const Expr& e, const Scope& s, const BVal& a) {
         if (is_mask_index(e)) throw Unbatchable{e.loc, "a mask or index array on a value that differs per row"};
-        for (const IndexArg& i : e.indices)
-            for (const ExprPtr* p : {&i.index, &i.lo, &i.hi, &i.step})
-                if (*p && reads_batched(**p, s.locals)) throw Unbatchable{(*p)->loc, "an index that differs per row"};
         if (a.tuple || a.lambda) throw Unbatchable{e.loc, "an index of a tuple that differs per row"};
         const Shape shape = shape_of(a.v);
         std::vector<ops::AxisSelect> sel;
         for (int k = 0; k < a.batch; ++k) sel.push_back(ops::AxisSelect{false, 0, 1, shape[static_cast<size_t>(k)]});
         auto int_at = [&](const ExprPtr& p) -> std::optional<int64_t> {
             if (!p) return std::nullopt;
-            return force(unbatched(*p, s)).scalar().as_long();
+            return same_int(p, s, "an index");
         };
         for (size_t k = 0; k < e.indices.size(); ++k) {
             const IndexArg& arg = e.indices[k];
@@ -544,11 +555,66 @@ private:
             if (!arg.is_slice) sel.push_back(ops::select_index(*int_at(arg.index), extent, static_cast<int>(k), loc));
             else sel.push_back(ops::select_slice(int_at(arg.lo), int_at(arg.hi), int_at(arg.step), extent, loc));
         }
+        return sel;
+    }
+
+    // The part of a per-row array that `sel` selects (the backend keeps it an index map).
+    BVal part_of(const BVal& a, const std::vector<ops::AxisSelect>& sel, const Loc& loc) {
         if (ctx_.backend)
-            if (std::optional<Value> r = ctx_.backend->slice(a.v, sel, e.loc)) return BVal{*r, a.batch};
+            if (std::optional<Value> r = ctx_.backend->slice(a.v, sel, loc)) return BVal{*r, a.batch};
         const Value host = force(a.v);
-        if (host.is_array()) return BVal{ops::index_array(*host.array(), ops::full_selection(shape, sel)), a.batch};
-        throw Unbatchable{e.loc, "an index of an array of tuples that differs per row"};
+        if (host.is_array()) return BVal{ops::index_array(*host.array(), ops::full_selection(shape_of(a.v), sel)), a.batch};
+        throw Unbatchable{loc, "an index of an array of tuples that differs per row"};
+    }
+
+    BVal walk_index(const Expr& e, const Scope& s) {
+        const BVal a = walk(e.kids[0], s);
+        if (!batched(a)) throw Unbatchable{e.loc, "an index that differs per row"};  // only the index reads the row
+        return part_of(a, selection(e, s, a), e.loc);
+    }
+
+    // a with [...] = v on a per-row array (or a per-row v): the backend's
+    // update with the mapped axes selected whole; a per-row v lines up with
+    // the selected part (a per-row scalar fills its row's part).
+    BVal walk_with(const Expr& e, const Scope& s) {
+        BVal a = walk(e.kids[0], s);
+        const BVal v = walk(e.kids[1], s);
+        if (v.tuple || v.lambda || a.tuple || a.lambda || a.v.is_tuple() || v.v.is_tuple())
+            throw Unbatchable{e.loc, "`with` on tuples that differ per row"};
+        if (!ctx_.backend) throw Unbatchable{e.loc, "`with` on a value that differs per row"};
+        if (a.batch < v.batch) {  // the same array for every row, a part that is not: a copy per row
+            if (a.batch > 0 || v.batch > 1) throw Unbatchable{e.loc, "`with` inside a `map` over a row"};
+            a = BVal{spread_rows(a.v, 0), 1};
+        }
+        const std::vector<ops::AxisSelect> sel = selection(e, s, a);
+        const Shape part = ops::selected_shape(ops::full_selection(shape_of(a.v), sel));
+        Value value = v.v;
+        if (v.batch > 0) {
+            const Shape sv = shape_of(v.v);
+            Shape want(sv.begin(), sv.begin() + v.batch);
+            want.insert(want.end(), part.size() - sv.size(), 1);
+            want.insert(want.end(), sv.begin() + v.batch, sv.end());
+            if (want != sv) value = reshaped(v.v, want);
+        }
+        if (std::optional<Value> r = ctx_.backend->update(settle(a.v), sel, value, e.loc)) return BVal{*r, a.batch};
+        throw Unbatchable{e.loc, "`with` on a value that differs per row"};
+    }
+
+    // reverse, take n, drop n of a per-row array: along its own outermost axis.
+    BVal along_rows(const std::string& name, const std::vector<BVal>& args, const Loc& loc) {
+        const BVal& a = args.back();
+        if (a.tuple || a.lambda || a.v.is_tuple() || own_rank(a) < 1) throw Unbatchable{loc, "`" + name + "` of a tuple that differs per row"};
+        const Shape shape = shape_of(a.v);
+        std::vector<ops::AxisSelect> sel;
+        for (int k = 0; k < a.batch; ++k) sel.push_back(ops::AxisSelect{false, 0, 1, shape[static_cast<size_t>(k)]});
+        const int64_t n = shape[static_cast<size_t>(a.batch)];
+        if (name == "reverse") {
+            sel.push_back(ops::select_slice(std::nullopt, std::nullopt, -1, n, loc));
+        } else {
+            const int64_t k = std::clamp<int64_t>(force(args[0].v).scalar().as_long(), 0, n);
+            sel.push_back(name == "take" ? ops::select_slice(0, k, 1, n, loc) : ops::select_slice(k, n, 1, n, loc));
+        }
+        return part_of(a, sel, loc);
     }
 
     // [a, b, ...] with some elements per row: a new axis after the mapped
@@ -593,8 +659,7 @@ private:
     }
 
     BVal walk_loop(const Expr& e, const Scope& s) {
-        if (reads_batched(*e.kids[1], s.locals)) throw Unbatchable{e.kids[1]->loc, "a loop count that differs per row"};
-        const int64_t n = force(unbatched(*e.kids[1], s)).scalar().as_long();
+        const int64_t n = same_int(e.kids[1], s, "a loop count");
         BVal x = walk(e.kids[0], s);
         for (int64_t i = 0; i < n; ++i) {
             Scope inner = s;
@@ -677,6 +742,20 @@ Value b_vmap(const BuiltinCall& c, Args a) {
     const uint64_t stream = c.ctx.random_stream;
     try {
         return batched_rows(c, f, xs);
+    } catch (const Error& e) {
+        // An error for all rows at once: the definition decides. Row by row
+        // it is raised as the user's function raises it (a row's shapes, not
+        // the batch's); or it came from a branch of `if` that no row takes,
+        // which batching computes for every row, and the rows give the answer.
+        if (e.kind != ErrorKind::Runtime) throw;
+        c.ctx.random_stream = stream;
+        Value rows = by_rows(c, f, xs);
+        if (c.ctx.warnings)
+            c.ctx.warnings->push_back({c.loc, "vmap ran its function row by row (" + std::to_string(s[0]) +
+                                                  " calls): for all rows at once it raised: " + e.what(),
+                                       {"with `if`, both branches are computed for every row; guard the one that fails "
+                                        "(an index clamped with min / max) to keep vmap compiled"}});
+        return rows;
     } catch (const Unbatchable& u) {
         c.ctx.random_stream = stream;  // the rows draw what they would have drawn
         if (c.ctx.warnings)

@@ -56,6 +56,12 @@ TEST_CASE("vmap: kernels agree with the reference on every form") {
              // array literals of per-row values: a new axis after the mapped one
              "vmap (\\r -> [mean r, 1.0, r[0]]) m", "vmap (\\r -> [r, r * 2.0]) m", "vmap (\\r -> [r]) m",
              "vmap (\\r -> [sum r, maximum r] * 2.0) m", "vmap (\\r -> r - mean r) (generate (0, 3) (\\i j -> 1.0))",
+             // with, reverse, take, drop on rows; counts and indices computed from the row
+             "vmap (\\r -> r with [0] = 1.0) m", "vmap (\\r -> r with [1:3] = r[0]) m", "vmap (\\r -> w with [0] = sum r) m",
+             "vmap (\\r -> r with [::2] = r[1::2] * 2.0) m", "vmap (\\r -> r with [1::2] = r[::2]) m",
+             "vmap (\\r -> if r[0] > 1.0 then r[7] else r[0]) m", "vmap (\\r -> zipWith (-) r (reverse r)) m",
+             "vmap (\\r -> take 2 (reverse r)) m", "vmap (\\r -> drop 3 r) m", "vmap (\\x -> reverse x) t",
+             "vmap (\\r -> loop a = 0.0 for i < length r do a + r[i]) m", "vmap (\\r -> r[length r - 1]) m",
              // loops carrying per-row state
              "vmap (\\r -> loop a = r for k < 3 do a * 0.5 + float k) m",
              "vmap (\\r -> loop s = 0.0 for k < 3 do s + r[k]) m",
