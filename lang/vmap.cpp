@@ -430,6 +430,12 @@ private:
             throw Unbatchable{loc, "`@` with a matrix that differs per row"};
         }
         if (name == "map" || name == "zipWith" || name == "zipWith3") return map(def, type, args, loc);
+        // generate n g reading the row: map g (iota n).
+        if (name == "generate" && args[1].lambda && !batched(args[0]) && args[0].v.is_scalar()) {
+            const Type int_type = t_prim(Prim::Int);
+            std::vector<BVal> mapped{args[1], same(named("iota", {args[0].v}, t_func(int_type, t_array(1, int_type))))};
+            return map(*find_builtin("map"), nullptr, mapped, loc);
+        }
         if (name == "reverse" || name == "take" || name == "drop") return along_rows(std::string(name), args, loc);
         throw Unbatchable{loc, "`" + std::string(name) + "` of a value that differs per row"};
     }
@@ -567,7 +573,42 @@ private:
         throw Unbatchable{loc, "an index of an array of tuples that differs per row"};
     }
 
+    // xs[i] with i differing per row (or per element of a `map` over a row):
+    // a gather from the flattened rows at row * k + i.
+    BVal gathered(const BVal& a, const BVal& idx, const Loc& loc) {
+        if (a.tuple || a.lambda || a.v.is_tuple() || own_rank(a) != 1 || idx.tuple || idx.v.is_tuple() || own_rank(idx) != 0 ||
+            a.batch > 1)
+            throw Unbatchable{loc, "an index that differs per row, into a matrix or tuples"};
+        const Shape sa = shape_of(a.v), si = shape_of(idx.v);
+        const int64_t k = sa.back();
+        const Type int_type = t_prim(Prim::Int);
+        // Negative indices count from the end, as a plain index's do.
+        Value at = named("where", {named("<", {idx.v, int_value(0)}), named("+", {idx.v, int_value(k)}), idx.v});
+        if (a.batch == 1 && sa[0] > 1) {
+            Shape rows_at(si.size(), 1);
+            rows_at[0] = sa[0];
+            const Value row = reshaped(named("iota", {int_value(sa[0])}, t_func(int_type, t_array(1, int_type))), rows_at);
+            // An index outside the row must not reach another row: -1 makes gather raise.
+            const Value inside = named("&&", {named(">=", {at, int_value(0)}), named("<", {at, int_value(k)})});
+            at = named("where", {inside, named("+", {named("*", {row, int_value(k)}), at}), int_value(-1)});
+        }
+        const Value flat_at = named("flatten", {at}, t_func(t_array(static_cast<int>(shape_of(at).size()), int_type), t_array(1, int_type)));
+        const Prim elem = ops::prim_of_value(a.v);
+        const Value flat_a = sa.size() == 1 ? a.v
+                                            : named("flatten", {a.v}, t_func(t_array(static_cast<int>(sa.size()), t_prim(elem)),
+                                                                             t_array(1, t_prim(elem))));
+        gathers_ = true;
+        const Value picked = named("gather", {flat_at, flat_a},
+                                   t_func({t_array(1, int_type), t_array(1, t_prim(elem))}, t_array(1, t_prim(elem))));
+        const Shape out = shape_of(at);
+        return BVal{out.size() == 1 ? picked : reshaped(picked, out), std::max(idx.batch, a.batch)};
+    }
+
     BVal walk_index(const Expr& e, const Scope& s) {
+        if (e.indices.size() == 1 && !e.indices[0].is_slice && !is_mask_index(e)) {
+            const BVal idx = walk(e.indices[0].index, s);
+            if (batched(idx)) return gathered(walk(e.kids[0], s), idx, e.loc);
+        }
         const BVal a = walk(e.kids[0], s);
         if (!batched(a)) throw Unbatchable{e.loc, "an index that differs per row"};  // only the index reads the row
         return part_of(a, selection(e, s, a), e.loc);
@@ -680,9 +721,16 @@ private:
         return b;
     }
 
+public:
+    // A gather's bounds are checked when it is computed: such a result is
+    // computed inside vmap, so that an index out of a row is decided row by row.
+    bool gathers() const { return gathers_; }
+
+private:
     EvalContext& ctx_;
     int64_t rows_;
     Loc loc_;
+    bool gathers_ = false;
 };
 
 // ---------------------------------------------------------------- vmap
@@ -698,7 +746,8 @@ std::string shapes_of(const Value& v) {
 
 Value batched_rows(const BuiltinCall& c, const Value& f, const Value& xs) {
     Batcher batcher(c.ctx, array_like_shape(xs)[0], c.loc);
-    return batcher.rows_of(batcher.apply(same(f), {BVal{xs, 1}}, c.loc));
+    Value rows = batcher.rows_of(batcher.apply(same(f), {BVal{xs, 1}}, c.loc));
+    return batcher.gathers() ? settle(rows) : rows;
 }
 
 // The definition: f applied to each row, the results stacked.

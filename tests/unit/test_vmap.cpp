@@ -62,6 +62,10 @@ TEST_CASE("vmap: kernels agree with the reference on every form") {
              "vmap (\\r -> if r[0] > 1.0 then r[7] else r[0]) m", "vmap (\\r -> zipWith (-) r (reverse r)) m",
              "vmap (\\r -> take 2 (reverse r)) m", "vmap (\\r -> drop 3 r) m", "vmap (\\x -> reverse x) t",
              "vmap (\\r -> loop a = 0.0 for i < length r do a + r[i]) m", "vmap (\\r -> r[length r - 1]) m",
+             // indices that differ per row: gathers; generate reading the row
+             "vmap (\\r -> generate (length r - 1) (\\i -> r[i + 1] - r[i])) m", "vmap (\\r -> r[-1 - argmin r]) m",
+             "vmap (\\r -> map (\\x -> r[int (abs x) % 5]) r) m", "vmap (\\r -> r[argmax r + 3]) m",
+             "vmap (\\r -> if argmax r < 2 then r[argmax r + 3] else r[0]) m", "vmap (\\x -> x * float (argmax w)) w",
              // loops carrying per-row state
              "vmap (\\r -> loop a = r for k < 3 do a * 0.5 + float k) m",
              "vmap (\\r -> loop s = 0.0 for k < 3 do s + r[k]) m",
@@ -83,10 +87,14 @@ TEST_CASE("vmap: batched forms build the broadcasting form's kernels; the rest w
         INFO(e);
         CHECK(warnings_of(e).empty());
     }
-    const std::vector<std::string> w = warnings_of("vmap (\\r -> generate 3 (\\i -> r[i] * 2.0)) m");
+    const std::vector<std::string> w = warnings_of("vmap (\\r -> sum (filter (\\x -> x > 1.0) r)) m");
     REQUIRE(w.size() == 1);
-    CHECK(w[0].find("vmap ran its function row by row (4 calls): `generate` of a value that differs per row") !=
+    CHECK(w[0].find("vmap ran its function row by row (4 calls): `filter` of a value that differs per row") !=
           std::string::npos);
+    // An if whose untaken branch fails for some rows: the rows' answer, and a warning.
+    const std::vector<std::string> guarded = warnings_of("vmap (\\r -> if argmax r < 2 then r[argmax r + 3] else r[0]) m");
+    REQUIRE(guarded.size() == 1);
+    CHECK(guarded[0].find("for all rows at once it raised") != std::string::npos);
     // One fused kernel per reduction and one for the result, as `e / col (sum e)`.
     shoal::runtime::install_compiled_backend();
     Session s;
