@@ -580,6 +580,7 @@ private:
             a.batch > 1)
             throw Unbatchable{loc, "an index that differs per row, into a matrix or tuples"};
         const Shape sa = shape_of(a.v), si = shape_of(idx.v);
+        if (a.batch == 1 && sa[0] == 0) throw Unbatchable{loc, "an index that differs per row, with no rows"};
         const int64_t k = sa.back();
         const Type int_type = t_prim(Prim::Int);
         // Negative indices count from the end, as a plain index's do.
@@ -760,6 +761,8 @@ Value by_rows(const BuiltinCall& c, const Value& f, const Value& xs) {
         try {
             return batched_rows(c, f, host);
         } catch (const Unbatchable&) {
+        } catch (const Error& e) {  // no row calls f, so nothing is raised
+            if (e.kind != ErrorKind::Runtime) throw;
         }
     }
     std::vector<Value> results;
