@@ -1665,10 +1665,37 @@ void mentioned_names(const ExprPtr& e, std::set<std::string>& out) {
     });
 }
 
+// Whether e, an application of a global or builtin to all the parameters its
+// scheme shows, certainly gives no function (so eta_expansion need not check
+// it twice: every `let x = f a b` statement was type checked twice).
+bool applies_fully(const ExprPtr& e, const TypeEnvironment& env) {
+    int args = 0;
+    const Expr* head = e.get();
+    for (; head->kind == ExprKind::App; head = head->kids[0].get()) ++args;
+    if (head->kind != ExprKind::Var || args == 0) return false;
+    SchemePtr scheme;
+    bool builtin = false;
+    if (auto g = env.globals.find(head->text); g != env.globals.end()) scheme = g->second;
+    else if (auto b = builtin_schemes().find(head->text); b != builtin_schemes().end()) scheme = b->second, builtin = true;
+    if (!scheme) return false;
+    Type t = prune(scheme->type);
+    for (int k = 0; k < args; ++k) {
+        if (t->kind != TypeKind::Func) return false;
+        t = prune(t->args[1]);
+    }
+    // A builtin given all its parameters gives data (arrays hold no
+    // functions; iterate's state could be one). Else only a result whose
+    // shape is known: a type variable could be a function.
+    if (builtin && t->kind != TypeKind::Func) return head->text != "iterate";
+    return t->kind == TypeKind::Prim || t->kind == TypeKind::Array || t->kind == TypeKind::Tuple ||
+           t->kind == TypeKind::String || t->kind == TypeKind::Unit;
+}
+
 // `\p1 .. pk -> e p1 .. pk` for an application (or a global function's
 // name) e that still takes k >= 1 parameters and has no effects; else null.
 ExprPtr eta_expansion(const ExprPtr& e, const TypeEnvironment& env) {
-    if ((e->kind != ExprKind::App && e->kind != ExprKind::Var) || has_effects(e, env)) return nullptr;
+    if ((e->kind != ExprKind::App && e->kind != ExprKind::Var) || applies_fully(e, env) || has_effects(e, env))
+        return nullptr;
     int arity = 0;
     try {
         Checker trial(env);
