@@ -5,6 +5,7 @@
 #include <initializer_list>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "builtins_eval.h"
 
@@ -24,6 +25,14 @@ inline const Array& array_arg(const Value& v) {
 }
 
 inline Value int_value(int64_t n) { return Value(Scalar::of_int(static_cast<int32_t>(n))); }
+
+// A shape as `reshape` and `fill` take it: an int for a vector, else a tuple of ints.
+inline Value shape_value(const Shape& s) {
+    if (s.size() == 1) return int_value(s[0]);
+    std::vector<Value> extents;
+    for (int64_t e : s) extents.push_back(int_value(e));
+    return Value(std::move(extents));
+}
 
 // Applies builtin `name` through the context (its backend computes it, fusing
 // what it can): how a composite (BuiltinDef::composite) is written.

@@ -23,11 +23,6 @@ Value elem_value(double v, Prim p) { return Value(convert_scalar(Scalar::of_doub
 Value long_value(int64_t n) { return Value(Scalar::of_long(n)); }
 Value iota_of(const BuiltinCall& c, int64_t n) { return apply_named(c, "iota", {int_value(n)}); }
 int64_t leading(const Value& v) { return array_like_shape(v)[0]; }
-Value shape_value(const Shape& s) {
-    std::vector<Value> extents;
-    for (int64_t e : s) extents.push_back(int_value(e));
-    return Value(std::move(extents));
-}
 // `float x` or `double x`: x converted to element type p (a floating type).
 Value to_elem(const BuiltinCall& c, const Value& x, Prim p) {
     return apply_named(c, p == Prim::Double ? "double" : "float", {x});

@@ -178,13 +178,6 @@ Type with_axes(const Type& t0, int n) {
     return t;
 }
 
-Value shape_value(const Shape& s) {
-    if (s.size() == 1) return int_value(s[0]);
-    std::vector<Value> extents;
-    for (int64_t e : s) extents.push_back(int_value(e));
-    return Value(std::move(extents));
-}
-
 // ---------------------------------------------------------------- the batcher
 // The elementwise builtins: operands aligned, then applied as they are.
 const std::unordered_set<std::string_view>& elementwise_builtins() {
