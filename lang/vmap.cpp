@@ -385,7 +385,7 @@ private:
         if (elementwise_builtins().count(name)) return elementwise(def, args, loc);
         const BVal& last = args.back();
         for (size_t k = 0; k + 1 < args.size(); ++k)
-            if (batched(args[k]) && name != "map" && name != "zipWith" && name != "dot" && name != "@")
+            if (batched(args[k]) && name != "map" && name != "zipWith" && name != "zipWith3" && name != "dot" && name != "@")
                 throw Unbatchable{loc, "`" + std::string(name) + "` with an argument other than the array that differs per row"};
         if (innermost_builtins().count(name)) {
             if (last.tuple || last.lambda) throw Unbatchable{loc, "`" + std::string(name) + "` of a tuple that differs per row"};
@@ -537,7 +537,9 @@ private:
 
     // The selection of an Index or With node on a per-row array: the mapped
     // axes whole, then the node's own indices and slices (the same for every row).
-    std::vector<ops::AxisSelect> selection(const Expr& e, const Scope& s, const BVal& a) {
+    // `first`: the first plain index, when the caller has evaluated it already.
+    std::vector<ops::AxisSelect> selection(const Expr& e, const Scope& s, const BVal& a,
+                                           std::optional<int64_t> first = std::nullopt) {
         if (is_mask_index(e)) throw Unbatchable{e.loc, "a mask or index array on a value that differs per row"};
         if (a.tuple || a.lambda) throw Unbatchable{e.loc, "an index of a tuple that differs per row"};
         const Shape shape = shape_of(a.v);
@@ -551,7 +553,8 @@ private:
             const IndexArg& arg = e.indices[k];
             const Loc loc = arg.loc.valid() ? arg.loc : e.loc;
             const int64_t extent = shape[static_cast<size_t>(a.batch) + k];
-            if (!arg.is_slice) sel.push_back(ops::select_index(*int_at(arg.index), extent, static_cast<int>(k), loc));
+            if (!arg.is_slice)
+                sel.push_back(ops::select_index(k == 0 && first ? *first : *int_at(arg.index), extent, static_cast<int>(k), loc));
             else sel.push_back(ops::select_slice(int_at(arg.lo), int_at(arg.hi), int_at(arg.step), extent, loc));
         }
         return sel;
@@ -598,14 +601,21 @@ private:
         return BVal{out.size() == 1 ? picked : reshaped(picked, out), std::max(idx.batch, a.batch)};
     }
 
+    // a[i, j:k]: a gather when the one plain index differs per row, else a
+    // part of each row (or of an array the same for every row, indexed by
+    // something computed from the row that is the same for all: w[length r - 1]).
     BVal walk_index(const Expr& e, const Scope& s) {
-        if (e.indices.size() == 1 && !e.indices[0].is_slice && !is_mask_index(e)) {
+        std::optional<int64_t> first;
+        if (!e.indices.empty() && !e.indices[0].is_slice && !is_mask_index(e)) {
             const BVal idx = walk(e.indices[0].index, s);
-            if (batched(idx)) return gathered(walk(e.kids[0], s), idx, e.loc);
+            if (batched(idx)) {
+                if (e.indices.size() > 1) throw Unbatchable{e.loc, "an index that differs per row, into a matrix"};
+                return gathered(walk(e.kids[0], s), idx, e.loc);
+            }
+            first = force(idx.v).scalar().as_long();
         }
         const BVal a = walk(e.kids[0], s);
-        if (!batched(a)) throw Unbatchable{e.loc, "an index that differs per row"};  // only the index reads the row
-        return part_of(a, selection(e, s, a), e.loc);
+        return part_of(a, selection(e, s, a, first), e.loc);
     }
 
     // a with [...] = v on a per-row array (or a per-row v): the backend's

@@ -62,6 +62,7 @@ TEST_CASE("vmap: kernels agree with the reference on every form") {
              "vmap (\\r -> if r[0] > 1.0 then r[7] else r[0]) m", "vmap (\\r -> zipWith (-) r (reverse r)) m",
              "vmap (\\r -> take 2 (reverse r)) m", "vmap (\\r -> drop 3 r) m", "vmap (\\x -> reverse x) t",
              "vmap (\\r -> loop a = 0.0 for i < length r do a + r[i]) m", "vmap (\\r -> r[length r - 1]) m",
+             "vmap (\\r -> w[length r - 1] + r) m", "vmap (\\r -> zipWith3 (\\a b c -> a + b * c) w r r) m",
              // indices that differ per row: gathers; generate reading the row
              "vmap (\\r -> generate (length r - 1) (\\i -> r[i + 1] - r[i])) m", "vmap (\\r -> r[-1 - argmin r]) m",
              "vmap (\\r -> map (\\x -> r[int (abs x) % 5]) r) m", "vmap (\\r -> r[argmax r + 3]) m",
