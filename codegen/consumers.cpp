@@ -527,7 +527,7 @@ std::optional<Value> FusionEngine::permute(std::span<const Value> args, EvalCont
         for (PullArray& p : v) p = flat(p);
         for (PullArray& p : d) p = flat(p);
     }
-    const ir::ExprPtr dest_rows = extents(fc, {ds[0]})[0];
+    const ir::ExprPtr dest_rows = rows ? extents(fc, {ds[0]})[0] : nullptr;
     // The target of element i (flat, an int as in the reference).
     const std::vector<ir::ExprPtr> vshape = v[0].shape;
     PullArray target{vshape, ir::ScalarType::I64, [&fc, g, vshape, rows, row_length, dest_rows](

@@ -237,58 +237,58 @@ public:
         // SHOAL_CUDA_HOST_TIMES=1: the host's time in each kind of step, per
         // plan, on stderr (where a statement's wall time goes beyond its kernels').
         static const bool host_times = std::getenv("SHOAL_CUDA_HOST_TIMES") != nullptr;
-        std::array<int64_t, 8> spent{};
-        std::array<int, 8> steps{};
-        auto clock = std::chrono::steady_clock::now();
-        const auto plan_start = clock;
-        for (const ir::PlanStep& s : plan_.steps) {
-            if (options_.cancel && options_.cancel->load()) user_error(ErrorKind::Interrupted, Loc{}, "interrupted");
-            if (host_times) {
-                const auto now = std::chrono::steady_clock::now();
-                clock = now;
-            }
-            run_step(s);
-            if (host_times) {
-                const auto now = std::chrono::steady_clock::now();
-                const auto kind = static_cast<size_t>(s.kind);
-                spent[kind] += std::chrono::duration_cast<std::chrono::nanoseconds>(now - clock).count();
-                ++steps[kind];
-            }
-        }
-        const auto ending = std::chrono::steady_clock::now();
+        if (host_times) return run_timing_steps();
+        for (const ir::PlanStep& s : plan_.steps) run_step(s);
+        return finish();
+    }
+
+private:
+    ir::PlanOutcome finish() {
         raise_pending_checks();
         measure_launches();
-        if (host_times) {
-            const auto end = std::chrono::steady_clock::now();
-            static const char* kNames[] = {"compute", "alloc", "launch", "check", "read back", "free", "call", "?"};
-            std::string line = "host times, plan " + plan_.name + ": ";
-            for (size_t k = 0; k < 7; ++k)
-                if (steps[k]) line += std::string(kNames[k]) + " " + std::to_string(steps[k]) + " x " +
-                                      std::to_string(spent[k] / 1000 / steps[k]) + " us, ";
-            line += "final wait " + std::to_string(std::chrono::duration_cast<std::chrono::microseconds>(end - ending).count()) +
-                    " us, in all " +
-                    std::to_string(std::chrono::duration_cast<std::chrono::microseconds>(end - plan_start).count()) + " us\n";
-            std::fputs(line.c_str(), stderr);
-        }
         for (const std::string& name : plan_.entry.outputs) outcome_.outputs[name] = ir::ArrayData{nullptr, bound_.at(name)};
         return std::move(outcome_);
     }
 
-private:
+    ir::PlanOutcome run_timing_steps() {
+        using Clock = std::chrono::steady_clock;
+        auto us = [](Clock::duration d) { return std::chrono::duration_cast<std::chrono::microseconds>(d).count(); };
+        static const char* kKinds[] = {"compute", "alloc", "launch", "check", "read back", "free", "call"};
+        std::array<Clock::duration, std::size(kKinds)> spent{};
+        std::array<int, std::size(kKinds)> steps{};
+        const auto started = Clock::now();
+        for (const ir::PlanStep& s : plan_.steps) {
+            const auto before = Clock::now();
+            run_step(s);
+            spent[static_cast<size_t>(s.kind)] += Clock::now() - before;
+            ++steps[static_cast<size_t>(s.kind)];
+        }
+        const auto ending = Clock::now();
+        ir::PlanOutcome outcome = finish();
+        const auto end = Clock::now();
+        std::string line = "host times, plan " + plan_.name + ": ";
+        for (size_t k = 0; k < steps.size(); ++k)
+            if (steps[k]) line += std::string(kKinds[k]) + " " + std::to_string(steps[k]) + " x " + std::to_string(us(spent[k]) / steps[k]) + " us, ";
+        line += "final wait " + std::to_string(us(end - ending)) + " us, in all " + std::to_string(us(end - started)) + " us\n";
+        std::fputs(line.c_str(), stderr);
+        return outcome;
+    }
+
     void run_step(const ir::PlanStep& s) {
-            switch (s.kind) {
-                case ir::StepKind::Compute: {
-                    const ir::PlanScalar* v = plan_.find_scalar(s.scalar);
-                    outcome_.scalars[s.scalar] = ir::eval_host(v->value, lookup_);
-                    break;
-                }
-                case ir::StepKind::Alloc: allocate(s.buffer); break;
-                case ir::StepKind::Launch: launch(s); break;
-                case ir::StepKind::Check: copy_error_record(s.kernel); break;
-                case ir::StepKind::ReadBack: read_back(s); break;
-                case ir::StepKind::Call: call(s); break;
-                case ir::StepKind::Free: bound_.erase(s.buffer); break;
+        if (options_.cancel && options_.cancel->load()) user_error(ErrorKind::Interrupted, Loc{}, "interrupted");
+        switch (s.kind) {
+            case ir::StepKind::Compute: {
+                const ir::PlanScalar* v = plan_.find_scalar(s.scalar);
+                outcome_.scalars[s.scalar] = ir::eval_host(v->value, lookup_);
+                break;
             }
+            case ir::StepKind::Alloc: allocate(s.buffer); break;
+            case ir::StepKind::Launch: launch(s); break;
+            case ir::StepKind::Check: copy_error_record(s.kernel); break;
+            case ir::StepKind::ReadBack: read_back(s); break;
+            case ir::StepKind::Call: call(s); break;
+            case ir::StepKind::Free: bound_.erase(s.buffer); break;
+        }
     }
 
     // The device memory of an input: its own, its host array's copy, or a

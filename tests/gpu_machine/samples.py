@@ -33,8 +33,7 @@ def main():
                 return name, addr - lo + offset
         return "?", addr
 
-    exe = max((m for m in maps if m[3].endswith("/shoal")), key=lambda m: 0, default=None)
-    exe_name = exe[3] if exe else None
+    exe_name = next((m[3] for m in maps if m[3].endswith("/shoal")), None)
     own = sorted({place(a - 1)[1] for s in samples for a in s if place(a - 1)[0] == exe_name})
     names = {}
     if own:
@@ -51,8 +50,7 @@ def main():
 
     self_time, inclusive = collections.Counter(), collections.Counter()
     for s in samples:
-        frames = [name(a) for a in s[1:]]  # s[0] is the signal handler
-        frames = [f for f in frames if "host_sampler" not in f and f != "libc.so.6" or f == frames[-1]]
+        frames = [name(a) for a in s[2:]]  # the handler and libc's signal trampoline first
         if not frames:
             continue
         self_time[frames[0]] += 1
