@@ -363,9 +363,9 @@ std::optional<Value> FusionEngine::push(const std::string& name, std::span<const
             if (name == "transpose")
                 ir::lower_transpose(pb, kernel, a[k], outs[k], lowering_options(facts));
             else if (name == "++")
-                ir::lower_concat(pb, kernel, a[k], b[k], outs[k]);
+                ir::lower_concat(pb, kernel, a[k], b[k], outs[k], lowering_options(facts));
             else
-                ir::lower_interleave(pb, kernel, a[k], b[k], outs[k]);
+                ir::lower_interleave(pb, kernel, a[k], b[k], outs[k], lowering_options(facts));
         }
     });
     return rebuild(args[0], results(r, outs, prims_of(args[0]), s));
@@ -457,7 +457,9 @@ std::vector<Value> FusionEngine::kept_elements(const std::string& name, FuseCont
                                                const PullArray& keep, const std::vector<PullArray>& x) {
     const std::vector<std::string> outs = leaf_buffers("out", prims.size(), true);
     ir::PlanOutcome r = run(name, fc, {name, {ir::tuple_of(keep), ir::tuple_of(x)}},
-                            [&](ir::PlanBuilder& pb) { ir::lower_filter(pb, name, keep, x, outs, "count"); });
+                            [&](ir::PlanBuilder& pb) {
+        ir::lower_filter(pb, name, keep, x, outs, "count", lowering_options(fc.facts(pb)));
+    });
     return results(r, outs, prims, {r.scalars.at("count").i});
 }
 
@@ -613,7 +615,9 @@ std::optional<Value> FusionEngine::scatter(std::span<const Value> args, EvalCont
     const PullArray i = pull_of(idx, fc);
     const ir::PlanOutcome r =
         run("scatter", fc, {"scatter", {ir::tuple_of(d), ir::tuple_of(i), ir::tuple_of(v)}}, [&](ir::PlanBuilder& pb) {
-            for (size_t k = 0; k < d.size(); ++k) ir::lower_scatter(pb, pb.fresh("scatter"), d[k], i, v[k], outs[k]);
+            const ir::LoweringOptions opt = lowering_options(fc.facts(pb));
+            for (size_t k = 0; k < d.size(); ++k)
+                ir::lower_scatter(pb, pb.fresh("scatter"), d[k], i, v[k], outs[k], opt);
         });
     return rebuild(dest, results(r, outs, prims, ds));
 }

@@ -30,17 +30,27 @@ namespace {
 using ElementFn = std::function<std::vector<ExprPtr>(KernelBuilder&, ExprPtr g)>;
 
 // Each thread folds elements start, start + step, ... < end; the block tree
-// combines the threads; thread 0 stores the result at outs[k][at].
+// combines the threads; thread 0 stores the result at outs[k][at], or, when
+// `alone` is given and the grid is one block, at alone[k][0] (the block's
+// total is then the whole result).
 void emit_cascade(KernelBuilder& kb, const Combine& op, const ElementFn& element, ExprPtr start, ExprPtr end,
-                  ExprPtr step, const std::vector<std::string>& tree, const std::vector<std::string>& outs, ExprPtr at) {
+                  ExprPtr step, const std::vector<std::string>& tree, const std::vector<std::string>& outs, ExprPtr at,
+                  const std::vector<std::string>* alone = nullptr) {
     std::vector<ExprPtr> acc = declare_vars(kb, "acc", op.neutral);
     thread_loop(kb, "gid", start, end, step, [&](ExprPtr i) {
         assign_all(kb, acc, combine(kb, op, acc, element(kb, i)));
     });
     block_tree_reduce(kb, op, tree, acc, /*ordered=*/false);
     emit_if(kb, binary(BinaryOp::Eq, thread_idx(), const_int(0, ScalarType::I32)), [&] {
-        store_all(kb, outs, at, load_all(tree, op.types, const_int(0, ScalarType::I32), MemSpace::Shared),
-                  MemSpace::Global);
+        const std::vector<ExprPtr> total =
+            bind_all(kb, "total", load_all(tree, op.types, const_int(0, ScalarType::I32), MemSpace::Shared));
+        if (!alone) {
+            store_all(kb, outs, at, total, MemSpace::Global);
+            return;
+        }
+        emit_if(kb, binary(BinaryOp::Eq, grid_dim(), i64(1)),
+                [&] { store_all(kb, *alone, i64(0), total, MemSpace::Global); },
+                [&] { store_all(kb, outs, at, total, MemSpace::Global); });
     });
 }
 
@@ -70,12 +80,17 @@ void reduce_vector_cascade(PlanBuilder& pb, const std::string& name, const PullT
     const ExprPtr blocks = param(pb.derived(pb.fresh(name + "_blocks"), capped_grid(n, per_block, opt.max_blocks)),
                                  ScalarType::I64);
     auto partials = temps(pb, name + "_block_partials", op.types, blocks);
+    // One block's total is the result: pass 1 stores it and pass 2 is
+    // skipped (a 2000-element sum: 1 launch, not 2). No block (no element):
+    // pass 2 alone stores the neutral element.
     {
         KernelBuilder kb(name + "_partials", opt.block_size);
         declare_outputs(kb, partials, op.types);
+        declare_outputs(kb, outs, op.types);
         auto tree = shared_arrays(kb, "tree", op.types, opt.block_size);
         ElementFn element = [&src](KernelBuilder& b, ExprPtr g) { return flat_at(b, src, g); };
-        emit_cascade(kb, op, element, global_thread(), use_params(kb, n), grid_threads(), tree, partials, block_idx());
+        emit_cascade(kb, op, element, global_thread(), use_params(kb, n), grid_threads(), tree, partials, block_idx(),
+                     &outs);
         add_launch(pb, kb, blocks, "reduce pass 1: each block folds a grid-stride share (cascading), then a tree");
     }
     {
@@ -84,7 +99,8 @@ void reduce_vector_cascade(PlanBuilder& pb, const std::string& name, const PullT
         auto tree = shared_arrays(kb, "tree", op.types, opt.block_size);
         emit_cascade(kb, op, buffer_elements(partials, op.types), tid64(), use_params(kb, blocks),
                      cast(ScalarType::I64, block_dim()), tree, outs, i64(0));
-        add_launch(pb, kb, i64(1), "reduce pass 2: one block folds the block partials");
+        add_launch(pb, kb, select(binary(BinaryOp::Eq, blocks, i64(1)), i64(0), i64(1)),
+                   "reduce pass 2: one block folds the block partials (several blocks, or none)");
     }
 }
 

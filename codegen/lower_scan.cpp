@@ -145,6 +145,20 @@ std::pair<ExprPtr, ExprPtr> chunk_range(KernelBuilder& kb, const std::string& ch
     return {lo, hi};
 }
 
+// One chunk needs no carries: its scan is phase 3 alone (a 2000-element
+// cumsum: 1 launch, not 3, on the CPU and on a GPU). Phases 1 and 2 run
+// only with several chunks (an empty launch is skipped), and block 0 starts
+// from the neutral element, which is its carry whatever the count.
+ExprPtr several(ExprPtr blocks) { return select(binary(BinaryOp::Gt, blocks, i64(1)), blocks, i64(0)); }
+ExprPtr one_if_several(ExprPtr blocks) { return select(binary(BinaryOp::Gt, blocks, i64(1)), i64(1), i64(0)); }
+
+std::vector<ExprPtr> chunk_carry(KernelBuilder& kb, const Combine& op, const std::vector<std::string>& carries) {
+    std::vector<ExprPtr> carry = declare_vars(kb, "carry", op.neutral);
+    emit_if(kb, binary(BinaryOp::Gt, block_idx(), i64(0)),
+            [&] { assign_all(kb, carry, load_global(kb, carries, op.types, block_idx())); });
+    return carry;
+}
+
 }  // namespace
 
 namespace lowering {
@@ -201,7 +215,7 @@ static void lower_scan_chunks_cpu(PlanBuilder& pb, const ScanSpec& s, const std:
         std::vector<ExprPtr> acc = declare_vars(kb, "acc", op.neutral);
         walk(kb, lo, hi, acc, nullptr);
         store_all(kb, partials, block_idx(), acc, MemSpace::Global);
-        add_launch(pb, kb, blocks_p, "scan phase 1 (CPU): each thread folds its chunk in order");
+        add_launch(pb, kb, several(blocks_p), "scan phase 1 (CPU): each thread folds its chunk in order");
     }
     {
         KernelBuilder kb(s.name + "_carries", 1);
@@ -211,13 +225,13 @@ static void lower_scan_chunks_cpu(PlanBuilder& pb, const ScanSpec& s, const std:
             store_all(kb, carries, b, acc, MemSpace::Global);
             assign_all(kb, acc, bind_all(kb, "next", combine(kb, op, acc, load_global(kb, partials, op.types, b))));
         });
-        add_launch(pb, kb, min_expr(blocks_p, i64(1)), "scan phase 2 (CPU): exclusive scan of the chunk totals");
+        add_launch(pb, kb, one_if_several(blocks_p), "scan phase 2 (CPU): exclusive scan of the chunk totals");
     }
     {
         KernelBuilder kb(s.name, 1);
         for (size_t k = 0; k < outs.size(); ++k) kb.buffer_param(outs[k], s.result_types[k], Access::Write);
         auto [lo, hi] = chunk_range(kb, chunk, s.n);
-        std::vector<ExprPtr> acc = declare_vars(kb, "acc", load_global(kb, carries, op.types, block_idx()));
+        std::vector<ExprPtr> acc = chunk_carry(kb, op, carries);
         walk(kb, lo, hi, acc, [&](ExprPtr g, const std::vector<ExprPtr>& before, const std::vector<ExprPtr>& after) {
             const std::vector<ExprPtr> r = s.result(kb, g, s.kind == ScanKind::Inclusive ? after : before);
             for (size_t k = 0; k < outs.size(); ++k) kb.emit(store(outs[k], g, r[k]));
@@ -244,7 +258,7 @@ static void lower_scan_spec(PlanBuilder& pb, const ScanSpec& s, const std::vecto
     auto partials = temp_buffers(pb, s.name + "_block_totals", op.types, blocks_p);
     auto carries = temp_buffers(pb, s.name + "_block_carries", op.types, blocks_p);
 
-    lower_ordered_totals(pb, s.name + "_totals", op, s.element, s.n, chunk, blocks_p, partials, opt,
+    lower_ordered_totals(pb, s.name + "_totals", op, s.element, s.n, chunk, several(blocks_p), partials, opt,
                          "scan phase 1: the total of each block's chunk");
 
     {  // phase 2: one block scans the chunk totals exclusively
@@ -258,7 +272,7 @@ static void lower_scan_spec(PlanBuilder& pb, const ScanSpec& s, const std::vecto
         ts.prepare(kb);
         std::vector<ExprPtr> carry = declare_vars(kb, "carry", op.neutral);
         ts.emit(kb, i64(0), use_params(kb, blocks_p), carry);
-        add_launch(pb, kb, min_expr(blocks_p, i64(1)), "scan phase 2: exclusive scan of the chunk totals");
+        add_launch(pb, kb, one_if_several(blocks_p), "scan phase 2: exclusive scan of the chunk totals");
     }
     {  // phase 3: each block scans its chunk from its carry
         KernelBuilder kb(s.name, opt.block_size);
@@ -270,7 +284,7 @@ static void lower_scan_spec(PlanBuilder& pb, const ScanSpec& s, const std::vecto
         TileScan ts{op, opt.scan_items_per_thread, s.element, output, s.kind, {}, {}, {}};
         ts.prepare(kb);
         auto [lo, hi] = chunk_range(kb, chunk, s.n);
-        std::vector<ExprPtr> carry = declare_vars(kb, "carry", load_global(kb, carries, op.types, block_idx()));
+        std::vector<ExprPtr> carry = chunk_carry(kb, op, carries);
         ts.emit(kb, lo, hi, carry);
         add_launch(pb, kb, blocks_p, "scan phase 3: scan each chunk from its carry");
     }
