@@ -12,7 +12,10 @@ on standard output and diagnostics on standard error, merged in order. The
 output must be exactly the documented text.
 
 A block preceded by `<!-- not checked: WHY -->` is skipped (an interactive
-Ctrl-C, timings); the runner prints how many it skipped and why. Prints one
+Ctrl-C, timings); the runner prints how many it skipped and why. One
+preceded by `<!-- to within R: WHY -->` compares token by token, numbers to
+a relative tolerance R (BLAS and LAPACK results, whose last digits depend on
+the kernels OpenBLAS picks for the CPU). Prints one
 line per failing block and `N blocks passed, N failed, N skipped`; the exit
 status is 1 if any block failed. Standard library only.
 """
@@ -24,10 +27,14 @@ import sys
 PROMPT = "shoal> "
 CONTINUATION = re.compile(r"^\s*\.\.\.> ?")
 SKIP = re.compile(r"<!--\s*not checked:(.*?)-->")
+WITHIN = re.compile(r"<!--\s*to within ([0-9.eE-]+):(.*?)-->")
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from run_examples import compare  # noqa: E402  (one token comparison for both runners)
 
 
 def blocks(path):
-    """(line number, skip reason or None, block lines without the fence's indentation)."""
+    """(line number, skip reason or None, tolerance or None, block lines without the fence's indentation)."""
     lines = open(path, encoding="utf-8").read().split("\n")
     i = 0
     while i < len(lines):
@@ -46,7 +53,8 @@ def blocks(path):
             continue
         before = "\n".join(lines[max(0, start - 3):start])
         skip = SKIP.search(before)
-        yield start + 1, (skip.group(1).strip() if skip else None), body
+        within = WITHIN.search(before)
+        yield start + 1, (skip.group(1).strip() if skip else None), (float(within.group(1)) if within else None), body
 
 
 def transcript(body):
@@ -79,7 +87,7 @@ def main():
     passed = failed = 0
     skipped = []
     for doc in docs:
-        for lineno, skip, body in blocks(doc):
+        for lineno, skip, within, body in blocks(doc):
             where = f"{os.path.basename(doc)}:{lineno}"
             if skip:
                 skipped.append(f"{where} ({skip})")
@@ -91,7 +99,7 @@ def main():
             got = run(shoal, [s for s, _ in steps])
             if got == [""] and not expected:
                 got = []
-            if got == expected:
+            if got == expected or (within and compare("\n".join(got), "\n".join(expected), within) is None):
                 passed += 1
                 continue
             failed += 1
