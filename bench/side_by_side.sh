@@ -15,10 +15,10 @@ out, script = sys.argv[1], sys.argv[2]
 names = [l[3:].strip() for l in open(script) if re.match(r"-- [a-z0-9_x]+$", l.strip())]
 def ms(text):
     v, unit = text.split()
-    return float(v) * {"ms": 1, "s": 1000, "us": 1e-3}[unit]
+    return float(v) * {"ms": 1, "s": 1000, "us": 1e-3, "ns": 1e-6}[unit]
 # A statement's time with its parsing and type checking (the front end).
 times = [ms(m.group(1)) + ms(m.group(2)) for m in
-         (re.match(r"time: ([0-9.]+ [mu]?s).*; front end ([0-9.]+ [mu]?s)", l) for l in open(out + "/shoal")) if m]
+         (re.match(r"time: ([0-9.]+ [mun]?s).*; front end ([0-9.]+ [mun]?s)", l) for l in open(out + "/shoal")) if m]
 peers = dict(l.split() for l in open(out + "/peers"))
 print("%-22s %10s %10s %7s" % ("case", "shoal ms", "numpy ms", "ratio"))
 for i, n in enumerate(names):

@@ -11,6 +11,8 @@ CompiledBackendFactory g_compiled_factory = nullptr;
 
 void set_compiled_backend_factory(CompiledBackendFactory factory) { g_compiled_factory = factory; }
 
+uint64_t Session::front_end_reuses() const { return impl_->front_ends.reuses(); }
+
 CompiledBackend* Session::compiled_backend() {
     if (!impl_->compiled && g_compiled_factory) impl_->compiled = g_compiled_factory();
     return impl_->compiled.get();
@@ -93,11 +95,44 @@ bool SessionCommands::run_statement(Session& s, const SourcePtr& src, StatementS
     return ok;
 }
 
-void SessionCommands::run_let(Session& s, const Stmt& stmt, const std::string& text, const Measured& measured,
+std::shared_ptr<const CheckedStatement> Session::Impl::front_end(const SourcePtr& src, size_t begin, size_t end) {
+    const std::string text = src->text.substr(begin, end - begin);
+    const Loc at = source_loc(src, begin, end);
+    auto resolve = [this](const std::string& name) -> BindingPtr {
+        auto it = names.find(name);
+        return it == names.end() ? nullptr : globals.at(it->second);
+    };
+    if (auto hit = front_ends.find(text, at, resolve)) return hit;
+    auto checked = std::make_shared<CheckedStatement>();
+    CheckedStatement& c = *checked;
+    c.stmt = parse_statement(src, StatementSpan{begin, end});
+    if (c.stmt->kind == StmtKind::Command) return checked;
+    TypeEnvironment env = type_env();
+    bool loaded = false;  // a `load` typed from a file's header: checked anew each time
+    env.load_typer = [&loaded](const std::string& path, const Loc& loc) {
+        loaded = true;
+        return type_of_load(path, loc);
+    };
+    bool keep = true;
+    if (c.stmt->kind == StmtKind::Let) {
+        c.names = check_let(*c.stmt, env);
+        for (const auto& [name, scheme] : c.names) keep = keep && !scheme->polymorphic() && FrontEndCache::keepable(scheme->type);
+    } else {
+        c.type = check_expression(c.stmt->expr, env);
+        keep = FrontEndCache::keepable(c.type);
+    }
+    std::vector<FrontEndCache::Read> reads;
+    c.used = pin(c.stmt->expr, &reads);
+    if (keep && !loaded) front_ends.store(text, at, checked, std::move(reads));
+    return checked;
+}
+
+void SessionCommands::run_let(Session& s, const CheckedStatement& let, const std::string& text, const Measured& measured,
                               const EvalContext* context) {
     Session::Impl& I = *s.impl_;
-    auto names = check_let(stmt, I.type_env());
-    const std::set<std::string> used = I.pin(stmt.expr);
+    const Stmt& stmt = *let.stmt;
+    const auto& names = let.names;
+    const std::set<std::string>& used = let.used;
     std::map<std::string, BindingPtr> fresh;
     uint64_t stream = I.random_stream;
     bool generic = std::any_of(names.begin(), names.end(), [](const auto& p) { return p.second->polymorphic(); });
@@ -161,14 +196,14 @@ bool SessionCommands::run_statement_reporting_errors(Session& s, const SourcePtr
     const SessionSettings& settings = s.settings_;
     Loc stmt_loc = source_loc(src, span.begin, span.end);
     try {
-        StmtPtr stmt = parse_statement(src, span);
+        const std::shared_ptr<const CheckedStatement> checked = I.front_end(src, span.begin, span.end);
+        const StmtPtr& stmt = checked->stmt;
         switch (stmt->kind) {
             case StmtKind::Let:
-                run_let(s, *stmt, src->text.substr(span.begin, span.end - span.begin));
+                run_let(s, *checked, src->text.substr(span.begin, span.end - span.begin));
                 return true;
             case StmtKind::Expr: {
-                Type t = check_expression(stmt->expr, I.type_env());
-                I.pin(stmt->expr);
+                const Type& t = checked->type;
                 EvalContext ctx = s.eval_context();
                 Value v = I.materialise(evaluate(stmt->expr, ctx), "printed", false);
                 I.random_stream = ctx.random_stream;

@@ -212,6 +212,10 @@ public:
     // backend's description (its executor's), or the reference evaluator.
     std::string engine_description();
 
+    // Statements whose parsing and type checking were reused from an earlier
+    // run of the same text (lang/front_end_cache.h).
+    uint64_t front_end_reuses() const;
+
 private:
     // The context a statement is evaluated in (the current backend included).
     EvalContext eval_context();

@@ -153,12 +153,12 @@ std::pair<ExprPtr, Type> SessionCommands::checked_argument(size_t skip) const {
     return {e, t};
 }
 
-StmtPtr SessionCommands::argument_let() const {
+std::shared_ptr<const CheckedStatement> SessionCommands::argument_let() const {
     const std::string_view a = trim(stmt.argument);
     if (a.size() < 4 || !a.starts_with("let") || (a[3] != ' ' && a[3] != '\t')) return nullptr;
     const size_t start = offset_of(stmt.argument_loc);
-    StmtPtr st = parse_statement(src, StatementSpan{start, std::min(start + stmt.argument.size(), src->text.size())});
-    return st->kind == StmtKind::Let ? st : nullptr;
+    auto checked = I.front_end(src, start, std::min(start + stmt.argument.size(), src->text.size()));
+    return checked->stmt->kind == StmtKind::Let ? checked : nullptr;
 }
 
 CompiledBackend* SessionCommands::require_compiled() const {

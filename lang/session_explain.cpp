@@ -108,7 +108,7 @@ void SessionCommands::name_arrays(const Value& v, const std::string& name, std::
 bool SessionCommands::measure(const CommandInfo& c, std::string_view arg, bool per_kernel) {
     if (arg.empty() || !stmt.argument_loc.valid()) usage(c);
     const auto parsing = std::chrono::steady_clock::now();
-    const StmtPtr let = argument_let();
+    const std::shared_ptr<const CheckedStatement> let = argument_let();
     ExprPtr e;
     Type t;
     if (!let) {

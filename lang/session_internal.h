@@ -27,6 +27,7 @@
 #include "builtins_eval.h"
 #include "display.h"
 #include "format.h"
+#include "front_end_cache.h"
 #include "io.h"
 #include "lexer.h"
 #include "plot.h"
@@ -197,6 +198,7 @@ struct Session::Impl {
     int depth = 0;                    // nesting of execute() through :load
     bool interrupt_reported = false;  // one "interrupted" per Ctrl-C
     EmitWriter emit_writer;           // null: write the files
+    FrontEndCache front_ends;         // statements checked before, by text
 
     // v forced (or settled) where the statement needs it whole; `why` is
     // what :profile says about materialising it.
@@ -224,12 +226,25 @@ struct Session::Impl {
     }
 
     // Rewrites the statement's free variables to keys; returns the keys used.
-    std::set<std::string> pin(const ExprPtr& e) const {
+    // `reads` (when given) gets each free name and what it meant.
+    std::set<std::string> pin(const ExprPtr& e, std::vector<FrontEndCache::Read>* reads = nullptr) const {
         std::set<std::string> used;
         std::vector<std::string> locals;
+        if (e && reads)
+            for_each_free_variable(*e, locals, [&](Expr& var) {
+                auto it = names.find(var.text);
+                reads->push_back(it == names.end() ? FrontEndCache::Read{var.text, {}, true}
+                                                   : FrontEndCache::Read{var.text, globals.at(it->second), false});
+            });
         if (e) pin_free_variables(*e, locals, names, used);
         return used;
     }
+
+    // The let or expression statement src[begin, end) after the front end
+    // (lang/front_end_cache.h): checked before from the same text against the
+    // same bindings, or parsed, checked and pinned now. A command is only
+    // parsed.
+    std::shared_ptr<const CheckedStatement> front_end(const SourcePtr& src, size_t begin, size_t end);
 
     void commit(const std::map<std::string, BindingPtr>& fresh, const std::set<std::string>& used,
                 const std::string& text) {
@@ -296,6 +311,7 @@ struct Session::Impl {
     }
 
     void clear() {
+        front_ends = FrontEndCache{};
         globals.clear();
         names.clear();
         refs.clear();
@@ -331,8 +347,8 @@ struct SessionCommands {
     using Measured = std::function<void(const std::function<void()>& evaluate_it)>;
     // `context`: the evaluation context to use (:profile names the bindings
     // in it); null: the session's.
-    static void run_let(Session& s, const Stmt& stmt, const std::string& text, const Measured& measured = nullptr,
-                        const EvalContext* context = nullptr);
+    static void run_let(Session& s, const CheckedStatement& let, const std::string& text,
+                        const Measured& measured = nullptr, const EvalContext* context = nullptr);
 
     // Returns false when the command ran but something inside failed (:load).
     bool run();
@@ -429,7 +445,7 @@ struct SessionCommands {
 
     // The argument as a statement when it is a top-level `let` (`:time let
     // x = random 1000`); null for an expression (`let ... in ...` included).
-    StmtPtr argument_let() const;
+    std::shared_ptr<const CheckedStatement> argument_let() const;
 
     // :time e evaluates e on the current backend, shows its value and how long
     // it took; :profile e evaluates it with the compiled backend and explains

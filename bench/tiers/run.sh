@@ -25,18 +25,18 @@ names = ["saxpy", "rmse", "sum", "fwd_diff", "spencer", "blackscholes", "scan", 
 arrays = {"saxpy": 3, "rmse": 2, "sum": 1, "fwd_diff": 2, "spencer": 2}
 def ms(text):
     v, unit = text.split()
-    return float(v) * {"ms": 1, "s": 1000, "us": 1e-3}[unit]
+    return float(v) * {"ms": 1, "s": 1000, "us": 1e-3, "ns": 1e-6}[unit]
 def lines(tier):
     return [l for l in open(out + "/" + tier)]
 shoal, built, loaded = {}, {}, {}
 for tier in ("interpret", "native"):
-    times = [ms(re.match(r"time: ([0-9.]+ [mu]?s)", l).group(1)) for l in lines(tier)]
+    times = [ms(re.match(r"time: ([0-9.]+ [mun]?s)", l).group(1)) for l in lines(tier)]
     # eight runs per program; the first (the build, fresh pages) is dropped
     shoal[tier] = {n: min(times[8 * i + 1:8 * i + 8]) for i, n in enumerate(names)}
 for i, n in enumerate(names):
-    m = re.search(r"compiled \d+ kernels? \(([0-9.]+ [mu]?s)\)", lines("native")[8 * i])
+    m = re.search(r"compiled \d+ kernels? \(([0-9.]+ [mun]?s)\)", lines("native")[8 * i])
     built[n] = ms(m.group(1)) if m else float("nan")
-    m = re.search(r"from the cache \(([0-9.]+ [mu]?s)\)", lines("native-cached")[8 * i])
+    m = re.search(r"from the cache \(([0-9.]+ [mun]?s)\)", lines("native-cached")[8 * i])
     loaded[n] = ms(m.group(1)) if m else float("nan")
 peers = collections.defaultdict(dict)
 for line in open(out + "/peers"):

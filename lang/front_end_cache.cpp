@@ -1,0 +1,80 @@
+#include "lang/front_end_cache.h"
+
+namespace shoal {
+
+namespace {
+
+// Moves the locations of one statement from `from` to `to` (same text):
+// every line shifts by the same amount, and columns only on its first line.
+struct Relocation {
+    const Loc& from;
+    const Loc& to;
+
+    void loc(Loc& l) const {
+        if (!l.valid()) return;
+        if (l.line == from.line) l.col += to.col - from.col;
+        l.line += to.line - from.line;
+        l.source = to.source;
+    }
+    void pattern(const PatternPtr& p) const {
+        if (!p) return;
+        loc(p->loc);
+        for (const PatternPtr& e : p->elems) pattern(e);
+    }
+    void expr(const ExprPtr& e) const {
+        if (!e) return;
+        loc(e->loc);
+        loc(e->counter_loc);
+        pattern(e->pattern);
+        for (const PatternPtr& p : e->params) pattern(p);
+        for (const ExprPtr& k : e->kids) expr(k);
+        for (IndexArg& ix : e->indices) {
+            loc(ix.loc);
+            expr(ix.index);
+            expr(ix.lo);
+            expr(ix.hi);
+            expr(ix.step);
+        }
+    }
+};
+
+}  // namespace
+
+bool FrontEndCache::keepable(const Type& t) {
+    if (!t) return true;
+    const Type p = prune(t);
+    if (p->kind == TypeKind::Func || p->kind == TypeKind::Var || p->kind == TypeKind::Gen) return false;
+    for (const Type& a : p->args)
+        if (!keepable(a)) return false;
+    return true;
+}
+
+std::shared_ptr<const CheckedStatement> FrontEndCache::find(const std::string& text, const Loc& at, const Resolve& resolve) {
+    auto it = entries_.find(text);
+    if (it == entries_.end()) return nullptr;
+    Entry& e = it->second;
+    for (const Read& r : e.reads) {
+        const BindingPtr now = resolve(r.name);
+        if (r.builtin ? now != nullptr : now == nullptr || now != r.binding.lock()) {
+            entries_.erase(it);
+            return nullptr;
+        }
+    }
+    if (e.at.source != at.source || e.at.line != at.line || e.at.col != at.col) {
+        const Relocation move{e.at, at};
+        move.loc(e.checked->stmt->loc);
+        move.pattern(e.checked->stmt->pattern);
+        move.expr(e.checked->stmt->expr);
+        e.at = at;
+    }
+    ++reuses_;
+    return e.checked;
+}
+
+void FrontEndCache::store(std::string text, const Loc& at, std::shared_ptr<CheckedStatement> checked,
+                          std::vector<Read> reads) {
+    if (entries_.size() >= kEntries) entries_.clear();
+    entries_[std::move(text)] = Entry{std::move(checked), std::move(reads), at};
+}
+
+}  // namespace shoal
