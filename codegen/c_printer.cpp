@@ -162,7 +162,7 @@ const char* CLikePrinter::helper_name(Helper h) {
         "error record", "NaN/infinity constants", "wrapping arithmetic", "division and remainder by zero",
         "integer abs", "saturating float-to-int", "atomic add", "atomic min", "atomic max", "atomic bitwise",
         "atomic exchange", "atomic compare-and-swap", "integer min/max", "high half of a product",
-        "thread ranges", "checked indices", "float exp and log", "float powers"};
+        "thread ranges", "checked indices", "float exp and log", "float powers", "float min/max"};
     return names[static_cast<int>(h)];
 }
 

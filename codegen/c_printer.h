@@ -44,6 +44,8 @@ protected:
         IntMinMax, MulHi, ThreadRange, CheckedIndex, FloatExpLog,
         // shared again
         FloatPow,
+        // the CPU dialect only
+        FloatMinMax,
     };
     static const char* helper_name(Helper h);  // "wrapping arithmetic", ...
     // A helper group's text; the base knows the shared ones.

@@ -90,6 +90,16 @@ static inline T shoal_plain_cas(T* p, T compare, T v) {
 template <typename T> static inline T shoal_min(T a, T b) { return b < a ? b : a; }
 template <typename T> static inline T shoal_max(T a, T b) { return a < b ? b : a; }
 )"},
+        {18,  // FloatMinMax
+         R"(// Float min / max as lang/scalar_semantics.h defines them: a NaN operand
+// yields the other one (C's fmin / fmax), equal operands the first. Written
+// out: libm's fmin / fmax are calls the compiler can neither inline nor
+// vectorise (a 10M-element maximum took 7 ms, NumPy 0.95).
+static inline float shoal_fmin(float a, float b) { return (a != a) | (b < a) ? b : a; }
+static inline float shoal_fmax(float a, float b) { return (a != a) | (a < b) ? b : a; }
+static inline double shoal_fmin(double a, double b) { return (a != a) | (b < a) ? b : a; }
+static inline double shoal_fmax(double a, double b) { return (a != a) | (a < b) ? b : a; }
+)"},
         {13,  // MulHi
          R"(// The high half of the full product (CUDA's __mulhi family).
 static inline int shoal_mulhi(int a, int b) { return (int)(((long long)a * b) >> 32); }
@@ -629,6 +639,10 @@ protected:
 
     std::string libm_prefix() const override { return "__builtin_"; }
     std::string float_function(const std::string& base, ScalarType t) override {
+        if (base == "fmin" || base == "fmax") {
+            need(Helper::FloatMinMax);
+            return "shoal_" + base;
+        }
         return libm_prefix() + CLikePrinter::float_function(base, t);
     }
 

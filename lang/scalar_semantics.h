@@ -63,12 +63,15 @@ template <class T> constexpr T mod(T a, T b) {
         return std::fmod(a, b);
     }
 }
-// Floats: fmin/fmax (a NaN operand yields the other one).
+// Floats: C's fmin/fmax (a NaN operand yields the other one), and of two
+// equal operands (-0.0 and 0.0) the first, as glibc's fmin/fmax return them.
+// Written out so that the native code's helpers (cpu_printer.cpp) are this
+// very formula and inline and vectorise.
 template <class T> constexpr T min(T a, T b) {
-    if constexpr (is_fp_v<T>) return std::fmin(a, b); else return b < a ? b : a;
+    if constexpr (is_fp_v<T>) return a != a ? b : b < a ? b : a; else return b < a ? b : a;
 }
 template <class T> constexpr T max(T a, T b) {
-    if constexpr (is_fp_v<T>) return std::fmax(a, b); else return a < b ? b : a;
+    if constexpr (is_fp_v<T>) return a != a ? b : a < b ? b : a; else return a < b ? b : a;
 }
 // Shift amounts are taken modulo the bit width (n & 31, n & 63), as CUDA and
 // x86 do; << wraps, >> is arithmetic on signed types.
