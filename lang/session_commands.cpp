@@ -139,8 +139,7 @@ ExprPtr SessionCommands::argument_expression(size_t skip) const {
     return parse_expression(src, begin, end);
 }
 
-// The argument as a statement when it is a top-level `let` (`:time let
-// x = random 1000`); null for an expression (`let ... in ...` included).
+// e type checked against the session's bindings and pinned to them.
 Type SessionCommands::checked(const ExprPtr& e) const {
     Type t = check_expression(e, I.type_env());
     I.pin(e);
@@ -153,14 +152,10 @@ std::pair<ExprPtr, Type> SessionCommands::checked_argument(size_t skip) const {
     return {e, t};
 }
 
-std::shared_ptr<const CheckedStatement> SessionCommands::argument_let() const {
-    const std::string_view a = trim(stmt.argument);
-    if (a.size() < 4 || !a.starts_with("let") || (a[3] != ' ' && a[3] != '\t')) return nullptr;
+std::shared_ptr<const CheckedStatement> SessionCommands::argument_statement() const {
     const size_t start = offset_of(stmt.argument_loc);
-    auto checked = I.front_end(src, start, std::min(start + stmt.argument.size(), src->text.size()));
-    return checked->stmt->kind == StmtKind::Let ? checked : nullptr;
+    return I.front_end(src, start, std::min(start + stmt.argument.size(), src->text.size()));
 }
-
 CompiledBackend* SessionCommands::require_compiled() const {
     CompiledBackend* b = s.compiled_backend();
     if (!b) user_error(ErrorKind::Usage, stmt.loc, "the array compiler is not available in this program");

@@ -108,12 +108,14 @@ void SessionCommands::name_arrays(const Value& v, const std::string& name, std::
 bool SessionCommands::measure(const CommandInfo& c, std::string_view arg, bool per_kernel) {
     if (arg.empty() || !stmt.argument_loc.valid()) usage(c);
     const auto parsing = std::chrono::steady_clock::now();
-    const std::shared_ptr<const CheckedStatement> let = argument_let();
+    // Checked as the statement it would be on its own (reused when it ran
+    // before: lang/front_end_cache.h).
+    const std::shared_ptr<const CheckedStatement> checked = argument_statement();
+    const CheckedStatement* let = checked->stmt->kind == StmtKind::Let ? checked.get() : nullptr;
     ExprPtr e;
     Type t;
-    if (!let) {
-        std::tie(e, t) = checked_argument();
-    }
+    if (checked->stmt->kind == StmtKind::Expr) std::tie(e, t) = std::pair(checked->stmt->expr, checked->type);
+    else if (!let) std::tie(e, t) = checked_argument();  // a command: the expression parser says what is wrong
     std::map<const void*, std::string> names;  // :profile names the bindings its plans read
     EvalContext ctx = per_kernel ? naming_context(require_compiled(), names) : s.eval_context();
     CompiledBackend* backend = dynamic_cast<CompiledBackend*>(ctx.backend);

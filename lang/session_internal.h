@@ -443,9 +443,10 @@ struct SessionCommands {
         return args;
     }
 
-    // The argument as a statement when it is a top-level `let` (`:time let
-    // x = random 1000`); null for an expression (`let ... in ...` included).
-    std::shared_ptr<const CheckedStatement> argument_let() const;
+    // The argument as the statement it would be on its own: a top-level
+    // `let` (`:time let x = random 1000`) or an expression (`let ... in ...`
+    // included), after the front end.
+    std::shared_ptr<const CheckedStatement> argument_statement() const;
 
     // :time e evaluates e on the current backend, shows its value and how long
     // it took; :profile e evaluates it with the compiled backend and explains
