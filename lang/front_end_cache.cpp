@@ -49,15 +49,37 @@ bool FrontEndCache::keepable(const Type& t) {
     return true;
 }
 
+namespace {
+
+bool same_scheme(const Scheme& a, const Scheme& b) {
+    return &a == &b || (a.effects == b.effects && scheme_to_string(a) == scheme_to_string(b));
+}
+
+}  // namespace
+
 std::shared_ptr<const CheckedStatement> FrontEndCache::find(const std::string& text, const Loc& at, const Resolve& resolve) {
     auto it = entries_.find(text);
     if (it == entries_.end()) return nullptr;
     Entry& e = it->second;
+    bool repin = false;
     for (const Read& r : e.reads) {
-        const BindingPtr now = resolve(r.name);
-        if (r.builtin ? now != nullptr : now == nullptr || now != r.binding.lock()) {
+        const BindingPtr now = resolve(r.name).first;
+        const bool same = !r.scheme ? now == nullptr
+                                    : now && (now == r.binding.lock() || same_scheme(*now->scheme, *r.scheme));
+        if (!same) {
             entries_.erase(it);
             return nullptr;
+        }
+        repin = repin || (r.scheme && now != r.binding.lock());
+    }
+    if (repin) {  // a name rebound to a value of the same type: read the new binding
+        e.checked->used.clear();
+        for (Read& r : e.reads) {
+            if (!r.scheme) continue;
+            auto [now, key] = resolve(r.name);
+            for (Expr* v : r.vars) v->text = key;
+            r.binding = now;
+            e.checked->used.insert(key);
         }
     }
     if (e.at.source != at.source || e.at.line != at.line || e.at.col != at.col) {

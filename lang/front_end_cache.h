@@ -1,12 +1,15 @@
 // Checked statements by their text. A REPL session runs the same statement
-// again and again (a notebook cell re-run, `:time` in a benchmark, a line
-// recalled from history); parsing and type checking it cost 10-60 us each
-// time, more than a small statement's kernels. A statement that was checked
-// before is reused when its text is the same and every name it reads still
-// means the same binding (the type checker looked at nothing else: the
-// builtins are fixed, and a `load` whose type came from a file is never
-// kept). Its locations are moved to where the statement is now, so errors
-// and warnings name the line being run.
+// again and again (a notebook cell re-run, `let w = w - 0.1 * grad w` typed
+// again, a line recalled from history, `:time` in a benchmark); parsing and
+// type checking it cost 10-60 us each time, more than a small statement's
+// kernels. A statement that was checked before is reused when its text is
+// the same and every name it reads has the same type scheme as then (the
+// type checker looked at nothing else: the builtins are fixed, and a `load`
+// whose type came from a file is never kept), still a binding where it was
+// one and a builtin where it was one. A name rebound since (to a value of
+// the same type) is pinned to its new binding. The statement's locations
+// are moved to where it is now, so errors and warnings name the line being
+// run.
 //
 // Only values that cannot hold the syntax tree are kept: a statement whose
 // result holds a function (a closure keeps its lambda, whose locations a
@@ -39,13 +42,16 @@ struct CheckedStatement {
 
 class FrontEndCache {
 public:
-    // What a name means now: its binding, or null for a builtin.
-    using Resolve = std::function<BindingPtr(const std::string& name)>;
-    // A name the statement read, and the binding it meant (expired: a builtin).
+    // What a name means now: its binding and that binding's key (null and
+    // empty for a builtin).
+    using Resolve = std::function<std::pair<BindingPtr, std::string>(const std::string& name)>;
+    // A name the statement read: the scheme of the binding it meant (null:
+    // a builtin) and the variables that name it, pinned to that binding's key.
     struct Read {
         std::string name;
+        SchemePtr scheme;
         std::weak_ptr<Binding> binding;
-        bool builtin = true;
+        std::vector<Expr*> vars;
     };
 
     // The statement checked before from `text`, its locations moved to `at`

@@ -98,9 +98,10 @@ bool SessionCommands::run_statement(Session& s, const SourcePtr& src, StatementS
 std::shared_ptr<const CheckedStatement> Session::Impl::front_end(const SourcePtr& src, size_t begin, size_t end) {
     const std::string text = src->text.substr(begin, end - begin);
     const Loc at = source_loc(src, begin, end);
-    auto resolve = [this](const std::string& name) -> BindingPtr {
+    auto resolve = [this](const std::string& name) -> std::pair<BindingPtr, std::string> {
         auto it = names.find(name);
-        return it == names.end() ? nullptr : globals.at(it->second);
+        if (it == names.end()) return {nullptr, ""};
+        return {globals.at(it->second), it->second};
     };
     if (auto hit = front_ends.find(text, at, resolve)) return hit;
     auto checked = std::make_shared<CheckedStatement>();
@@ -164,8 +165,14 @@ void SessionCommands::run_let(Session& s, const CheckedStatement& let, const std
             fresh[name] = b;
         }
     }
-    // Commit: nothing above touched the session.
-    I.commit(fresh, used, text);
+    // Commit: nothing above touched the session. A binding keeps the
+    // bindings it reads alive only while its value can still read them (a
+    // function): a computed array does not, and `let b = b * 2.0` run 20
+    // times over 40 MB kept all 21 arrays (867 MB).
+    const bool reads_later = generic || std::any_of(names.begin(), names.end(), [](const auto& p) {
+                                            return !FrontEndCache::keepable(p.second->type);
+                                        });
+    I.commit(fresh, reads_later ? used : std::set<std::string>{}, text);
     I.random_stream = stream;
 }
 

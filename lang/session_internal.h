@@ -232,9 +232,14 @@ struct Session::Impl {
         std::vector<std::string> locals;
         if (e && reads)
             for_each_free_variable(*e, locals, [&](Expr& var) {
-                auto it = names.find(var.text);
-                reads->push_back(it == names.end() ? FrontEndCache::Read{var.text, {}, true}
-                                                   : FrontEndCache::Read{var.text, globals.at(it->second), false});
+                auto r = std::find_if(reads->begin(), reads->end(), [&](const auto& x) { return x.name == var.text; });
+                if (r == reads->end()) {
+                    auto it = names.find(var.text);
+                    const BindingPtr b = it == names.end() ? nullptr : globals.at(it->second);
+                    reads->push_back({var.text, b ? b->scheme : nullptr, b, {}});
+                    r = reads->end() - 1;
+                }
+                if (r->scheme) r->vars.push_back(&var);
             });
         if (e) pin_free_variables(*e, locals, names, used);
         return used;

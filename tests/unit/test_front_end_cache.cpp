@@ -14,9 +14,9 @@ TEST_CASE("front-end cache: a statement run again is checked once, its errors at
     CHECK(printed(s, "let x = [1.0, 2.0, 3.0]") == "");
     const uint64_t before = s.front_end_reuses();
     CHECK(printed(s, "let y = x[1] * 2.0\ny\nlet y = x[1] * 2.0\ny\nx[0]\nx[0]") == "4.0\n4.0\n1.0\n1.0\n");
-    // The second `let y` and the second `x[0]`; not the second `y`, which
-    // reads the binding the second `let y` made.
-    CHECK(s.front_end_reuses() == before + 2);
+    // The second `let y`, the second `y` (the binding the second `let y`
+    // made, of the same type: pinned to it) and the second `x[0]`.
+    CHECK(s.front_end_reuses() == before + 3);
     const std::string errors = printed(s, "let z = x[7]\n\n\nlet z = x[7]");
     INFO(errors);
     CHECK(errors.find("<t>:1:11: error: index 7 is out of bounds") != std::string::npos);
@@ -24,13 +24,19 @@ TEST_CASE("front-end cache: a statement run again is checked once, its errors at
     CHECK(printed(s, "y") == "4.0\n");  // the failed statements bound nothing
 }
 
-TEST_CASE("front-end cache: a name rebound to another type is checked anew") {
+TEST_CASE("front-end cache: a name rebound to the same type is read anew, to another type checked anew") {
     Session s;
     CHECK(printed(s, "let x = [1, 2]\nlet y = x[0] + 1\ny") == "2\n");
+    uint64_t before = s.front_end_reuses();
+    CHECK(printed(s, "let x = [5, 6]\nlet y = x[0] + 1\ny") == "6\n");
+    CHECK(s.front_end_reuses() == before + 2);  // `let y` and `y`, each pinned to the new binding
+    before = s.front_end_reuses();
     CHECK(printed(s, "let x = [1.5, 2.5]\nlet y = x[0] + 1\ny") == "2.5\n");
-    // The same value under the same name, bound again: still checked anew
-    // (another binding), with the same answer.
-    CHECK(printed(s, "let x = [1.5, 2.5]\nlet y = x[0] + 1\ny") == "2.5\n");
+    CHECK(s.front_end_reuses() == before);  // float, not int: both checked anew
+    // An iteration typed again: each run reads the binding the last one made.
+    CHECK(printed(s, "let w = [1.0, 2.0]\nlet w = w * 2.0\nlet w = w * 2.0\nlet w = w * 2.0\nw") == "[8.0, 16.0]\n");
+    // A function rebound with the same type: the statement calls the new one.
+    CHECK(printed(s, "let f (v : float) = v + 1.0\nf 1.0\nlet f (v : float) = v + 10.0\nf 1.0") == "2.0\n11.0\n");
 }
 
 TEST_CASE("front-end cache: a builtin shadowed by a binding is checked anew") {
