@@ -52,8 +52,9 @@ struct NodeGroup {
     // `transpose a` of an array in memory is a view (NumPy's `.T`): fused
     // into a consumer it reads `a` with its axes swapped, a product passes
     // `a` to the BLAS as a transposed operand, and forced it is the tiled
-    // transpose kernel. Unset for every other node.
-    std::optional<Value> transpose_of;
+    // transpose kernel. On a CPU a delayed `a` is viewed too (consumers.cpp
+    // push). Unset for every other node, and once the node is computed.
+    mutable std::optional<Value> transpose_of;
     // The arrays it reads element for element at its own index (an
     // elementwise operator's operands of its shape, transitively), for the
     // broadcasting footgun's provenance (row_values.h).

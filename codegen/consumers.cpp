@@ -334,8 +334,16 @@ std::optional<Value> FusionEngine::push(const std::string& name, std::span<const
     if (name == "transpose") {
         if (s.size() != 2) return std::nullopt;
         // An array in memory: a view (NodeGroup::transpose_of), not a copy.
+        // On a CPU a delayed operand too: `sum (transpose (d * d))` then
+        // folds d * d's columns reading it row by row (lower_column_reduce),
+        // where the tiled transpose wrote all of it first (standardising the
+        // columns of 4096 x 256: 2.9 -> see bench/README.md); forced, the
+        // view is that same tiled transpose with d * d fused in. A GPU's
+        // consumers would read the expression with a stride: it keeps the
+        // tiles.
         const Value& a = args[0];
-        if (is_operand(a) && (a.is_array() || static_cast<const Node&>(*a.delayed()).computed())) {
+        const bool in_memory = a.is_array() || (is_operand(a) && static_cast<const Node&>(*a.delayed()).computed());
+        if (is_operand(a) && (in_memory || lowering_options().cpu_cores > 0)) {
             Node::MakePull swapped = [a](FuseContext& fc) { return ir::transposed_array(pull_of(a, fc)); };
             return node(elem_of(a), {s[1], s[0]}, std::move(swapped), make_replay(name, nullptr, args, ctx, origin_), ctx,
                         {a}, a);
@@ -382,11 +390,12 @@ std::optional<Value> FusionEngine::matmul(std::span<const Value> args, EvalConte
     FuseContext fc(ctx);
     auto operand = [&fc](const Value& v, bool row) {
         ir::ProductOperand x{pull_of(v, fc), memory_buffer(v, fc)};
-        if (v.is_delayed())  // `transpose a`: `a` itself, read transposed by the BLAS
-            if (const auto& of = static_cast<const Node&>(*v.delayed()).group().transpose_of; of && x.buffer.empty()) {
-                x.buffer = memory_buffer(*of, fc);
-                x.transposed = true;
-            }
+        if (v.is_delayed())  // `transpose a` of `a` in memory: `a` itself, read transposed by the BLAS
+            if (const auto& of = static_cast<const Node&>(*v.delayed()).group().transpose_of; of && x.buffer.empty())
+                if (std::string in_memory = memory_buffer(*of, fc); !in_memory.empty()) {
+                    x.buffer = std::move(in_memory);
+                    x.transposed = true;
+                }
         if (x.pull.rank() == 1) {  // the same elements as a 1 x k row or a k x 1 column
             PullArray vec = x.pull;
             x.pull.shape = row ? std::vector<ir::ExprPtr>{ir::i64(1), vec.shape[0]} : std::vector<ir::ExprPtr>{vec.shape[0], ir::i64(1)};

@@ -105,6 +105,7 @@ void FusionEngine::force_group(const NodeGroup& g, const std::string& why) {
     // Computed: the operands are no longer needed (NodeGroup says why).
     g.pull = nullptr;
     g.replay = nullptr;
+    g.transpose_of.reset();
 }
 
 // Empty when a function does not compile.
