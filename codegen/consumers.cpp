@@ -113,16 +113,22 @@ std::optional<Value> FusionEngine::known_reduce(const std::string& name, std::sp
     // contiguously rather than its columns with a stride (sum 4096 x 256: 2.2
     // -> 0.3 ms). Sums and products only: GCC vectorises their folds across
     // the lanes, not fmaxf's (maximum got slower that way).
+    // So too an expression reading a transpose at its own index (`var
+    // (transpose m)` folds `(transpose m - col mu) ** 2`): its transpose's
+    // columns, whose reads of m run along m's rows.
     const bool vectorises = *op == ir::AssocOp::Add || *op == ir::AssocOp::Mul;
-    const std::optional<Value> columns_of =
-        s.size() == 2 && vectorises && xs.is_delayed() && lowering_options().cpu_cores > 0
-            ? static_cast<const Node&>(*xs.delayed()).group().transpose_of
-            : std::nullopt;
-    const PullArray x = pull_of(columns_of ? *columns_of : xs, fc);
-    const std::string described = name + " " + std::to_string(static_cast<int>(*op)) + (columns_of ? " columns" : "");
+    const NodeGroup* g = s.size() == 2 && vectorises && xs.is_delayed() && lowering_options().cpu_cores > 0
+                             ? &static_cast<const Node&>(*xs.delayed()).group()
+                             : nullptr;
+    const std::optional<Value> columns_of = g ? g->transpose_of : std::nullopt;
+    const bool columns = columns_of || (g && g->reads_transposed);
+    const PullArray x = columns_of ? pull_of(*columns_of, fc)
+                        : columns  ? ir::transposed_array(pull_of(xs, fc))
+                                   : pull_of(xs, fc);
+    const std::string described = name + " " + std::to_string(static_cast<int>(*op)) + (columns ? " columns" : "");
     ir::PlanOutcome r = run(name, fc, {described, {ir::tuple_of(x)}}, [&](ir::PlanBuilder& pb) {
         const ir::LoweringFacts facts = fc.facts(pb);
-        if (columns_of) ir::lower_column_reduce(pb, name, x, *op, "out", lowering_options(facts));
+        if (columns) ir::lower_column_reduce(pb, name, x, *op, "out", lowering_options(facts));
         else ir::lower_reduce(pb, name, x, ir::known_combine(*op, ir::scalar_of(elem)), "out", lowering_options(facts));
     });
     const ir::ArrayData& out = r.outputs.at("out");

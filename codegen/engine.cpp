@@ -146,12 +146,12 @@ std::vector<ir::ArrayData> FusionEngine::materialise(const NodeGroup& g) {
 
 Value FusionEngine::node(Prim elem, Shape shape, Node::MakePull pull, Replay replay, const EvalContext& ctx,
                                const std::vector<Value>& operands, std::optional<Value> transpose_of, int64_t reads,
-                               AlignedSources aligned) {
+                               AlignedSources aligned, bool reads_transposed) {
     check_array_size(elem, shape);  // "array of shape ... is too large", as the reference raises it
     auto g = std::make_shared<NodeGroup>(
         NodeGroup{[pull](FuseContext& fc) { return ir::tuple_of(pull(fc)); }, {elem}, std::move(shape),
                   std::move(replay), ctx, bounded_weight(operands, reads), origin_, origin_name_, {}, {},
-                  std::move(transpose_of), std::move(aligned)});
+                  std::move(transpose_of), std::move(aligned), reads_transposed});
     Value v(std::make_shared<const Node>(shared_from_this(), std::move(g), 0, std::move(pull)));
     if (!optimisations.fusion) static_cast<const Node&>(*v.delayed()).compute_because(kFusionOff);  // a kernel per primitive
     return v;

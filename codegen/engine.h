@@ -121,7 +121,7 @@ private:
     // into it unless that would make kernels too large, then forced first).
     Value node(Prim elem, Shape shape, Node::MakePull pull, Replay replay, const EvalContext& ctx,
                const std::vector<Value>& operands, std::optional<Value> transpose_of = std::nullopt,
-               int64_t reads = 1, AlignedSources aligned = {});
+               int64_t reads = 1, AlignedSources aligned = {}, bool reads_transposed = false);
     // The nodes of a map returning a tuple: one per leaf component.
     std::vector<Value> tuple_nodes(std::vector<Prim> elems, Shape shape,
                                    std::function<ir::PullTuple(FuseContext&)> pull, Replay replay,

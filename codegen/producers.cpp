@@ -448,11 +448,17 @@ std::optional<Value> FusionEngine::producer(const std::string& name, const Type&
         // matrix's are ever asked for (the footgun check), so a loop of
         // vector operations keeps none.
         AlignedSources aligned;
+        bool reads_transposed = false;
         if (shape.size() == 2)
             for (size_t k = 0; k < a.size(); ++k)
-                if (is_operand(a[k]) && shapes[k] == shape)
+                if (is_operand(a[k]) && shapes[k] == shape) {
                     for (const void* s : aligned_sources(a[k]))
                         if (aligned.size() < kMaxAlignedSources) aligned.push_back(s);
+                    if (a[k].is_delayed()) {
+                        const NodeGroup& g = static_cast<const Node&>(*a[k].delayed()).group();
+                        reads_transposed = reads_transposed || g.transpose_of || g.reads_transposed;
+                    }
+                }
         auto pull = [a, name, result, shape, shapes](FuseContext& fc) {
             std::vector<PullArray> srcs;
             for (const Value& v : a) srcs.push_back(is_operand(v) ? pull_of(v, fc) : PullArray{});
@@ -471,7 +477,7 @@ std::optional<Value> FusionEngine::producer(const std::string& name, const Type&
             return out;
         };
         Value v = node(*result, shape, pull, make_replay(name, type, args, ctx, loc), ctx, a, std::nullopt, 1,
-                       std::move(aligned));
+                       std::move(aligned), reads_transposed);
         if (shape.size() == 1 && !row_values_.empty())  // `sum m / 3.0`: one value per row of m as `sum m`
             for (size_t k = 0; k < a.size(); ++k)
                 if (is_operand(a[k]) && shapes[k] == shape) row_values_.carry(a[k], v);
