@@ -117,7 +117,8 @@ std::shared_ptr<const CheckedStatement> Session::Impl::front_end(const SourcePtr
     bool keep = true;
     if (c.stmt->kind == StmtKind::Let) {
         c.names = check_let(*c.stmt, env);
-        for (const auto& [name, scheme] : c.names) keep = keep && !scheme->polymorphic() && FrontEndCache::keepable(scheme->type);
+        for (const auto& [name, scheme] : c.names)
+            keep = keep && !scheme->polymorphic() && FrontEndCache::keepable(scheme->type);
     } else {
         c.type = check_expression(c.stmt->expr, env);
         keep = FrontEndCache::keepable(c.type);

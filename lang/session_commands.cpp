@@ -156,6 +156,7 @@ std::shared_ptr<const CheckedStatement> SessionCommands::argument_statement() co
     const size_t start = offset_of(stmt.argument_loc);
     return I.front_end(src, start, std::min(start + stmt.argument.size(), src->text.size()));
 }
+
 CompiledBackend* SessionCommands::require_compiled() const {
     CompiledBackend* b = s.compiled_backend();
     if (!b) user_error(ErrorKind::Usage, stmt.loc, "the array compiler is not available in this program");
