@@ -60,17 +60,17 @@ const unsigned char kNeverCancelled = 0;
 
 }  // namespace
 
-bool buffers_overlap(const ir::Kernel& k, const LaunchArgs& args) {
+bool buffers_overlap(const ir::Kernel& k, std::span<const BufferArg> buffers) {
     struct Span {
         uintptr_t start, end;
         bool written;
     };
     std::vector<Span> spans;
-    for (const ir::Param& p : k.params) {
+    for (size_t i = 0; i < k.params.size(); ++i) {
+        const ir::Param& p = k.params[i];
         if (p.kind != ir::ParamKind::Buffer) continue;
-        const BufferArg& b = args.buffers.at(p.name);
-        const auto start = reinterpret_cast<uintptr_t>(b.data);
-        spans.push_back({start, start + uintptr_t(b.elements) * ir::scalar_size(p.type), p.access != ir::Access::Read});
+        const auto start = reinterpret_cast<uintptr_t>(buffers[i].data);
+        spans.push_back({start, start + uintptr_t(buffers[i].elements) * ir::scalar_size(p.type), p.access != ir::Access::Read});
     }
     for (size_t a = 0; a < spans.size(); ++a)
         for (size_t b = a + 1; b < spans.size(); ++b)
@@ -79,21 +79,60 @@ bool buffers_overlap(const ir::Kernel& k, const LaunchArgs& args) {
     return false;
 }
 
-KernelError NativePlan::launch(size_t kernel, const ir::Kernel& k, const LaunchArgs& args, const ExecOptions& options,
-                               Counters& counters) const {
-    if (buffers_overlap(k, args)) return run_kernel(k, args, options, counters);
-    // Arguments in parameter order: buffers by address, scalars by the
-    // address of their value in the parameter's type.
-    std::vector<void*> pointers(k.params.size());
-    std::vector<uint64_t> values(k.params.size());
-    std::vector<long long> extents(k.params.size(), 0);
+namespace {
+
+// k's arguments by parameter position, from arguments by name.
+std::pair<std::vector<BufferArg>, std::vector<ScalarArg>> by_position(const ir::Kernel& k, const LaunchArgs& args) {
+    std::vector<BufferArg> buffers(k.params.size());
+    std::vector<ScalarArg> scalars(k.params.size());
     for (size_t i = 0; i < k.params.size(); ++i) {
         const ir::Param& p = k.params[i];
+        if (p.kind == ir::ParamKind::Buffer) buffers[i] = args.buffers.at(p.name);
+        else scalars[i] = args.scalars.at(p.name);
+    }
+    return {std::move(buffers), std::move(scalars)};
+}
+
+}  // namespace
+
+bool buffers_overlap(const ir::Kernel& k, const LaunchArgs& args) { return buffers_overlap(k, by_position(k, args).first); }
+
+KernelError NativePlan::launch(size_t kernel, const ir::Kernel& k, const LaunchArgs& args, const ExecOptions& options,
+                               Counters& counters) const {
+    const auto [buffers, scalars] = by_position(k, args);
+    return launch(kernel, k, args.grid, buffers, scalars, options, counters);
+}
+
+LaunchArgs launch_args(const ir::Kernel& k, int64_t grid, std::span<const BufferArg> buffers,
+                       std::span<const ScalarArg> scalars) {
+    LaunchArgs la;
+    la.grid = grid;
+    for (size_t i = 0; i < k.params.size(); ++i) {
+        const ir::Param& p = k.params[i];
+        if (p.kind == ir::ParamKind::Scalar) la.scalars[p.name] = scalars[i];
+        else la.buffers[p.name] = buffers[i];
+    }
+    return la;
+}
+
+KernelError NativePlan::launch(size_t kernel, const ir::Kernel& k, int64_t grid, std::span<const BufferArg> buffers,
+                               std::span<const ScalarArg> scalars, const ExecOptions& options, Counters& counters) const {
+    if (buffers_overlap(k, buffers)) return run_kernel(k, launch_args(k, grid, buffers, scalars), options, counters);
+    // Arguments in parameter order: buffers by address, scalars by the
+    // address of their value in the parameter's type.
+    const size_t n = k.params.size();
+    std::vector<void*> pointers(n);
+    std::vector<uint64_t> values(n);
+    std::vector<long long> extents(n, 0);
+    int64_t elements = 0;  // in every buffer the kernel reads or writes
+    for (size_t i = 0; i < n; ++i) {
+        const ir::Param& p = k.params[i];
         if (p.kind == ir::ParamKind::Buffer) {
-            pointers[i] = args.buffers.at(p.name).data;
-            extents[i] = args.buffers.at(p.name).elements;
+            pointers[i] = buffers[i].data;
+            extents[i] = buffers[i].elements;
+            elements += buffers[i].elements;
         } else {
-            const ScalarArg a = convert_scalar(p.type, args.scalars.at(p.name));
+            const ScalarArg a = convert_scalar(p.type, scalars[i]);
             const bool f = ir::is_float(p.type);
             const ir::HostValue v{p.type, f ? 0 : a.i, f ? a.f : 0.0};
             ir::store_element(p.type, v, &values[i]);
@@ -102,28 +141,32 @@ KernelError NativePlan::launch(size_t kernel, const ir::Kernel& k, const LaunchA
     }
     ++counters.launches;
     ++counters.native_launches;
-    if (args.grid <= 0) return {};
+    if (grid <= 0) return {};
     const Entry entry = entries_.at(kernel);
     const auto* cancel = options.cancel ? reinterpret_cast<const unsigned char*>(options.cancel) : &kNeverCancelled;
     // A small launch runs on the calling thread: waking the pool's workers
     // costs more than its work (2 blocks of a 2000-element map: 36 us on the
     // pool, 2 us here). A kernel of one-thread blocks is a block per core by
     // design (lower_permute.cpp's private copies) and keeps its workers.
-    int64_t elements = 0;  // in every buffer the kernel reads or writes
-    for (const ir::Param& p : k.params)
-        if (p.kind == ir::ParamKind::Buffer) elements += args.buffers.at(p.name).elements;
-    const bool small = k.block_size > 1 && args.grid * k.block_size <= kSmallLaunchThreads && elements <= kSmallLaunchElements;
-    const int workers = small ? 1 : worker_count(options.threads, args.grid);
+    const bool small = k.block_size > 1 && grid * k.block_size <= kSmallLaunchThreads && elements <= kSmallLaunchElements;
+    const int workers = small ? 1 : worker_count(options.threads, grid);
+    auto result = [](const NativeError& e) { return e.code >= 0 ? KernelError{e.code, e.index, e.extent} : KernelError{}; };
+    if (workers == 1) {  // every block here, without the pool's bookkeeping
+        NativeError e;
+        if (entry(pointers.data(), extents.data(), 0, grid, grid, &e, cancel) != 0)
+            throw Error(ErrorKind::Interrupted, Loc{}, "interrupted");
+        return result(e);
+    }
     // A few chunks per worker balance uneven blocks; more would only add
     // claims (a chunk of native blocks is cheap to start).
-    const int64_t chunk = (args.grid + int64_t(workers) * 4 - 1) / (int64_t(workers) * 4);
+    const int64_t chunk = (grid + int64_t(workers) * 4 - 1) / (int64_t(workers) * 4);
     std::mutex merge_mutex;
     NativeError first;  // the lowest failing thread over every chunk
     std::atomic<bool> cancelled{false};
-    run_in_chunks(args.grid, workers, chunk, [&]() -> ChunkWork {
+    run_in_chunks(grid, workers, chunk, [&]() -> ChunkWork {
         return [&](int64_t begin, int64_t end, const std::atomic<bool>&) {
             NativeError e;
-            if (entry(pointers.data(), extents.data(), begin, end, args.grid, &e, cancel) != 0) cancelled = true;
+            if (entry(pointers.data(), extents.data(), begin, end, grid, &e, cancel) != 0) cancelled = true;
             if (e.code >= 0) {
                 std::lock_guard hold(merge_mutex);
                 if (e.key < first.key) first = e;
@@ -131,7 +174,7 @@ KernelError NativePlan::launch(size_t kernel, const ir::Kernel& k, const LaunchA
         };
     });
     if (cancelled) throw Error(ErrorKind::Interrupted, Loc{}, "interrupted");
-    return first.code >= 0 ? KernelError{first.code, first.index, first.extent} : KernelError{};
+    return result(first);
 }
 
 // ---------------------------------------------------------------- the tier

@@ -22,6 +22,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -58,6 +59,11 @@ public:
     // Native code takes its buffers as __restrict__ pointers: a launch whose
     // written buffer shares memory with another argument (buffers_overlap)
     // runs on the interpreter instead, which defines that case.
+    // buffers[i] and scalars[i] are k.params[i]'s argument (the other kind's
+    // entry is unused).
+    KernelError launch(size_t kernel, const ir::Kernel& k, int64_t grid, std::span<const BufferArg> buffers,
+                       std::span<const ScalarArg> scalars, const ExecOptions& options, Counters& counters) const;
+    // The same with the arguments by parameter name (tests).
     KernelError launch(size_t kernel, const ir::Kernel& k, const LaunchArgs& args, const ExecOptions& options,
                        Counters& counters) const;
 
@@ -72,7 +78,11 @@ private:
 
 // Whether a buffer the kernel writes shares memory with another of its
 // buffer arguments in this launch.
+bool buffers_overlap(const ir::Kernel& k, std::span<const BufferArg> buffers);  // buffers[i]: k.params[i]'s
 bool buffers_overlap(const ir::Kernel& k, const LaunchArgs& args);
+// Arguments by parameter position as arguments by name (the interpreter's).
+LaunchArgs launch_args(const ir::Kernel& k, int64_t grid, std::span<const BufferArg> buffers,
+                       std::span<const ScalarArg> scalars);
 
 // The tier of one executor: which plans run natively, their builds.
 class NativeTier {

@@ -104,20 +104,25 @@ private:
 
     void launch(const ir::PlanStep& s) {
         const ir::Kernel& k = plan_.kernels[static_cast<size_t>(s.kernel)];
-        LaunchArgs la;
-        la.grid = ir::eval_host_int(s.grid, lookup_);
-        if (la.grid <= 0) return;  // an empty launch: nothing to do (see launch_plan.h)
-        for (const auto& p : k.params) {
-            if (p.kind == ir::ParamKind::Scalar) la.scalars[p.name] = to_arg(p.type, scalar(p.name));
-            else la.buffers[p.name] = buffer(p.name);
+        const int64_t grid = ir::eval_host_int(s.grid, lookup_);
+        if (grid <= 0) return;  // an empty launch: nothing to do (see launch_plan.h)
+        // Each argument looked up once, by position: native code takes them
+        // so (the interpreter's maps by name cost a small launch ~1 us).
+        buffers_.assign(k.params.size(), BufferArg{});
+        scalars_.assign(k.params.size(), ScalarArg{});
+        for (size_t i = 0; i < k.params.size(); ++i) {
+            const ir::Param& p = k.params[i];
+            if (p.kind == ir::ParamKind::Scalar) scalars_[i] = to_arg(p.type, scalar(p.name));
+            else buffers_[i] = buffer(p.name);
         }
         Counters c;
         const auto start = std::chrono::steady_clock::now();
         if (!native_ && args_.native_when_ready)
             native_ = args_.native_when_ready(std::chrono::duration<double>(start - started_).count());
         const auto index = static_cast<size_t>(s.kernel);
-        KernelError err = native_ && native_->runs(index) ? native_->launch(index, k, la, options_, c)
-                                                          : run_kernel(k, la, options_, c);
+        KernelError err = native_ && native_->runs(index)
+                              ? native_->launch(index, k, grid, buffers_, scalars_, options_, c)
+                              : run_kernel(k, launch_args(k, grid, buffers_, scalars_), options_, c);
         c.nanoseconds = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
         result_.kernel_counters[static_cast<size_t>(s.kernel)] += c;
         result_.total += c;
@@ -176,6 +181,8 @@ private:
     std::map<std::string, HostBuffer> owned_;   // allocated here (temporaries, outputs the caller did not bind)
     std::map<std::string, BufferArg> bound_;    // every allocated buffer's memory
     std::vector<KernelError> errors_;           // per kernel, since its last launch
+    std::vector<BufferArg> buffers_;            // the launch being made's arguments, by parameter
+    std::vector<ScalarArg> scalars_;
     std::function<ir::HostValue(const std::string&)> lookup_ = [this](const std::string& n) { return scalar(n); };
 };
 
