@@ -40,14 +40,7 @@ struct Relocation {
 
 }  // namespace
 
-bool FrontEndCache::keepable(const Type& t) {
-    if (!t) return true;
-    const Type p = prune(t);
-    if (p->kind == TypeKind::Func || p->kind == TypeKind::Var || p->kind == TypeKind::Gen) return false;
-    for (const Type& a : p->args)
-        if (!keepable(a)) return false;
-    return true;
-}
+bool FrontEndCache::keepable(const Type& t) { return !t || (is_concrete(t) && !mentions_function(t)); }
 
 namespace {
 

@@ -171,7 +171,7 @@ void SessionCommands::run_let(Session& s, const CheckedStatement& let, const std
     // function): a computed array does not, and `let b = b * 2.0` run 20
     // times over 40 MB kept all 21 arrays (867 MB).
     const bool reads_later = generic || std::any_of(names.begin(), names.end(), [](const auto& p) {
-                                            return !FrontEndCache::keepable(p.second->type);
+                                            return mentions_function(p.second->type);
                                         });
     I.commit(fresh, reads_later ? used : std::set<std::string>{}, text);
     I.random_stream = stream;

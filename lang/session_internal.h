@@ -230,24 +230,30 @@ struct Session::Impl {
     std::set<std::string> pin(const ExprPtr& e, std::vector<FrontEndCache::Read>* reads = nullptr) const {
         std::set<std::string> used;
         std::vector<std::string> locals;
-        if (e && reads)
-            for_each_free_variable(*e, locals, [&](Expr& var) {
-                auto r = std::find_if(reads->begin(), reads->end(), [&](const auto& x) { return x.name == var.text; });
-                if (r == reads->end()) {
-                    auto it = names.find(var.text);
-                    const BindingPtr b = it == names.end() ? nullptr : globals.at(it->second);
-                    reads->push_back({var.text, b ? b->scheme : nullptr, b, {}});
-                    r = reads->end() - 1;
-                }
-                if (r->scheme) r->vars.push_back(&var);
-            });
-        if (e) pin_free_variables(*e, locals, names, used);
+        if (!e) return used;
+        if (!reads) {
+            pin_free_variables(*e, locals, names, used);
+            return used;
+        }
+        for_each_free_variable(*e, locals, [&](Expr& var) {
+            auto r = std::find_if(reads->begin(), reads->end(), [&](const auto& x) { return x.name == var.text; });
+            const auto it = names.find(var.text);
+            if (r == reads->end()) {
+                const BindingPtr b = it == names.end() ? nullptr : globals.at(it->second);
+                reads->push_back({var.text, b ? b->scheme : nullptr, b, {}});
+                r = reads->end() - 1;
+            }
+            if (it == names.end()) return;  // a builtin
+            r->vars.push_back(&var);
+            var.text = it->second;
+            used.insert(it->second);
+        });
         return used;
     }
 
     // The let or expression statement src[begin, end) after the front end
-    // (lang/front_end_cache.h): checked before from the same text against the
-    // same bindings, or parsed, checked and pinned now. A command is only
+    // (lang/front_end_cache.h): checked before from the same text with names
+    // of the same types, or parsed, checked and pinned now. A command is only
     // parsed.
     std::shared_ptr<const CheckedStatement> front_end(const SourcePtr& src, size_t begin, size_t end);
 

@@ -151,6 +151,15 @@ bool mentions_array(const Type& t) {
     return false;
 }
 
+bool mentions_function(const Type& t) {
+    const Type p = prune(t);
+    if (p->kind == TypeKind::Func) return true;
+    if (!is_tuple(p)) return false;
+    for (const Type& k : p->args)
+        if (mentions_function(k)) return true;
+    return false;
+}
+
 int array_rank(const Type& t) {
     Type p = prune(t);
     if (p->kind != TypeKind::Array) return 0;

@@ -85,6 +85,7 @@ bool is_prim(const Type& t);
 bool is_array(const Type& t);
 bool is_tuple(const Type& t);
 bool mentions_array(const Type& t);  // an array, or a tuple holding one
+bool mentions_function(const Type& t);  // a function, or a tuple holding one
 bool is_func(const Type& t);
 Prim prim_of(const Type& t);       // a scalar type, or an array's element type
 int array_rank(const Type& t);     // 0 for non-arrays
