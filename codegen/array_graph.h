@@ -59,11 +59,11 @@ struct NodeGroup {
     // elementwise operator's operands of its shape, transitively), for the
     // broadcasting footgun's provenance (row_values.h).
     AlignedSources aligned;
-    // It reads a transpose view (transpose_of) at its own index, itself or
-    // through elementwise operators (`transpose m - col mu`): a CPU folds
-    // its rows as the columns of its transpose, which reads the view's
-    // source row by row (known_reduce).
-    bool reads_transposed = false;
+    // It reads a transpose view at its own index: it is one (transpose_of),
+    // or an elementwise operator reads one (`transpose m - col mu`). A CPU
+    // folds its rows as the columns of its transpose, which reads the view's
+    // source row by row (known_reduce). Unset once the node is computed.
+    mutable bool reads_transposed = false;
 };
 
 // A node of the delayed graph: shape and element type known eagerly, the

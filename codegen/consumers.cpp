@@ -117,14 +117,9 @@ std::optional<Value> FusionEngine::known_reduce(const std::string& name, std::sp
     // (transpose m)` folds `(transpose m - col mu) ** 2`): its transpose's
     // columns, whose reads of m run along m's rows.
     const bool vectorises = *op == ir::AssocOp::Add || *op == ir::AssocOp::Mul;
-    const NodeGroup* g = s.size() == 2 && vectorises && xs.is_delayed() && lowering_options().cpu_cores > 0
-                             ? &static_cast<const Node&>(*xs.delayed()).group()
-                             : nullptr;
-    const std::optional<Value> columns_of = g ? g->transpose_of : std::nullopt;
-    const bool columns = columns_of || (g && g->reads_transposed);
-    const PullArray x = columns_of ? pull_of(*columns_of, fc)
-                        : columns  ? ir::transposed_array(pull_of(xs, fc))
-                                   : pull_of(xs, fc);
+    const bool columns = s.size() == 2 && vectorises && xs.is_delayed() && lowering_options().cpu_cores > 0 &&
+                         static_cast<const Node&>(*xs.delayed()).group().reads_transposed;
+    const PullArray x = columns ? ir::transposed_array(pull_of(xs, fc)) : pull_of(xs, fc);
     const std::string described = name + " " + std::to_string(static_cast<int>(*op)) + (columns ? " columns" : "");
     ir::PlanOutcome r = run(name, fc, {described, {ir::tuple_of(x)}}, [&](ir::PlanBuilder& pb) {
         const ir::LoweringFacts facts = fc.facts(pb);
@@ -528,21 +523,8 @@ std::optional<Value> FusionEngine::permute(std::span<const Value> args, EvalCont
     const int64_t row_length = shape_size(Shape(ds.begin() + 1, ds.end()));
     const bool rows = ds.size() > 1;
     if (rows) {
-        auto flat = [](const PullArray& p) {
-            return PullArray{{ir::element_count(p.shape)}, p.elem, [p](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
-                                 std::vector<ir::ExprPtr> index(p.shape.size());
-                                 ir::ExprPtr rest = i[0];
-                                 for (size_t a = p.shape.size(); a-- > 1;) {
-                                     const ir::ExprPtr extent = ir::use_params(kb, p.shape[a]);
-                                     index[a] = ir::binary(ir::BinaryOp::Mod, rest, extent);
-                                     rest = ir::binary(ir::BinaryOp::Div, rest, extent);
-                                 }
-                                 index[0] = rest;
-                                 return p.at(kb, index);
-                             }};
-        };
-        for (PullArray& p : v) p = flat(p);
-        for (PullArray& p : d) p = flat(p);
+        for (PullArray& p : v) p = ir::reshape_array(p, {ir::element_count(p.shape)});
+        for (PullArray& p : d) p = ir::reshape_array(p, {ir::element_count(p.shape)});
     }
     const ir::ExprPtr dest_rows = rows ? extents(fc, {ds[0]})[0] : nullptr;
     // The target of element i (flat, an int as in the reference).

@@ -106,6 +106,7 @@ void FusionEngine::force_group(const NodeGroup& g, const std::string& why) {
     g.pull = nullptr;
     g.replay = nullptr;
     g.transpose_of.reset();
+    g.reads_transposed = false;  // it is in memory, row by row
 }
 
 // Empty when a function does not compile.
@@ -148,6 +149,7 @@ Value FusionEngine::node(Prim elem, Shape shape, Node::MakePull pull, Replay rep
                                const std::vector<Value>& operands, std::optional<Value> transpose_of, int64_t reads,
                                AlignedSources aligned, bool reads_transposed) {
     check_array_size(elem, shape);  // "array of shape ... is too large", as the reference raises it
+    reads_transposed = reads_transposed || transpose_of.has_value();
     auto g = std::make_shared<NodeGroup>(
         NodeGroup{[pull](FuseContext& fc) { return ir::tuple_of(pull(fc)); }, {elem}, std::move(shape),
                   std::move(replay), ctx, bounded_weight(operands, reads), origin_, origin_name_, {}, {},

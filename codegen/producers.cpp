@@ -456,7 +456,7 @@ std::optional<Value> FusionEngine::producer(const std::string& name, const Type&
                         if (aligned.size() < kMaxAlignedSources) aligned.push_back(s);
                     if (a[k].is_delayed()) {
                         const NodeGroup& g = static_cast<const Node&>(*a[k].delayed()).group();
-                        reads_transposed = reads_transposed || g.transpose_of || g.reads_transposed;
+                        reads_transposed = reads_transposed || g.reads_transposed;
                     }
                 }
         auto pull = [a, name, result, shape, shapes](FuseContext& fc) {
