@@ -503,29 +503,42 @@ namespace {
                {fix + "; without :set check, ints wrap silently (docs/semantics.md)"});
 }
 
-}  // namespace
-
-void raise_int_sum_overflow(const std::string& name, int64_t row, int64_t exact, int64_t wrapped, const Loc& loc) {
-    raise_int_overflow(name, "sum", row, -1, exact, wrapped, "sum in 64 bits with `sum (long xs)`", loc);
-}
-
-void check_int_products(const Array& xs, const Value& products, const std::string& name, const Loc& loc) {
+// The exact sum or product of each innermost row of an int array in 64 bits,
+// compared with the wrapped one in `folded` (a scalar or a vector).
+void check_int_folds(const Array& xs, const Value& folded, bool product, const std::string& name, const Loc& loc) {
     if (xs.elem != Prim::Int) return;
     const InnerRows rows = inner_rows(xs.shape);
     const int32_t* x = xs.data<int32_t>();
     for (int64_t r = 0; r < rows.count; ++r) {
-        int64_t exact = 1;
+        int64_t exact = product ? 1 : 0;
         bool zero = false, beyond = false;
         for (int64_t j = 0; j < rows.length; ++j) {
-            zero = zero || x[r * rows.length + j] == 0;
-            beyond = beyond || __builtin_mul_overflow(exact, int64_t{x[r * rows.length + j]}, &exact);
+            const int64_t v = x[r * rows.length + j];
+            if (!product) {
+                exact += v;  // 2^31 elements of at most 2^31 fit 64 bits
+                continue;
+            }
+            zero = zero || v == 0;
+            beyond = beyond || __builtin_mul_overflow(exact, v, &exact);
         }
         if (zero) continue;  // exactly 0, as the wrapped product
-        const int64_t got = (products.is_scalar() ? products.scalar() : products.array()->get(r)).as_long();
+        const int64_t got = (folded.is_scalar() ? folded.scalar() : folded.array()->get(r)).as_long();
         if (beyond || exact != got)
-            raise_int_overflow(name, "product", xs.rank() > 1 ? r : -1, -1, beyond ? std::nullopt : std::optional(exact),
-                               got, "multiply in 64 bits with `product (long xs)`", loc);
+            raise_int_overflow(name, product ? "product" : "sum", xs.rank() > 1 ? r : -1, -1,
+                               beyond ? std::nullopt : std::optional(exact), got,
+                               product ? "multiply in 64 bits with `product (long xs)`" : "sum in 64 bits with `sum (long xs)`",
+                               loc);
     }
+}
+
+}  // namespace
+
+void check_int_sums(const Array& xs, const Value& sums, const std::string& name, const Loc& loc) {
+    check_int_folds(xs, sums, false, name, loc);
+}
+
+void check_int_products(const Array& xs, const Value& products, const std::string& name, const Loc& loc) {
+    check_int_folds(xs, products, true, name, loc);
 }
 
 void check_int_scan(const Array& xs, const Array& got, int64_t z, bool product, bool inclusive, const std::string& name,
@@ -557,18 +570,6 @@ void check_int_scan(const Array& xs, const Array& got, int64_t z, bool product, 
             }
             if (inclusive) check(j);
         }
-    }
-}
-
-void check_int_sums(const Array& xs, const Value& sums, const std::string& name, const Loc& loc) {
-    if (xs.elem != Prim::Int) return;
-    const InnerRows rows = inner_rows(xs.shape);
-    const int32_t* x = xs.data<int32_t>();
-    for (int64_t r = 0; r < rows.count; ++r) {
-        int64_t exact = 0;
-        for (int64_t j = 0; j < rows.length; ++j) exact += x[r * rows.length + j];
-        const int64_t got = (sums.is_scalar() ? sums.scalar() : sums.array()->get(r)).as_long();
-        if (exact != got) raise_int_sum_overflow(name, xs.rank() > 1 ? r : -1, exact, got, loc);
     }
 }
 

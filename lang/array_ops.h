@@ -254,13 +254,10 @@ Value reduce_inner(Reduction r, const Array& a);
 // First index of the largest (smallest) element per innermost row; NaNs are
 // ignored unless the row holds only NaNs (then 0). Empty rows are an error.
 Value arg_extreme_inner(bool largest, const Array& a, const char* name, const Loc& loc);
-// Stable ascending sort of each innermost row, NaNs last.
-// Checking mode's error for an int sum that wrapped (`row`: its row of a
-// matrix, or -1): both evaluators raise exactly this.
-[[noreturn]] void raise_int_sum_overflow(const std::string& name, int64_t row, int64_t exact, int64_t wrapped,
-                                         const Loc& loc);
-// The sums of an int array's innermost rows in 64 bits, compared with the
-// wrapped ones `sums` (a scalar or a vector): raises int_sum_overflow at loc.
+// Checking mode (both evaluators raise exactly these errors, at loc): the
+// sums of an int array's innermost rows in 64 bits, compared with the
+// wrapped ones `sums` (a scalar or a vector); the error names the row of a
+// matrix.
 void check_int_sums(const Array& xs, const Value& sums, const std::string& name, const Loc& loc);
 // Likewise for products (a row holding a 0 is exactly 0) ...
 void check_int_products(const Array& xs, const Value& products, const std::string& name, const Loc& loc);
@@ -270,6 +267,7 @@ void check_int_products(const Array& xs, const Value& products, const std::strin
 void check_int_scan(const Array& xs, const Array& got, int64_t z, bool product, bool inclusive, const std::string& name,
                     const Loc& loc);
 
+// Stable ascending sort of each innermost row, NaNs last.
 ArrayPtr sort_inner(const Array& a);
 // The stable permutation that sorts a rank-1 array ascending, NaNs last.
 std::vector<int64_t> sort_permutation(const Array& keys);
