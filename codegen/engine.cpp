@@ -249,13 +249,13 @@ ir::PlanOutcome FusionEngine::run(const std::string& name, FuseContext& fc, cons
     }
     fc.take_fact_queries();
     auto answer = [&fc](const std::string& s) { return fc.integer_value(s); };
-    std::shared_ptr<const ir::LaunchPlan> found_early = memoised ? memo_.find(key, answer, positions) : nullptr;
-    if (found_early && !binds_all(*found_early, fc)) found_early = nullptr;
+    FoundPlan found_early = memoised ? memo_.find(key, answer, positions) : FoundPlan{};
+    if (found_early && !binds_all(*found_early.plan, fc)) found_early = {};
     if (found_early) {
         ++stats.found_before_lowering;
         if (profiling_) ++profiling_->plans_found;
     }
-    if (found_early && !check_plan_memo()) return execute(name, fc, found_early, true);
+    if (found_early && !check_plan_memo()) return execute(name, fc, found_early.plan, true, found_early.moves);
 
     const size_t bound = fc.bound();
     ir::PlanBuilder pb(name);
@@ -265,12 +265,13 @@ ir::PlanOutcome FusionEngine::run(const std::string& name, FuseContext& fc, cons
     const PlanCache::Found found = cache_.get(pb.finish(), passes);
     const bool complete = fc.bound() == bound;  // the probe named every binding
     if (found_early) {  // SHOAL_CHECK_PLAN_CACHE=1: the plan found before lowering must be the one lowered
-        if (found_early != found.plan && (!complete || plan_text(*found_early) != plan_text(*found.plan)))
+        const auto moved = ir::with_moved_checks(found_early.plan, found_early.moves);
+        if (moved != found.plan && (!complete || plan_text(*moved) != plan_text(*found.plan)))
             internal_error(__FILE__, __LINE__,
                            "the structural plan cache returned a stale plan for `" + name + "` at " +
                                (origin_.valid() ? origin_.position() : "?") + "\nkey:\n" + printable(key) + "\ncached:\n" +
-                               plan_text(*found_early) + "\nlowered now:\n" + plan_text(*found.plan));
-        return execute(name, fc, found_early, true);
+                               plan_text(*moved) + "\nlowered now:\n" + plan_text(*found.plan));
+        return execute(name, fc, found_early.plan, true, found_early.moves);
     }
     if (!found.hit && g_plan_observer) g_plan_observer(*found.plan);
     if (memoised && complete) memo_.store(key, found.plan, std::move(facts), std::move(positions));
@@ -278,7 +279,8 @@ ir::PlanOutcome FusionEngine::run(const std::string& name, FuseContext& fc, cons
 }
 
 ir::PlanOutcome FusionEngine::execute(const std::string& name, FuseContext& fc,
-                                      const std::shared_ptr<const ir::LaunchPlan>& found_plan, bool hit) {
+                                      const std::shared_ptr<const ir::LaunchPlan>& found_plan, bool hit,
+                                      const ir::CheckMoves& moves) {
     const ir::LaunchPlan& plan = *found_plan;
     ++(hit ? stats.cache_hits : stats.cache_misses);
     if (recording_) recording_->push_back(ir::for_display(plan, {explaining_, fc.shown_names(), ir::source_comment(origin_)}));
@@ -292,20 +294,27 @@ ir::PlanOutcome FusionEngine::execute(const std::string& name, FuseContext& fc,
     // The plan compiled: its advice applies (even if running it fails).
     if (std::vector<Warning>* w = fc.eval_context().warnings) w->insert(w->end(), fc.warnings.begin(), fc.warnings.end());
     const RunSource source{fc.scalars(), fc.buffers(), fc.fused(), fc.materialised()};
-    ir::PlanOutcome r = launch(found_plan, bind, fc.eval_context(), source);
-    if (step_recording_) step_recording_->record(name, found_plan, bind, source, origin_, r);
+    ir::PlanOutcome r = launch(found_plan, bind, fc.eval_context(), source, false, moves);
+    if (step_recording_) step_recording_->record(name, found_plan, moves, bind, source, origin_, r);
     stats.last_plan = name;
     return r;
 }
 
 ir::PlanOutcome FusionEngine::launch(const std::shared_ptr<const ir::LaunchPlan>& plan, const ir::PlanBindings& bind,
-                                     const EvalContext& ctx, const RunSource& source, bool replayed) {
+                                     const EvalContext& ctx, const RunSource& source, bool replayed,
+                                     const ir::CheckMoves& moves) {
     ir::RunOptions options = options_;
     options.cancel = ctx.cancel;  // Ctrl-C stops a running kernel
     options.origin = origin_;
     options.timed = profiling_ != nullptr;
     options.counters = profiling_ && profiling_->counters;
-    ir::PlanOutcome r = executor_->run(plan, bind, options);
+    ir::PlanOutcome r;
+    try {
+        r = executor_->run(plan, bind, options);
+    } catch (Error& e) {
+        ir::move_check_error(e, moves);
+        throw;
+    }
     if (std::string notice = executor_->take_notice(); !notice.empty())
         if (std::vector<Warning>* w = ctx.warnings) w->push_back(Warning{origin_, notice, {}});
     ++stats.plans_run;

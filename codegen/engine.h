@@ -93,8 +93,10 @@ public:
                         const std::function<void(ir::PlanBuilder&)>& build);
     // Runs a plan on bound operands: execute's second half, and each run
     // of a replayed loop step (step_replay.h).
+    // A failed check's error names the position `moves` moves it to.
     ir::PlanOutcome launch(const std::shared_ptr<const ir::LaunchPlan>& plan, const ir::PlanBindings& bind,
-                           const EvalContext& ctx, const RunSource& source, bool replayed = false);
+                           const EvalContext& ctx, const RunSource& source, bool replayed = false,
+                           const ir::CheckMoves& moves = nullptr);
     // While a loop step is recorded (step_replay.h): the record; else null.
     StepRecording* step_recording() const { return step_recording_; }
     void set_step_recording(StepRecording* r) { step_recording_ = r; }
@@ -176,7 +178,7 @@ private:
     bool showing_plans() const;
     // Runs a plan found in a cache on the executor, with the bindings in fc.
     ir::PlanOutcome execute(const std::string& name, FuseContext& fc, const std::shared_ptr<const ir::LaunchPlan>& plan,
-                            bool hit);
+                            bool hit, const ir::CheckMoves& moves = nullptr);
     // During explain(): each plan run, as the user reads it (display_names.h).
     std::vector<ir::LaunchPlan>* recording_ = nullptr;
     std::vector<ir::LaunchPlan>* compiling_ = nullptr;  // during compile_report(): each plan as run

@@ -20,6 +20,33 @@ std::shared_ptr<LaunchPlan> relocatable_copy(const std::shared_ptr<const LaunchP
     return copy;
 }
 
+bool same_position(const Loc& a, const Loc& b) {
+    return a.source == b.source && a.line == b.line && a.col == b.col && a.length == b.length;
+}
+
+void move_check_error(Error& e, const CheckMoves& moves) {
+    if (!moves || e.kind != ErrorKind::Runtime) return;
+    for (const auto& [from, to] : *moves)
+        if (same_position(e.loc, from)) {
+            e.loc = to;
+            return;
+        }
+}
+
+std::shared_ptr<const LaunchPlan> with_moved_checks(const std::shared_ptr<const LaunchPlan>& plan,
+                                                    const CheckMoves& moves) {
+    if (!moves || moves->empty()) return plan;
+    auto copy = relocatable_copy(plan);
+    for (Kernel& k : copy->kernels)
+        for (Check& c : k.checks)
+            for (const auto& [from, to] : *moves)
+                if (same_position(c.loc, from)) {
+                    c.loc = to;
+                    break;
+                }
+    return copy;
+}
+
 const PlanScalar* LaunchPlan::find_scalar(const std::string& n) const {
     for (const auto& s : scalars)
         if (s.name == n) return &s;

@@ -34,9 +34,14 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "codegen/ir.h"
+
+namespace shoal {
+class Error;
+}
 
 namespace shoal::ir {
 
@@ -131,6 +136,17 @@ struct LaunchPlan {
 
 // A copy of `plan` whose checks the caller moves to other positions.
 std::shared_ptr<LaunchPlan> relocatable_copy(const std::shared_ptr<const LaunchPlan>& plan);
+
+// Where a plan's checks are moved to (plan_memo.h): a plan found for a
+// statement on another line runs unchanged, and only a failed check, whose
+// error names one of these positions, is moved (null: none moved).
+using CheckMoves = std::shared_ptr<const std::vector<std::pair<Loc, Loc>>>;
+bool same_position(const Loc& a, const Loc& b);
+// The error of a failed check, at the position `moves` moves its own to.
+void move_check_error(Error& e, const CheckMoves& moves);
+// `plan` with its checks at the positions `moves` gives (a copy if any moves).
+std::shared_ptr<const LaunchPlan> with_moved_checks(const std::shared_ptr<const LaunchPlan>& plan,
+                                                    const CheckMoves& moves);
 
 // Shared memory of a kernel in bytes (its static shared arrays).
 int64_t shared_bytes(const Kernel& k);

@@ -12,9 +12,7 @@ namespace shoal::compiled {
 
 namespace {
 
-bool same_position(const Loc& a, const Loc& b) {
-    return a.source == b.source && a.line == b.line && a.col == b.col && a.length == b.length;
-}
+using ir::same_position;
 
 bool same_positions(const CheckPositions& a, const CheckPositions& b) {
     return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), same_position);
@@ -27,26 +25,21 @@ void PlanMemo::store(const std::string& key, std::shared_ptr<const ir::LaunchPla
     std::vector<Entry>& entries = entries_[key];
     // An extent that crosses a threshold every time would add entries without end.
     if (entries.size() >= 8) entries.erase(entries.begin());
-    entries.push_back(Entry{std::move(facts), {{std::move(positions), std::move(plan)}}});
+    entries.push_back(Entry{std::move(facts), std::move(plan), std::move(positions), {}});
 }
 
-std::shared_ptr<const ir::LaunchPlan> PlanMemo::at_positions(Entry& e, const CheckPositions& positions) {
-    for (const auto& [at, plan] : e.by_positions)
-        if (same_positions(at, positions)) return plan;
-    const auto& [from, plan] = e.by_positions.front();
-    if (from.size() != positions.size()) return nullptr;  // not the same structure after all: lower
-    auto copy = ir::relocatable_copy(plan);
-    for (ir::Kernel& k : copy->kernels)
-        for (ir::Check& c : k.checks)
-            for (size_t j = 0; j < from.size(); ++j)
-                if (same_position(c.loc, from[j])) {
-                    c.loc = positions[j];
-                    break;
-                }
+FoundPlan PlanMemo::at_positions(Entry& e, const CheckPositions& positions) {
+    if (same_positions(e.lowered_at, positions)) return {e.plan, nullptr};
+    for (const auto& [at, moves] : e.moved)
+        if (same_positions(at, positions)) return {e.plan, moves};
+    if (e.lowered_at.size() != positions.size()) return {};  // not the same structure after all: lower
+    auto moves = std::make_shared<std::vector<std::pair<Loc, Loc>>>();
+    for (size_t j = 0; j < positions.size(); ++j)
+        if (!same_position(e.lowered_at[j], positions[j])) moves->emplace_back(e.lowered_at[j], positions[j]);
     // A long session types the same statement on many lines: keep a few.
-    if (e.by_positions.size() >= 16) e.by_positions.resize(1);
-    e.by_positions.emplace_back(positions, copy);
-    return copy;
+    if (e.moved.size() >= 16) e.moved.clear();
+    e.moved.emplace_back(positions, moves);
+    return {e.plan, std::move(moves)};
 }
 
 Probe probe_operands(std::span<const ir::PullTuple> operands, std::span<const ir::Combine> combines) {

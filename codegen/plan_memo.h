@@ -43,17 +43,27 @@ using FactQueries = std::vector<std::pair<std::string, std::optional<int64_t>>>;
 // The source positions a plan's checks may name: the consumer's, then the
 // checks the probe met, in order. The key leaves them out (the same
 // statement typed on another line is a hit); a hit from other positions
-// gets a copy of the plan with its checks moved to these.
+// runs the same plan with the moves from its checks' positions to these
+// (ir::CheckMoves), which only a failed check reads: copying the plan
+// with its checks moved cost a tenth of a small statement.
 using CheckPositions = std::vector<Loc>;
+
+// A plan the memo found, and where its checks are now (null: where the
+// plan says).
+struct FoundPlan {
+    std::shared_ptr<const ir::LaunchPlan> plan;
+    ir::CheckMoves moves;
+    explicit operator bool() const { return plan != nullptr; }
+};
 
 class PlanMemo {
 public:
     // The plan of `key` whose facts give the same answers through `answer`,
-    // with its checks at `positions`; null if there is none.
+    // with its checks at `positions`; empty if there is none.
     template <class Answer>
-    std::shared_ptr<const ir::LaunchPlan> find(const std::string& key, Answer&& answer, const CheckPositions& positions) {
+    FoundPlan find(const std::string& key, Answer&& answer, const CheckPositions& positions) {
         auto it = entries_.find(key);
-        if (it == entries_.end()) return nullptr;
+        if (it == entries_.end()) return {};
         for (Entry& e : it->second) {
             bool same = true;
             for (const auto& [name, value] : e.facts)
@@ -63,7 +73,7 @@ public:
                 }
             if (same) return at_positions(e, positions);
         }
-        return nullptr;
+        return {};
     }
     void store(const std::string& key, std::shared_ptr<const ir::LaunchPlan> plan, FactQueries facts,
                CheckPositions positions);
@@ -73,10 +83,12 @@ public:
 private:
     struct Entry {
         FactQueries facts;
-        // The plan with each set of check positions it ran with (a few).
-        std::vector<std::pair<CheckPositions, std::shared_ptr<const ir::LaunchPlan>>> by_positions;
+        std::shared_ptr<const ir::LaunchPlan> plan;
+        CheckPositions lowered_at;  // the positions the plan's checks name
+        // The moves for each other set of positions it ran with (a few).
+        std::vector<std::pair<CheckPositions, ir::CheckMoves>> moved;
     };
-    static std::shared_ptr<const ir::LaunchPlan> at_positions(Entry& e, const CheckPositions& positions);
+    static FoundPlan at_positions(Entry& e, const CheckPositions& positions);
     // A key's entries, one per set of answers (a few: an extent crossing a threshold).
     std::unordered_map<std::string, std::vector<Entry>> entries_;
 };

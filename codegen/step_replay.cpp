@@ -8,12 +8,12 @@
 namespace shoal::compiled {
 
 void StepRecording::record(const std::string& name, const std::shared_ptr<const ir::LaunchPlan>& plan,
-                           const ir::PlanBindings& bind, const RunSource& source, const Loc& origin,
+                           const ir::CheckMoves& moves, const ir::PlanBindings& bind, const RunSource& source, const Loc& origin,
                            const ir::PlanOutcome& r) {
     for (const ir::PlanStep& step : plan->steps)
         if (step.kind == ir::StepKind::ReadBack) refuse("`" + name + "` reads a value back to the host");
     if (!bind.symbols.empty()) refuse("a plan's scalars carry symbols");
-    runs.push_back({name, plan, bind, source.scalars, source.fused, source.materialised, origin, r.outputs});
+    runs.push_back({name, plan, moves, bind, source.scalars, source.fused, source.materialised, origin, r.outputs});
 }
 
 namespace {
@@ -203,7 +203,7 @@ public:
             const Restore<Loc> at(engine_.origin(), p.run.origin);
             ir::PlanOutcome r = engine_.launch(p.run.plan, bind, ctx_,
                                                RunSource{p.run.lifted, bind.inputs, p.run.fused, p.run.materialised},
-                                               /*replayed=*/true);
+                                               /*replayed=*/true, p.run.moves);
             for (auto& [buffer, out] : r.outputs)
                 if (out.host) {
                     const StepRecording::Taken& t = p.shapes.at(buffer);

@@ -34,6 +34,7 @@ struct RunSource {
 struct RecordedRun {
     std::string name;
     std::shared_ptr<const ir::LaunchPlan> plan;
+    ir::CheckMoves moves;  // where its checks are (plan_memo.h)
     ir::PlanBindings bind;
     std::map<std::string, Scalar> lifted;
     std::vector<std::string> fused, materialised;
@@ -56,7 +57,7 @@ struct StepRecording {
     void refuse(std::string why) {
         if (why_not.empty()) why_not = std::move(why);
     }
-    void record(const std::string& name, const std::shared_ptr<const ir::LaunchPlan>& plan,
+    void record(const std::string& name, const std::shared_ptr<const ir::LaunchPlan>& plan, const ir::CheckMoves& moves,
                 const ir::PlanBindings& bind, const RunSource& source, const Loc& origin, const ir::PlanOutcome& r);
 };
 

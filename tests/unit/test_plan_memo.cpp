@@ -91,6 +91,16 @@ TEST_CASE("plan memo: the same statement on another line names that line in its 
     CHECK(again.find(":2:") != std::string::npos);
     CHECK(again.find(":1:") == std::string::npos);
     CHECK(m.found("1 + 1\n1 + 1\nsum (map (\\i -> x[i]) [0, 1])") == 1);
+    // A loop's steps replayed from plans found for another line fail there
+    // too (w grows by one each step: the fourth, the first replayed, fails).
+    const std::string loop = "loop w = [0, 0, 0] for i < 20 do sort (map (\\k -> w[k] + 1) w)";
+    const std::string in_loop = printed(m.s, loop);
+    const std::string loop_again = printed(m.s, "1 + 1\n1 + 1\n" + loop);
+    INFO(in_loop);
+    INFO(loop_again);
+    CHECK(in_loop.find("is out of bounds") != std::string::npos);
+    CHECK(loop_again.find(":3:") != std::string::npos);
+    CHECK(loop_again.find(":1:") == std::string::npos);
 }
 
 TEST_CASE("plan memo: what shows or counts plans lowers them (and still finds them afterwards)") {
