@@ -155,16 +155,16 @@ PullArray pull_of(const Value& v, FuseContext& fc) {
     const FuseContext::Input* in = nullptr;
     if (v.is_array()) {
         in = &fc.input(ir::ArrayData{v.array(), nullptr}, v.array()->elem, v.array()->shape, v.array().get());
-        fc.note_materialised(in->buffer, "", "");
+        if (fc.notes_decisions()) fc.note_materialised(in->buffer, "", "");
     } else {
         const Node& n = static_cast<const Node&>(*v.delayed());
         if (!n.computed()) {
-            fc.note_fused(n.description());
+            if (fc.notes_decisions()) fc.note_fused(n.description());
             if (const PullArray* p = fc.pulled(v.delayed())) return *p;
             return fc.remember_pulled(v.delayed(), n.pull(fc));
         }
         in = &fc.input(n.data(), n.elem(), n.shape(), &n);
-        fc.note_materialised(in->buffer, n.description(), n.group().why_forced);
+        if (fc.notes_decisions()) fc.note_materialised(in->buffer, n.description(), n.group().why_forced);
     }
     std::vector<std::string> extents;
     for (const auto& e : in->extents) extents.push_back(e->name);

@@ -85,11 +85,21 @@ void FuseContext::size_inputs(ir::PlanBuilder& pb) const {
         if (pb.plan().find_buffer(in.buffer)) pb.input_buffer(in.buffer, in.elem, ir::product(in.extents));
 }
 
+bool FuseContext::notes_decisions() {
+    if (!notes_decisions_) {
+        const auto* engine = dynamic_cast<const FusionEngine*>(ctx_.backend);
+        notes_decisions_ = !engine || engine->shows_decisions();
+    }
+    return *notes_decisions_;
+}
+
 void FuseContext::note_fused(const std::string& what) {
+    if (!notes_decisions()) return;
     if (!what.empty() && std::find(fused_.begin(), fused_.end(), what) == fused_.end()) fused_.push_back(what);
 }
 
 void FuseContext::note_materialised(const std::string& buffer, const std::string& what, const std::string& why) {
+    if (!notes_decisions()) return;
     // A binding is named as `:cuda` names it; a binding is kept whole.
     std::string text;
     if (auto shown = shown_names_.find(buffer); shown != shown_names_.end())
@@ -1254,7 +1264,7 @@ private:
             return from_leaves(e.type, zeros, at);
         }
         fc_.remember_hoisted(&e, s.closure, v);
-        if (holds_array(v) && e.loc.valid())
+        if (holds_array(v) && e.loc.valid() && fc_.notes_decisions())
             fc_.note_materialised("", "the nested array at " + e.loc.position(),
                                   "hoisted: it does not depend on the element, so it is computed once, before the kernel");
         return host_value(v, &e);

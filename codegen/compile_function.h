@@ -100,6 +100,10 @@ public:
     // with why it is there rather than fused ("" for a host array).
     void note_fused(const std::string& what);
     void note_materialised(const std::string& buffer, const std::string& what, const std::string& why);
+    // Whether the fusion decisions are noted: only what shows them
+    // (`:profile`, `:cuda`, `:compile`, `:emit`) asks, and building their
+    // text cost every plan a few thousand instructions.
+    bool notes_decisions();
     const std::vector<std::string>& fused() const { return fused_; }
     const std::vector<std::string>& materialised() const { return materialised_; }
 
@@ -126,6 +130,7 @@ private:
     std::map<std::string, SymbolPtr> symbols_;
     std::map<std::string, ir::ArrayData> buffers_;
     std::vector<std::string> fused_, materialised_;
+    std::optional<bool> notes_decisions_;
     std::map<std::string, std::string> shown_names_;
     std::map<std::tuple<const void*, Prim, int64_t>, std::string> lifted_;
     std::map<const void*, Input> inputs_;

@@ -190,6 +190,8 @@ std::atomic<PlanObserver> g_plan_observer{nullptr};
 
 void set_plan_observer(PlanObserver observer) { g_plan_observer.store(observer); }
 
+bool FusionEngine::shows_decisions() const { return showing_plans() || (profiling_ && profiling_->counters); }
+
 bool FusionEngine::showing_plans() const { return recording_ || compiling_ || !explaining_.empty() || emitting_; }
 
 std::unique_ptr<LoopReplay> FusionEngine::replay_loop(const EvalContext& ctx) {
@@ -243,7 +245,10 @@ ir::PlanOutcome FusionEngine::run(const std::string& name, FuseContext& fc, cons
         // Probed whenever the plan could be memoised, so that its parameters
         // have the same names whether it is found or lowered.
         Probe probe = probe_operands(in.operands, in.combines);
-        key = name + "\n" + in.descriptor + "\n" + options_key(lowering_options()) + passes.key() + "\n" + probe.key;
+        const std::string& options = options_key(lowering_options());
+        key.reserve(name.size() + in.descriptor.size() + options.size() + probe.key.size() + 64);
+        key.append(name).append("\n").append(in.descriptor).append("\n").append(options).append(passes.key());
+        key.append("\n").append(probe.key);
         positions.push_back(origin_);
         positions.insert(positions.end(), probe.checks.begin(), probe.checks.end());
     }

@@ -106,6 +106,9 @@ public:
     }
     // The origin plans run for (a replayed run sets its recorded one).
     Loc& origin() { return origin_; }
+    // Whether a plan's fusion decisions are shown (`:profile`, and what
+    // shows plans): FuseContext notes them only then.
+    bool shows_decisions() const;
     // A plan's output as a value of `elem` and `shape`: the host array (no
     // copy) or, in device memory, a computed node that stays there until
     // the host needs it (also a host one while a loop step is recorded).

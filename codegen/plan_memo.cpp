@@ -4,6 +4,8 @@
 #include <array>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <tuple>
 
 #include "codegen/kernel_builder.h"
 #include "codegen/structural_key.h"
@@ -42,11 +44,29 @@ FoundPlan PlanMemo::at_positions(Entry& e, const CheckPositions& positions) {
     return {e.plan, std::move(moves)};
 }
 
+namespace {
+
+// The symbolic index d of operand k, and operand j of combine k's sides a
+// and b: named once (every plan a statement runs is probed).
+const ir::ExprPtr& probe_param(char side, size_t k, size_t d, ir::ScalarType t) {
+    thread_local std::map<std::tuple<char, size_t, size_t, ir::ScalarType>, ir::ExprPtr> made;
+    ir::ExprPtr& p = made[{side, k, d, t}];
+    if (!p) {
+        const std::string name = side == 'i' ? "probe_" + std::to_string(k) + "_" + std::to_string(d)
+                                             : std::string("probe_") + side + std::to_string(k) + "_" + std::to_string(d);
+        p = ir::param(name, t);
+    }
+    return p;
+}
+
+}  // namespace
+
 Probe probe_operands(std::span<const ir::PullTuple> operands, std::span<const ir::Combine> combines) {
     ir::KernelBuilder kb("probe");
     // The key's bytes (structural_key.h): the operands' element types,
     // shapes and reads at symbolic indices, then the combines.
     std::string key;
+    key.reserve(1024);
     for (size_t k = 0; k < operands.size(); ++k) {
         const ir::PullTuple& x = operands[k];
         key += "operand";
@@ -56,7 +76,7 @@ Probe probe_operands(std::span<const ir::PullTuple> operands, std::span<const ir
         for (const ir::ExprPtr& e : x.shape) ir::append_key(key, e);
         std::vector<ir::ExprPtr> index;
         for (int d = 0; d < x.rank(); ++d)
-            index.push_back(ir::param("probe_" + std::to_string(k) + "_" + std::to_string(d), ir::ScalarType::I64));
+            index.push_back(probe_param('i', k, static_cast<size_t>(d), ir::ScalarType::I64));
         const std::vector<ir::ExprPtr> read = x.at(kb, index);
         ir::append_count(key, read.size());
         for (const ir::ExprPtr& e : read) ir::append_key(key, e);
@@ -70,8 +90,8 @@ Probe probe_operands(std::span<const ir::PullTuple> operands, std::span<const ir
         ir::append_count(key, c.types.size());
         for (size_t j = 0; j < c.types.size(); ++j) {
             key.push_back(static_cast<char>(c.types[j]));
-            a.push_back(ir::param("probe_a" + std::to_string(k) + "_" + std::to_string(j), c.types[j]));
-            b.push_back(ir::param("probe_b" + std::to_string(k) + "_" + std::to_string(j), c.types[j]));
+            a.push_back(probe_param('a', k, j, c.types[j]));
+            b.push_back(probe_param('b', k, j, c.types[j]));
         }
         ir::append_count(key, c.neutral.size());
         for (const ir::ExprPtr& e : c.neutral) ir::append_key(key, e);

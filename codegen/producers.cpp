@@ -2,6 +2,7 @@
 // whatever consumes them): elementwise operators and functions, map,
 // zipWith, generate, iota, fill, slices, index maps, random.
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "codegen/engine.h"
@@ -24,17 +25,26 @@ const std::set<std::string>& elementwise_names() {
 }
 
 // The element type an elementwise builtin produces, or nullopt when the
-// compiled subset does not cover it (found by emitting it on dummy operands).
+// compiled subset does not cover it (found by emitting it on dummy operands,
+// once per name and operand types: every elementwise node asks).
 std::optional<Prim> elementwise_result(const std::string& name, const std::vector<Prim>& operands) {
+    thread_local std::map<std::pair<std::string, std::vector<Prim>>, std::optional<Prim>> known;
+    std::pair<std::string, std::vector<Prim>> key{name, operands};
+    if (auto it = known.find(key); it != known.end()) return it->second;
     std::vector<ir::ScalarType> ts;
     for (Prim p : operands) ts.push_back(ir::scalar_of(p));
+    std::optional<Prim> result;
     try {
         const ir::ScalarType r = compiled::builtin_result(name, ts);
         for (Prim p : {Prim::Bool, Prim::Int, Prim::Long, Prim::Float, Prim::Double})
-            if (ir::scalar_of(p) == r) return p;
+            if (ir::scalar_of(p) == r) {
+                result = p;
+                break;
+            }
     } catch (const Decline&) {
     }
-    return std::nullopt;
+    known.emplace(std::move(key), result);
+    return result;
 }
 
 // Broadcasting as index maps (ops::broadcast_shapes is the rule): an
