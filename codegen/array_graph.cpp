@@ -23,11 +23,20 @@ Value rebuild_from(const Value& like, const std::vector<Value>& ls, size_t& at) 
     return Value(std::move(out));
 }
 
+// The weights of v's delayed leaves (tuples walked in place: every node
+// asks, and leaves() builds a vector).
+int64_t leaf_weights(const Value& v) {
+    if (v.is_tuple()) {
+        int64_t w = 0;
+        for (const Value& x : v.tuple()) w += leaf_weights(x);
+        return w;
+    }
+    return v.is_delayed() ? static_cast<const Node&>(*v.delayed()).weight() : 0;
+}
+
 int64_t fusion_weight(const std::vector<Value>& operands, int64_t reads) {
     int64_t w = 0;
-    for (const Value& v : operands)
-        for (const Value& l : leaves(v))
-            if (l.is_delayed()) w += static_cast<const Node&>(*l.delayed()).weight();
+    for (const Value& v : operands) w += leaf_weights(v);
     return 1 + reads * w;
 }
 }  // namespace

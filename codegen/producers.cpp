@@ -469,20 +469,36 @@ std::optional<Value> FusionEngine::producer(const std::string& name, const Type&
                         reads_transposed = reads_transposed || g.reads_transposed;
                     }
                 }
-        auto pull = [a, name, result, shape, shapes](FuseContext& fc) {
-            std::vector<PullArray> srcs;
-            for (const Value& v : a) srcs.push_back(is_operand(v) ? pull_of(v, fc) : PullArray{});
+        // Shared by the node and every pull of it (each copy of a shape, a
+        // name or the operands is an allocation, and every plan pulls).
+        struct Operation {
+            std::vector<Value> a;
+            std::string name;
+            Shape shape;
+            std::vector<Shape> shapes;
+        };
+        auto op = std::make_shared<const Operation>(Operation{a, name, shape, shapes});
+        auto pull = [op, elem = ir::scalar_of(*result)](FuseContext& fc) {
+            struct Pulled {
+                std::vector<PullArray> srcs;
+                std::vector<Value> keep;  // addresses key the lifted scalars
+            };
+            auto in = std::make_shared<Pulled>();
+            in->srcs.reserve(op->a.size());
+            for (const Value& v : op->a) in->srcs.push_back(is_operand(v) ? pull_of(v, fc) : PullArray{});
+            in->keep = op->a;
             PullArray out;
-            out.elem = ir::scalar_of(*result);
-            out.shape = broadcast_extents(srcs, shapes, shape);
-            auto keep = std::make_shared<const std::vector<Value>>(a);  // addresses key the lifted scalars
-            out.at = [srcs, name, keep, shape, shapes, &fc](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
-                note_aligned_extents(kb, srcs, shapes, shape);
+            out.elem = elem;
+            out.shape = broadcast_extents(in->srcs, op->shapes, op->shape);
+            out.at = [op, in = std::shared_ptr<const Pulled>(in), &fc](ir::KernelBuilder& kb,
+                                                                     const std::vector<ir::ExprPtr>& i) {
+                note_aligned_extents(kb, in->srcs, op->shapes, op->shape);
                 std::vector<ir::ExprPtr> xs;
-                for (size_t k = 0; k < srcs.size(); ++k)
-                    xs.push_back(srcs[k].at ? srcs[k].at(kb, broadcast_read(i, shapes[k], shape))
-                                            : fc.lift(kb, (*keep)[k].scalar(), &(*keep)[k]));
-                return compiled::emit_builtin(kb, name, xs);
+                xs.reserve(in->srcs.size());
+                for (size_t k = 0; k < in->srcs.size(); ++k)
+                    xs.push_back(in->srcs[k].at ? in->srcs[k].at(kb, broadcast_read(i, op->shapes[k], op->shape))
+                                                : fc.lift(kb, in->keep[k].scalar(), &in->keep[k]));
+                return compiled::emit_builtin(kb, op->name, xs);
             };
             return out;
         };
