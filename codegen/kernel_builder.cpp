@@ -190,7 +190,7 @@ Kernel KernelBuilder::finish(bool verify_it) {
         if (local_names_.count(p.name)) clashes[p.name] = fresh(p.name + "_");
     if (!clashes.empty()) kernel_ = RenameLocals(std::move(clashes)).mutate_kernel(kernel_);
     if (verify_it) verify(kernel_);
-    return kernel_;
+    return std::move(kernel_);  // the builder is spent: every plan's probe builds one
 }
 
 }  // namespace shoal::ir

@@ -62,6 +62,7 @@ public:
     // Finishes the last phase, verifies and returns the kernel. Lowerings
     // pass verify = false: PlanBuilder::add_kernel verifies in the pass
     // pipeline, and a plan found in a kernel cache is not verified again.
+    // The kernel is moved out: the builder is done with.
     Kernel finish(bool verify = true);
 
 private:

@@ -88,7 +88,16 @@ Combine segmented(const Combine& c) {
 }
 
 // ---------------------------------------------------------------- arrays
-PullTuple tuple_of(const PullArray& a) { return tuple_of(std::vector<PullArray>{a}); }
+// One array: its read alone is kept (every node's group pulls one).
+PullTuple tuple_of(const PullArray& a) {
+    PullTuple t;
+    t.shape = a.shape;
+    t.elems = {a.elem};
+    t.at = [at = a.at](KernelBuilder& kb, const std::vector<ExprPtr>& index) {
+        return std::vector<ExprPtr>{at(kb, index)};
+    };
+    return t;
+}
 
 PullTuple tuple_of(const std::vector<PullArray>& arrays) {
     SHOAL_INTERNAL_ASSERT(!arrays.empty(), "tuple_of: no arrays");

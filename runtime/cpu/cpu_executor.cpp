@@ -69,7 +69,7 @@ public:
         if (!native && builds && tier_.tier() == Tier::Auto)
             args.native_when_ready = [&](double seconds) { return (switched = tier_.when_ready(plan, seconds)).get(); };
         const auto start = std::chrono::steady_clock::now();
-        ir::PlanOutcome out = run_into_arrays(*plan, args, exec);
+        ir::PlanOutcome out = run_into_arrays(*plan, std::move(args), exec);
         if (builds && !native && !switched)
             tier_.ran_interpreted(plan, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
         return out;

@@ -20,7 +20,7 @@ public:
         : plan_(plan), args_(args), options_(options), native_(args.native) {
         result_.kernel_counters.resize(plan.kernels.size());
         errors_.resize(plan.kernels.size());
-        for (const auto& [name, v] : args.scalars) result_.scalars[name] = v;
+        result_.scalars = args.scalars;
     }
 
     // The host program, step by step (launch_plan.h): nothing is allocated
