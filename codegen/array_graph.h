@@ -121,6 +121,11 @@ struct ProductShape {
     Shape result;  // (n, m) less the dropped axes; empty: a scalar
 };
 std::optional<ProductShape> product_shape(const Value& a, const Value& b);
+// A product's inner extent up to which it is a map (FusionEngine::thin_product).
+constexpr int64_t kThinInner = 8;
+// A product's result size up to which, past a thin inner extent, it is a
+// reduction over the inner index (FusionEngine::matmul).
+constexpr int64_t kTinyProduct = 16;
 
 // ---------------------------------------------------------------- array-likes
 // An array of tuples is a tuple of arrays of one shape (docs/language.md):

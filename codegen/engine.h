@@ -159,6 +159,8 @@ private:
     std::vector<Value> kept_elements(const std::string& name, FuseContext& fc, const std::vector<Prim>& prims,
                                      const PullArray& keep, const std::vector<PullArray>& x);
     std::optional<Value> matmul(std::span<const Value> args, EvalContext& ctx);
+    std::optional<Value> tiny_product(std::span<const Value> args, const ProductShape& shape, bool library,
+                                      EvalContext& ctx);
     std::optional<Value> permute(std::span<const Value> args, EvalContext& ctx);
     std::optional<Value> scatter(std::span<const Value> args, EvalContext& ctx);
     std::optional<Value> tally(const Value& n, const Value& xs, EvalContext& ctx);

@@ -352,8 +352,7 @@ std::optional<Value> FusionEngine::random(const Value& shape, EvalContext& ctx) 
 // the tiled kernel (a 32 x 32 tile for 3 columns) both spend their time on
 // the shape, not the arithmetic. The sum is the reference's: from zero, in
 // order. A scalar result (vector . vector) and mismatched extents are the
-// consumer's.
-constexpr int64_t kThinInner = 8;
+// consumer's. (kThinInner: array_graph.h.)
 
 namespace {
 

@@ -30,7 +30,8 @@ TEST_CASE("advice: a product on one block says so and names the switch") {
     if (std::thread::hardware_concurrency() < 2) return;  // one core: one block is the whole machine
     runtime::install_compiled_backend();
     Session s;
-    printed(s, ":set blas off\nlet a = generate (3, 2048) (\\i j -> float (i + j))\nlet b = generate (2048, 1) (\\i j -> 1.0)");
+    // A 3 x 17 result: one 32 x 32 tile (a result of at most 16 elements is a reduction).
+    printed(s, ":set blas off\nlet a = generate (3, 2048) (\\i j -> float (i + j))\nlet b = generate (2048, 17) (\\i j -> 1.0)");
     printed(s, "let c = a @ b");
     const std::string t = printed(s, ":time let c = a @ b");
     INFO(t);

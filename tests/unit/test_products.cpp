@@ -48,7 +48,14 @@ const char* kShapes =
     "generate (5, 1) (\\i j -> float i) @ generate (1, 4) (\\i j -> float j - 1.5)\n"
     "let dt = generate (9, 8) (\\i j -> double (i - j) * 0.5)\n"
     "dt @ generate 8 (\\i -> double i)\n"
-    "[-0.0, -0.0] @ generate (2, 3) (\\i j -> 1.0)\n";  // -0.0 + -0.0 from zero: 0.0, as the reference
+    "[-0.0, -0.0] @ generate (2, 3) (\\i j -> 1.0)\n"  // -0.0 + -0.0 from zero: 0.0, as the reference
+    // A tiny result and a long inner extent: a reduction without the BLAS.
+    "transpose t @ t\n"
+    "transpose t @ (t * 2.0 - 1.0)\n"
+    "transpose t @ generate 41 (\\i -> float i)\n"
+    "generate 41 (\\i -> float (i % 4)) @ t\n"
+    "transpose dt @ generate 9 (\\i -> double i)\n"
+    "generate 41 (\\i -> float (i % 3)) @ generate 41 (\\i -> 2.0 - float i)\n";
 
 }  // namespace
 
