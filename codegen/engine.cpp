@@ -364,20 +364,29 @@ bool computes_in_double(const ir::Kernel& k) {
 void FusionEngine::record_profile(const ir::LaunchPlan& plan, const ir::PlanOutcome& r, const RunSource& fc) {
     ProfileReport& report = profiling_->report;
     auto lookup = [&](const std::string& s) { return scalar_value(s, r, fc); };
-    const std::string source = ir::source_comment(origin_);
+    // `:time` runs this inside what it measures: rows are told apart by
+    // their source position (profile() writes the line's text afterwards),
+    // and the traffic and fusion decisions, which only `:profile`'s tables
+    // show, are left out.
+    std::optional<std::string> source;
+    auto source_text = [&]() -> const std::string& {
+        if (!source) source = ir::source_comment(origin_);
+        return *source;
+    };
+    const bool full = profiling_->counters;
     for (size_t k = 0; k < plan.kernels.size(); ++k) {
         const ir::KernelCounters& c = r.kernel_counters[k];
         if (c.launches == 0) continue;
         const ir::Kernel& kernel = plan.kernels[k];
         auto same = [&](const KernelProfile& p) {
-            return p.plan == plan.name && p.kernel == kernel.name && p.source == source;
+            return ir::same_position(p.at, origin_) && p.plan == plan.name && p.kernel == kernel.name;
         };
         auto it = std::find_if(report.kernels.begin(), report.kernels.end(), same);
         if (it == report.kernels.end()) {
             KernelProfile row;
             row.plan = plan.name;
             row.kernel = kernel.name;
-            row.source = source;
+            row.at = origin_;
             row.block = kernel.block_size;
             row.static_shared = ir::shared_bytes(kernel);
             row.double_precision = computes_in_double(kernel);
@@ -388,10 +397,26 @@ void FusionEngine::record_profile(const ir::LaunchPlan& plan, const ir::PlanOutc
         for (const ir::PlanStep& step : plan.steps)
             if (step.kind == ir::StepKind::Launch && step.kernel == static_cast<int>(k))
                 it->grid = ir::eval_host_int(step.grid, lookup);
+        if (!full) continue;
         for (const ir::Param& p : kernel.params)
             if (p.kind == ir::ParamKind::Buffer)
                 it->minimum_bytes += buffer_bytes(plan, p.name, r, fc) * (p.access == ir::Access::ReadWrite ? 2 : 1) * c.launches;
     }
+    for (const ir::CallCounters& c : r.calls) {
+        auto same = [&](const LibraryCallProfile& p) {
+            return ir::same_position(p.at, origin_) && p.plan == plan.name && p.implementation == c.implementation &&
+                   p.why == c.comment;
+        };
+        auto it = std::find_if(report.calls.begin(), report.calls.end(), same);
+        if (it == report.calls.end())
+            it = report.calls.insert(report.calls.end(),
+                                     {plan.name, c.function, c.implementation, c.comment, "", origin_});
+        it->calls += c.calls;
+        it->nanoseconds += c.nanoseconds;
+        it->flops += c.flops;
+        it->minimum_bytes += c.minimum_bytes;
+    }
+    if (!full) return;
     // The statement's least traffic: arrays it reads that no earlier plan of
     // it computed, and the results no later plan of it reads.
     for (const auto& [name, data] : fc.buffers) {
@@ -403,24 +428,12 @@ void FusionEngine::record_profile(const ir::LaunchPlan& plan, const ir::PlanOutc
         profiling_->computed.insert(identity(data));
         profiling_->results[identity(data)] = buffer_bytes(plan, name, r, fc);
     }
-    for (const ir::CallCounters& c : r.calls) {
-        auto same = [&](const LibraryCallProfile& p) {
-            return p.plan == plan.name && p.implementation == c.implementation && p.source == source && p.why == c.comment;
-        };
-        auto it = std::find_if(report.calls.begin(), report.calls.end(), same);
-        if (it == report.calls.end())
-            it = report.calls.insert(report.calls.end(), {plan.name, c.function, c.implementation, c.comment, source});
-        it->calls += c.calls;
-        it->nanoseconds += c.nanoseconds;
-        it->flops += c.flops;
-        it->minimum_bytes += c.minimum_bytes;
-    }
     // A loop runs the same plan with the same decisions at every step: one row.
     auto same_decisions = [&](const PlanDecisions& p) {
-        return p.plan == plan.name && p.source == source && p.fused == fc.fused && p.materialised == fc.materialised;
+        return p.plan == plan.name && p.source == source_text() && p.fused == fc.fused && p.materialised == fc.materialised;
     };
     if (std::find_if(report.plans.rbegin(), report.plans.rend(), same_decisions) == report.plans.rend())
-        report.plans.push_back({plan.name, source, fc.fused, fc.materialised});
+        report.plans.push_back({plan.name, source_text(), fc.fused, fc.materialised});
 }
 
 ProfileReport FusionEngine::profile(const std::function<void()>& run_it, const std::string& arch) {
@@ -433,6 +446,8 @@ ProfileReport FusionEngine::profile(const std::function<void()>& run_it, const s
         state.report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     }
     ProfileReport& report = state.report;
+    for (KernelProfile& k : report.kernels) k.source = ir::source_comment(k.at);
+    for (LibraryCallProfile& c : report.calls) c.source = ir::source_comment(c.at);
     report.plans_run = state.plans_run;
     report.plans_found = state.plans_found;
     report.plans_replayed = state.plans_replayed;

@@ -66,46 +66,42 @@ Probe probe_operands(std::span<const ir::PullTuple> operands, std::span<const ir
     // The key's bytes (structural_key.h): the operands' element types,
     // shapes and reads at symbolic indices, then the combines.
     std::string key;
-    key.reserve(1024);
-    for (size_t k = 0; k < operands.size(); ++k) {
-        const ir::PullTuple& x = operands[k];
-        key += "operand";
-        ir::append_count(key, x.elems.size());
-        for (ir::ScalarType t : x.elems) key.push_back(static_cast<char>(t));
-        ir::append_count(key, x.shape.size());
-        for (const ir::ExprPtr& e : x.shape) ir::append_key(key, e);
-        std::vector<ir::ExprPtr> index;
-        for (int d = 0; d < x.rank(); ++d)
-            index.push_back(probe_param('i', k, static_cast<size_t>(d), ir::ScalarType::I64));
-        const std::vector<ir::ExprPtr> read = x.at(kb, index);
-        ir::append_count(key, read.size());
-        for (const ir::ExprPtr& e : read) ir::append_key(key, e);
-    }
-    for (size_t k = 0; k < combines.size(); ++k) {
-        const ir::Combine& c = combines[k];
-        key += "combine";
-        key.push_back(c.commutative ? 'c' : '-');
-        key.push_back(c.known ? static_cast<char>(*c.known) : '-');
-        std::vector<ir::ExprPtr> a, b;
-        ir::append_count(key, c.types.size());
-        for (size_t j = 0; j < c.types.size(); ++j) {
-            key.push_back(static_cast<char>(c.types[j]));
-            a.push_back(probe_param('a', k, j, c.types[j]));
-            b.push_back(probe_param('b', k, j, c.types[j]));
+    std::vector<Loc> checks;
+    {
+        ir::KeyWriter w(key);
+        for (size_t k = 0; k < operands.size(); ++k) {
+            const ir::PullTuple& x = operands[k];
+            w.bytes("operand", 7);
+            w.count(x.elems.size());
+            for (ir::ScalarType t : x.elems) w.byte(static_cast<int>(t));
+            w.exprs(x.shape);
+            std::vector<ir::ExprPtr> index;
+            for (int d = 0; d < x.rank(); ++d)
+                index.push_back(probe_param('i', k, static_cast<size_t>(d), ir::ScalarType::I64));
+            w.exprs(x.at(kb, index));
         }
-        ir::append_count(key, c.neutral.size());
-        for (const ir::ExprPtr& e : c.neutral) ir::append_key(key, e);
-        const std::vector<ir::ExprPtr> combined = c.fn(kb, a, b);
-        ir::append_count(key, combined.size());
-        for (const ir::ExprPtr& e : combined) ir::append_key(key, e);
+        for (size_t k = 0; k < combines.size(); ++k) {
+            const ir::Combine& c = combines[k];
+            w.bytes("combine", 7);
+            w.byte(c.commutative ? 'c' : '-');
+            w.byte(c.known ? static_cast<int>(*c.known) : '-');
+            std::vector<ir::ExprPtr> a, b;
+            w.count(c.types.size());
+            for (size_t j = 0; j < c.types.size(); ++j) {
+                w.byte(static_cast<int>(c.types[j]));
+                a.push_back(probe_param('a', k, j, c.types[j]));
+                b.push_back(probe_param('b', k, j, c.types[j]));
+            }
+            w.exprs(c.neutral);
+            w.exprs(c.fn(kb, a, b));
+        }
+        // The statements the reads emitted (lets, loops), the parameters they
+        // declared and their checks.
+        const ir::Kernel probe = kb.finish(false);
+        w.kernel(probe);
+        for (const ir::Check& c : probe.checks) checks.push_back(c.loc);
     }
-    // The statements the reads emitted (lets, loops), the parameters they
-    // declared and their checks.
-    const ir::Kernel probe = kb.finish(false);
-    ir::append_key(key, probe);
-    Probe p{std::move(key), {}};
-    for (const ir::Check& c : probe.checks) p.checks.push_back(c.loc);
-    return p;
+    return Probe{std::move(key), std::move(checks)};
 }
 
 std::string options_key(const ir::LoweringOptions& o) {

@@ -1,109 +1,89 @@
 #include "codegen/structural_key.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace shoal::ir {
-namespace {
 
-void put_byte(std::string& out, int v) { out.push_back(static_cast<char>(v)); }
+KeyWriter::KeyWriter(std::string& out) : out_(out), len_(out.size()) { out_.resize(len_ + 1024); }
+KeyWriter::~KeyWriter() { out_.resize(len_); }
 
-void put_int(std::string& out, int64_t v) {
-    char bytes[sizeof v];
-    std::memcpy(bytes, &v, sizeof v);
-    out.append(bytes, sizeof v);
-}
+void KeyWriter::grow(size_t n) { out_.resize(std::max(out_.size() * 2, len_ + n)); }
 
-void put_name(std::string& out, const std::string& s) {
-    put_int(out, static_cast<int64_t>(s.size()));
-    out += s;
-}
-
-void put_stmt(std::string& out, const StmtPtr& s);
-
-void put_stmts(std::string& out, const std::vector<StmtPtr>& ss) {
-    put_int(out, static_cast<int64_t>(ss.size()));
-    for (const StmtPtr& s : ss) put_stmt(out, s);
-}
-
-void put_exprs(std::string& out, const std::vector<ExprPtr>& es) {
-    put_int(out, static_cast<int64_t>(es.size()));
-    for (const ExprPtr& e : es) append_key(out, e);
-}
-
-void put_stmt(std::string& out, const StmtPtr& s) {
-    if (!s) return put_byte(out, 0xff);
-    put_byte(out, static_cast<int>(s->kind));
-    put_byte(out, static_cast<int>(s->type));
-    put_byte(out, static_cast<int>(s->space));
-    put_byte(out, static_cast<int>(s->atomic_op));
-    put_int(out, s->error_code);
-    put_name(out, s->name);
-    put_name(out, s->result);
-    put_exprs(out, s->exprs);
-    put_stmts(out, s->body);
-    put_stmts(out, s->else_body);
-}
-
-void put_block(std::string& out, const BlockStmtPtr& b) {
-    if (!b) return put_byte(out, 0xff);
-    put_byte(out, static_cast<int>(b->kind));
-    put_stmt(out, b->phase);
-    put_name(out, b->var);
-    put_exprs(out, b->range);
-    put_int(out, static_cast<int64_t>(b->body.size()));
-    for (const BlockStmtPtr& c : b->body) put_block(out, c);
-}
-
-}  // namespace
-
-void append_count(std::string& out, size_t n) { put_int(out, static_cast<int64_t>(n)); }
-
-void append_key(std::string& out, const ExprPtr& e) {
-    if (!e) return put_byte(out, 0xff);
-    put_byte(out, static_cast<int>(e->kind));
-    put_byte(out, static_cast<int>(e->type));
+void KeyWriter::expr(const ExprPtr& e) {
+    if (!e) return byte(0xff);
+    byte(static_cast<int>(e->kind));
+    byte(static_cast<int>(e->type));
     switch (e->kind) {
         case ExprKind::Const: {
             int64_t bits = e->i;
             if (is_float(e->type)) std::memcpy(&bits, &e->f, sizeof bits);
-            put_int(out, bits);
+            int64(bits);
             break;
         }
         case ExprKind::Var:
         case ExprKind::Param:
-        case ExprKind::Call: put_name(out, e->name); break;
+        case ExprKind::Call: name(e->name); break;
         case ExprKind::Load:
-            put_name(out, e->name);
-            put_byte(out, static_cast<int>(e->space));
+            name(e->name);
+            byte(static_cast<int>(e->space));
             break;
-        case ExprKind::Unary: put_byte(out, static_cast<int>(e->unary_op)); break;
-        case ExprKind::Binary: put_byte(out, static_cast<int>(e->binary_op)); break;
-        case ExprKind::Shuffle: put_byte(out, static_cast<int>(e->shuffle_op)); break;
+        case ExprKind::Unary: byte(static_cast<int>(e->unary_op)); break;
+        case ExprKind::Binary: byte(static_cast<int>(e->binary_op)); break;
+        case ExprKind::Shuffle: byte(static_cast<int>(e->shuffle_op)); break;
         default: break;
     }
-    put_exprs(out, e->args);
+    exprs(e->args);
 }
 
-void append_key(std::string& out, const Kernel& k) {
-    put_name(out, k.name);
-    put_int(out, k.block_size);
-    put_int(out, static_cast<int64_t>(k.params.size()));
-    for (const Param& p : k.params) {
-        put_name(out, p.name);
-        put_byte(out, static_cast<int>(p.kind));
-        put_byte(out, static_cast<int>(p.type));
-        put_byte(out, static_cast<int>(p.access));
-    }
-    put_int(out, static_cast<int64_t>(k.shared.size()));
-    for (const SharedArray& s : k.shared) {
-        put_name(out, s.name);
-        put_byte(out, static_cast<int>(s.type));
-        put_int(out, s.size);
-    }
-    put_int(out, static_cast<int64_t>(k.body.size()));
-    for (const BlockStmtPtr& b : k.body) put_block(out, b);
-    put_int(out, static_cast<int64_t>(k.checks.size()));
-    for (const Check& c : k.checks) put_name(out, c.message);
+void KeyWriter::stmt(const StmtPtr& s) {
+    if (!s) return byte(0xff);
+    byte(static_cast<int>(s->kind));
+    byte(static_cast<int>(s->type));
+    byte(static_cast<int>(s->space));
+    byte(static_cast<int>(s->atomic_op));
+    int64(s->error_code);
+    name(s->name);
+    name(s->result);
+    exprs(s->exprs);
+    stmts(s->body);
+    stmts(s->else_body);
 }
+
+void KeyWriter::block(const BlockStmtPtr& b) {
+    if (!b) return byte(0xff);
+    byte(static_cast<int>(b->kind));
+    stmt(b->phase);
+    name(b->var);
+    exprs(b->range);
+    int64(static_cast<int64_t>(b->body.size()));
+    for (const BlockStmtPtr& c : b->body) block(c);
+}
+
+void KeyWriter::kernel(const Kernel& k) {
+    name(k.name);
+    int64(k.block_size);
+    int64(static_cast<int64_t>(k.params.size()));
+    for (const Param& p : k.params) {
+        name(p.name);
+        byte(static_cast<int>(p.kind));
+        byte(static_cast<int>(p.type));
+        byte(static_cast<int>(p.access));
+    }
+    int64(static_cast<int64_t>(k.shared.size()));
+    for (const SharedArray& s : k.shared) {
+        name(s.name);
+        byte(static_cast<int>(s.type));
+        int64(s.size);
+    }
+    int64(static_cast<int64_t>(k.body.size()));
+    for (const BlockStmtPtr& b : k.body) block(b);
+    int64(static_cast<int64_t>(k.checks.size()));
+    for (const Check& c : k.checks) name(c.message);
+}
+
+void append_count(std::string& out, size_t n) { KeyWriter(out).int64(static_cast<int64_t>(n)); }
+void append_key(std::string& out, const ExprPtr& e) { KeyWriter(out).expr(e); }
+void append_key(std::string& out, const Kernel& k) { KeyWriter(out).kernel(k); }
 
 }  // namespace shoal::ir

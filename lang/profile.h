@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "lang/source.h"
+
 namespace shoal {
 
 // What the kernels of a plan did, per kernel and summed: launches and time on
@@ -72,6 +74,7 @@ struct KernelProfile : KernelCounters {
     std::string plan;    // the launch plan (the primitive that made it)
     std::string kernel;
     std::string source;          // the source expression it came from ("x[1:] - x[:-1]   -- <stdin>:1:5")
+    Loc at;                      // where that is (rows are told apart by it)
     int64_t grid = 0;            // blocks of its last launch
     int block = 0;               // threads per block
     int64_t static_shared = 0;   // bytes of shared memory (all static; Shoal uses no dynamic shared memory)
@@ -104,6 +107,7 @@ struct LibraryCallProfile {
     std::string implementation;  // "OpenBLAS sgemm"
     std::string why;             // the plan step's comment
     std::string source;          // the source expression
+    Loc at;                      // where that is
     int64_t calls = 0;
     int64_t nanoseconds = 0;
     int64_t flops = 0;
