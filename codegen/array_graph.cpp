@@ -175,9 +175,7 @@ PullArray pull_of(const Value& v, FuseContext& fc) {
         in = &fc.input(n.data(), n.elem(), n.shape(), &n);
         if (fc.notes_decisions()) fc.note_materialised(in->buffer, n.description(), n.group().why_forced);
     }
-    std::vector<std::string> extents;
-    for (const auto& e : in->extents) extents.push_back(e->name);
-    return ir::buffer_array(in->buffer, ir::scalar_of(elem_of(v)), extents);
+    return ir::shaped_buffer_array(in->buffer, ir::scalar_of(elem_of(v)), in->extents);
 }
 
 std::string memory_buffer(const Value& v, FuseContext& fc) {

@@ -128,10 +128,15 @@ static ExprPtr linear_index(const std::vector<ExprPtr>& index, const std::vector
 }
 
 PullArray buffer_array(const std::string& buffer, ScalarType elem, const std::vector<std::string>& extents) {
+    std::vector<ExprPtr> shape;
+    for (const auto& e : extents) shape.push_back(param(e, ScalarType::I64));
+    return shaped_buffer_array(buffer, elem, shape);
+}
+
+PullArray shaped_buffer_array(const std::string& buffer, ScalarType elem, const std::vector<ExprPtr>& shape) {
     PullArray a;
     a.elem = elem;
-    for (const auto& e : extents) a.shape.push_back(param(e, ScalarType::I64));
-    std::vector<ExprPtr> shape = a.shape;
+    a.shape = shape;
     a.at = [buffer, elem, shape](KernelBuilder& kb, const std::vector<ExprPtr>& index) {
         kb.buffer_param(buffer, elem, Access::Read);
         for (const auto& s : shape) use_params(kb, s);

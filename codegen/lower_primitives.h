@@ -117,6 +117,8 @@ PullTuple tuple_of(const std::vector<PullArray>& arrays);  // equal shapes (chec
 
 // A row-major buffer parameter read as a pull array; extents are I64 scalar params.
 PullArray buffer_array(const std::string& buffer, ScalarType elem, const std::vector<std::string>& extents);
+// The same with the extents as I64 parameter expressions (a fuse context's).
+PullArray shaped_buffer_array(const std::string& buffer, ScalarType elem, const std::vector<ExprPtr>& shape);
 
 // Index maps (pull arrays: fused, never materialised). Along axis 0.
 // gather: element k is a[idx[k]]; an index outside [0, n) is a runtime error at loc.
