@@ -164,7 +164,7 @@ PullArray pull_of(const Value& v, FuseContext& fc) {
     const FuseContext::Input* in = nullptr;
     if (v.is_array()) {
         in = &fc.input(ir::ArrayData{v.array(), nullptr}, v.array()->elem, v.array()->shape, v.array().get());
-        if (fc.notes_decisions()) fc.note_materialised(in->buffer, "", "");
+        fc.note_materialised(in->buffer, "", "");
     } else {
         const Node& n = static_cast<const Node&>(*v.delayed());
         if (!n.computed()) {

@@ -438,9 +438,9 @@ std::optional<Value> FusionEngine::matmul(std::span<const Value> args, EvalConte
 std::optional<Value> FusionEngine::tiny_product(std::span<const Value> args, const ProductShape& shape, bool library,
                                                 EvalContext& ctx) {
     const int64_t cells = shape.n * shape.m;
-    if (cells < 1 || cells > kTinyProduct || shape.k <= kThinInner) return std::nullopt;
+    if (library || cells < 1 || cells > kTinyProduct || shape.k <= kThinInner) return std::nullopt;
     const Prim elem = elem_of(args[0]);
-    if (library || elem_of(args[1]) != elem) return std::nullopt;
+    if (elem_of(args[1]) != elem) return std::nullopt;
     FuseContext fc(ctx);
     const PullArray a = pull_of(args[0], fc), b = pull_of(args[1], fc);
     const bool matrix_a = shape.a_is_matrix, matrix_b = shape.b_is_matrix;

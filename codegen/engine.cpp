@@ -368,11 +368,6 @@ void FusionEngine::record_profile(const ir::LaunchPlan& plan, const ir::PlanOutc
     // their source position (profile() writes the line's text afterwards),
     // and the traffic and fusion decisions, which only `:profile`'s tables
     // show, are left out.
-    std::optional<std::string> source;
-    auto source_text = [&]() -> const std::string& {
-        if (!source) source = ir::source_comment(origin_);
-        return *source;
-    };
     const bool full = profiling_->counters;
     for (size_t k = 0; k < plan.kernels.size(); ++k) {
         const ir::KernelCounters& c = r.kernel_counters[k];
@@ -429,11 +424,12 @@ void FusionEngine::record_profile(const ir::LaunchPlan& plan, const ir::PlanOutc
         profiling_->results[identity(data)] = buffer_bytes(plan, name, r, fc);
     }
     // A loop runs the same plan with the same decisions at every step: one row.
+    const std::string source = ir::source_comment(origin_);
     auto same_decisions = [&](const PlanDecisions& p) {
-        return p.plan == plan.name && p.source == source_text() && p.fused == fc.fused && p.materialised == fc.materialised;
+        return p.plan == plan.name && p.source == source && p.fused == fc.fused && p.materialised == fc.materialised;
     };
     if (std::find_if(report.plans.rbegin(), report.plans.rend(), same_decisions) == report.plans.rend())
-        report.plans.push_back({plan.name, source_text(), fc.fused, fc.materialised});
+        report.plans.push_back({plan.name, source, fc.fused, fc.materialised});
 }
 
 ProfileReport FusionEngine::profile(const std::function<void()>& run_it, const std::string& arch) {

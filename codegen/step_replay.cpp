@@ -8,8 +8,8 @@
 namespace shoal::compiled {
 
 void StepRecording::record(const std::string& name, const std::shared_ptr<const ir::LaunchPlan>& plan,
-                           const ir::CheckMoves& moves, const ir::PlanBindings& bind, const RunSource& source, const Loc& origin,
-                           const ir::PlanOutcome& r) {
+                           const ir::CheckMoves& moves, const ir::PlanBindings& bind, const RunSource& source,
+                           const Loc& origin, const ir::PlanOutcome& r) {
     for (const ir::PlanStep& step : plan->steps)
         if (step.kind == ir::StepKind::ReadBack) refuse("`" + name + "` reads a value back to the host");
     if (!bind.symbols.empty()) refuse("a plan's scalars carry symbols");

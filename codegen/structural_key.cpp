@@ -82,8 +82,6 @@ void KeyWriter::kernel(const Kernel& k) {
     for (const Check& c : k.checks) name(c.message);
 }
 
-void append_count(std::string& out, size_t n) { KeyWriter(out).int64(static_cast<int64_t>(n)); }
 void append_key(std::string& out, const ExprPtr& e) { KeyWriter(out).expr(e); }
-void append_key(std::string& out, const Kernel& k) { KeyWriter(out).kernel(k); }
 
 }  // namespace shoal::ir

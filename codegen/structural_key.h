@@ -60,9 +60,7 @@ private:
     size_t len_;
 };
 
+// One expression's encoding appended to out.
 void append_key(std::string& out, const ExprPtr& e);
-// A count (of operands, components, ...) in the same encoding.
-void append_count(std::string& out, size_t n);
-void append_key(std::string& out, const Kernel& k);
 
 }  // namespace shoal::ir
