@@ -94,6 +94,20 @@ std::optional<ProductShape> product_shape(const Value& a, const Value& b) {
     return p;
 }
 
+const Node* pending_product(const Value& v) {
+    const auto* n = v.is_delayed() ? dynamic_cast<const Node*>(v.delayed().get()) : nullptr;
+    return n && !n->computed() && n->group().product_of ? n : nullptr;
+}
+
+bool in_memory_for_blas(const Value& v) {
+    if (v.is_array()) return true;
+    const auto* n = v.is_delayed() ? dynamic_cast<const Node*>(v.delayed().get()) : nullptr;
+    if (!n) return false;
+    if (n->computed() || pending_product(v)) return true;
+    const std::optional<Value>& of = n->group().transpose_of;
+    return of && in_memory_for_blas(*of);
+}
+
 Prim elem_of(const Value& v) { return v.is_array() ? v.array()->elem : v.is_delayed() ? v.delayed()->elem() : v.scalar().type; }
 
 std::vector<Value> leaves(const Value& v) {
@@ -160,6 +174,10 @@ bool prim_leaves(const Type& t, std::vector<Prim>& out) {
     return true;
 }
 
+namespace {
+const char* kProductWhole = "a product: the BLAS computes it whole (solve, inv and det take it into their own plan)";
+}  // namespace
+
 PullArray pull_of(const Value& v, FuseContext& fc) {
     const FuseContext::Input* in = nullptr;
     if (v.is_array()) {
@@ -167,6 +185,7 @@ PullArray pull_of(const Value& v, FuseContext& fc) {
         fc.note_materialised(in->buffer, "", "");
     } else {
         const Node& n = static_cast<const Node&>(*v.delayed());
+        if (pending_product(v)) n.compute_because(kProductWhole);
         if (!n.computed()) {
             if (fc.notes_decisions()) fc.note_fused(n.description());
             if (const PullArray* p = fc.pulled(v.delayed())) return *p;
@@ -181,6 +200,7 @@ PullArray pull_of(const Value& v, FuseContext& fc) {
 std::string memory_buffer(const Value& v, FuseContext& fc) {
     if (v.is_array()) return fc.input(ir::ArrayData{v.array(), nullptr}, v.array()->elem, v.array()->shape, v.array().get()).buffer;
     const Node& n = static_cast<const Node&>(*v.delayed());
+    if (pending_product(v)) n.compute_because(kProductWhole);
     return n.computed() ? fc.input(n.data(), n.elem(), n.shape(), &n).buffer : "";
 }
 

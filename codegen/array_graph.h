@@ -64,6 +64,11 @@ struct NodeGroup {
     // folds its rows as the columns of its transpose, which reads the view's
     // source row by row (known_reduce). Unset once the node is computed.
     mutable bool reads_transposed = false;
+    // `a @ b` that the BLAS computes from operands in memory: computed when
+    // first read (pull_of, memory_buffer), so that solve, inv and det can
+    // put the gemm call into their own plan instead (FusionEngine::
+    // product_node). Unset for every other node, and once it is computed.
+    mutable std::optional<std::pair<Value, Value>> product_of = std::nullopt;
 };
 
 // A node of the delayed graph: shape and element type known eagerly, the
@@ -121,6 +126,12 @@ struct ProductShape {
     Shape result;  // (n, m) less the dropped axes; empty: a scalar
 };
 std::optional<ProductShape> product_shape(const Value& a, const Value& b);
+// Whether the BLAS reads an operand from memory as it is: a host array, a
+// computed node, a product node (computed when read) or a `transpose` view
+// of one of those.
+bool in_memory_for_blas(const Value& v);
+// The product node v is, while it is not computed (NodeGroup::product_of).
+const Node* pending_product(const Value& v);
 // A product's inner extent up to which it is a map (FusionEngine::thin_product).
 constexpr int64_t kThinInner = 8;
 // A product's result size up to which, past a thin inner extent, it is a

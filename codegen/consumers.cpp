@@ -394,36 +394,72 @@ std::optional<Value> FusionEngine::matmul(std::span<const Value> args, EvalConte
     // its answer may load the library.
     const bool library = optimisations.blas && !emitting_ && (!shaped_for_executor() || executor_->has_library("gemm"));
     if (std::optional<Value> v = tiny_product(args, *shape, library, ctx)) return v;
+    const Prim elem = elem_of(args[0]);
+    if (library && !shape->result.empty() && is_floating(elem) && in_memory_for_blas(args[0]) &&
+        in_memory_for_blas(args[1]))
+        return product_node(args, *shape, ctx);
     FuseContext fc(ctx);
-    auto operand = [&fc](const Value& v, bool row) {
-        ir::ProductOperand x{pull_of(v, fc), memory_buffer(v, fc)};
-        if (v.is_delayed())  // `transpose a` of `a` in memory: `a` itself, read transposed by the BLAS
-            if (const auto& of = static_cast<const Node&>(*v.delayed()).group().transpose_of; of && x.buffer.empty())
-                if (std::string in_memory = memory_buffer(*of, fc); !in_memory.empty()) {
-                    x.buffer = std::move(in_memory);
-                    x.transposed = true;
-                }
-        if (x.pull.rank() == 1) {  // the same elements as a 1 x k row or a k x 1 column
-            PullArray vec = x.pull;
-            x.pull.shape = row ? std::vector<ir::ExprPtr>{ir::i64(1), vec.shape[0]} : std::vector<ir::ExprPtr>{vec.shape[0], ir::i64(1)};
-            x.pull.at = [vec, row](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
-                return vec.at(kb, {i[row ? 1 : 0]});
-            };
-        }
-        return x;
+    const ir::PlanOutcome r = run_product(args[0], args[1], library, fc, "out");
+    if (shape->result.empty()) return Value(first_element(r.outputs.at("out"), elem));
+    return result(r.outputs.at("out"), elem, shape->result);
+}
+
+ir::ProductOperand FusionEngine::product_operand(const Value& v, bool row, FuseContext& fc) {
+    ir::ProductOperand x{pull_of(v, fc), memory_buffer(v, fc)};
+    if (v.is_delayed())  // `transpose a` of `a` in memory: `a` itself, read transposed by the BLAS
+        if (const auto& of = static_cast<const Node&>(*v.delayed()).group().transpose_of; of && x.buffer.empty())
+            if (std::string in_memory = memory_buffer(*of, fc); !in_memory.empty()) {
+                x.buffer = std::move(in_memory);
+                x.transposed = true;
+            }
+    if (x.pull.rank() == 1) {  // the same elements as a 1 x k row or a k x 1 column
+        PullArray vec = x.pull;
+        x.pull.shape = row ? std::vector<ir::ExprPtr>{ir::i64(1), vec.shape[0]} : std::vector<ir::ExprPtr>{vec.shape[0], ir::i64(1)};
+        x.pull.at = [vec, row](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
+            return vec.at(kb, {i[row ? 1 : 0]});
+        };
+    }
+    return x;
+}
+
+std::string product_words(const ir::ProductOperand& left, const ir::ProductOperand& right, bool library) {
+    return std::string("matmul") + (library ? " blas" : "") + " a " + left.buffer + (left.transposed ? " transposed" : "") +
+           " b " + right.buffer + (right.transposed ? " transposed" : "");
+}
+
+ir::PlanOutcome FusionEngine::run_product(const Value& a, const Value& b, bool library, FuseContext& fc,
+                                          const std::string& out) {
+    const ir::ProductOperand left = product_operand(a, true, fc), right = product_operand(b, false, fc);
+    return run("matmul", fc, {product_words(left, right, library), {ir::tuple_of(left.pull), ir::tuple_of(right.pull)}},
+               [&](ir::PlanBuilder& pb) {
+                   ir::LoweringOptions opt = lowering_options();
+                   opt.library_gemm = library;
+                   ir::lower_product(pb, "matmul", left, right, out, opt);
+               });
+}
+
+// A product the BLAS computes from operands in memory is a node computed
+// when first read (pull_of): solve, inv and det take it as it is into their
+// own plan, the gemm call writing straight into the buffer LAPACK works on
+// (normal equations: one plan where there were three); every other
+// consumer reads the BLAS's result from memory, as before.
+Value FusionEngine::product_node(std::span<const Value> args, const ProductShape& shape, const EvalContext& ctx) {
+    check_array_size(elem_of(args[0]), shape.result);
+    const Restore<std::string> named(origin_name_, "matmul");
+    auto g = std::make_shared<NodeGroup>();
+    g->elems = {elem_of(args[0])};
+    g->shape = shape.result;
+    g->replay = make_replay("matmul", nullptr, args, ctx, origin_);
+    g->ctx = ctx;
+    g->origin = origin_;
+    g->what = origin_name_;
+    g->product_of = std::pair(args[0], args[1]);
+    Node::MakePull never = [](FuseContext&) -> PullArray {
+        internal_error(__FILE__, __LINE__, "a product node is read through pull_of, which computes it first");
     };
-    const ir::ProductOperand left = operand(args[0], true), right = operand(args[1], false);
-    const std::string described = std::string("matmul") + (library ? " blas" : "") + " a " + left.buffer +
-                                  (left.transposed ? " transposed" : "") + " b " + right.buffer +
-                                  (right.transposed ? " transposed" : "");
-    const ir::PlanOutcome r = run("matmul", fc, {described, {ir::tuple_of(left.pull), ir::tuple_of(right.pull)}},
-                                  [&](ir::PlanBuilder& pb) {
-        ir::LoweringOptions opt = lowering_options();
-        opt.library_gemm = library;
-        ir::lower_product(pb, "matmul", left, right, "out", opt);
-    });
-    if (shape->result.empty()) return Value(first_element(r.outputs.at("out"), elem_of(args[0])));
-    return result(r.outputs.at("out"), elem_of(args[0]), shape->result);
+    Value v(std::make_shared<const Node>(shared_from_this(), std::move(g), 0, std::move(never)));
+    if (!optimisations.fusion) static_cast<const Node&>(*v.delayed()).compute_because(kFusionOff);
+    return v;
 }
 
 // a @ b with a few result elements and a long inner extent (X'X and X'y

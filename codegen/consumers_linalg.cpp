@@ -26,11 +26,24 @@ std::optional<Value> FusionEngine::linalg(const std::string& name, std::span<con
     // The executor is asked here, not for every plan: its answer may load the library.
     if (shaped_for_executor() && !executor_->has_library("lu")) return std::nullopt;
     FuseContext fc(ctx);
-    const PullArray pa = pull_of(a, fc);
-    std::optional<PullArray> pb_operand;
-    if (solving) pb_operand = pull_of(args[1], fc);
-    PlanOperands in{name + " rank " + std::to_string(sb.size()), {ir::tuple_of(pa)}};
-    if (pb_operand) in.operands.push_back(ir::tuple_of(*pb_operand));
+    PlanOperands in{name + " rank " + std::to_string(sb.size()), {}};
+    // A product operand's two operands are the plan's (its gemm call writes it).
+    auto operand = [&](const Value& v, bool may_be_product) {
+        ir::MatrixOperand x = may_be_product ? matrix_operand(v, fc) : ir::MatrixOperand{pull_of(v, fc), std::nullopt};
+        if (!x.product) {
+            in.operands.push_back(ir::tuple_of(x.pull));
+            return x;
+        }
+        const auto& [left, right] = *x.product;
+        in.descriptor += " (" + product_words(left, right, true) + ")";
+        in.operands.push_back(ir::tuple_of(left.pull));
+        in.operands.push_back(ir::tuple_of(right.pull));
+        return x;
+    };
+    const ir::MatrixOperand pa = operand(a, true);
+    std::optional<ir::MatrixOperand> pb_operand;
+    // A matrix right-hand side is transposed in from its elements.
+    if (solving) pb_operand = operand(args[1], sb.size() == 1);
     const Loc loc = origin_;
     const ir::PlanOutcome r = run(name, fc, in, [&](ir::PlanBuilder& pb) {
         if (name == "det") {
@@ -47,6 +60,22 @@ std::optional<Value> FusionEngine::linalg(const std::string& name, std::span<con
         return Value(d.as_double() == 0 ? convert_scalar(Scalar::of_double(0.0), elem) : d);
     }
     return result(out, elem, solving ? sb : sa);
+}
+
+// A product the BLAS would compute (a pending product node) as its two
+// operands, for the plan's own gemm call; anything else as its pull array.
+ir::MatrixOperand FusionEngine::matrix_operand(const Value& v, FuseContext& fc) {
+    const Node* product = pending_product(v);
+    if (!product) return {pull_of(v, fc), std::nullopt};
+    const auto& [a, b] = *product->group().product_of;
+    ir::ProductOperand left = product_operand(a, true, fc), right = product_operand(b, false, fc);
+    if (left.buffer.empty() || right.buffer.empty()) return {pull_of(v, fc), std::nullopt};  // not as it was made
+    if (fc.notes_decisions()) fc.note_fused(product->description());
+    const std::optional<ProductShape> ps = product_shape(a, b);
+    PullArray shape{{}, left.pull.elem, nullptr};
+    if (ps->a_is_matrix) shape.shape.push_back(left.pull.shape[0]);
+    if (ps->b_is_matrix) shape.shape.push_back(right.pull.shape[1]);
+    return {std::move(shape), std::pair(std::move(left), std::move(right))};
 }
 
 // lstsq a b: one plan around the "svd" call and two products.

@@ -106,6 +106,7 @@ void FusionEngine::force_group(const NodeGroup& g, const std::string& why) {
     g.pull = nullptr;
     g.replay = nullptr;
     g.transpose_of.reset();
+    g.product_of.reset();
     g.reads_transposed = false;  // it is in memory, row by row
 }
 
@@ -117,7 +118,9 @@ std::vector<ir::ArrayData> FusionEngine::materialise(const NodeGroup& g) {
         std::string described;
         for (const std::string& o : outs) described += o + " ";
         ir::PlanOutcome r;
-        if (g.transpose_of) {
+        if (g.product_of) {
+            r = run_product(g.product_of->first, g.product_of->second, true, fc, outs[0]);
+        } else if (g.transpose_of) {
             const PullArray a = pull_of(*g.transpose_of, fc);
             r = run("transpose", fc, {"transpose into " + described, {ir::tuple_of(a)}}, [&](ir::PlanBuilder& pb) {
                 const ir::LoweringFacts facts = fc.facts(pb);

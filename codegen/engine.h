@@ -159,6 +159,10 @@ private:
     std::vector<Value> kept_elements(const std::string& name, FuseContext& fc, const std::vector<Prim>& prims,
                                      const PullArray& keep, const std::vector<PullArray>& x);
     std::optional<Value> matmul(std::span<const Value> args, EvalContext& ctx);
+    ir::ProductOperand product_operand(const Value& v, bool row, FuseContext& fc);
+    ir::PlanOutcome run_product(const Value& a, const Value& b, bool library, FuseContext& fc, const std::string& out);
+    Value product_node(std::span<const Value> args, const ProductShape& shape, const EvalContext& ctx);
+    ir::MatrixOperand matrix_operand(const Value& v, FuseContext& fc);
     std::optional<Value> tiny_product(std::span<const Value> args, const ProductShape& shape, bool library,
                                       EvalContext& ctx);
     std::optional<Value> permute(std::span<const Value> args, EvalContext& ctx);
@@ -232,6 +236,10 @@ private:
 // Why arrays are materialised, as `:profile` says it.
 inline const char* kNeededWhole =
     "needed whole (an index, an update, a builtin the array compiler does not cover, or a value on the host)";
+// The plan key's words for a product of these operands (with a BLAS: the
+// buffers it reads as they are).
+std::string product_words(const ir::ProductOperand& left, const ir::ProductOperand& right, bool library);
+
 inline const char* kFusionOff = "fusion is switched off (:set fusion off): every primitive is its own kernel";
 
 // ---------------------------------------------------------------- results

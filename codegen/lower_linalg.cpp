@@ -2,8 +2,9 @@
 // (library_calls.h): LAPACK's getrf + getrs on a CPU, cuSOLVER's on a GPU.
 // The libraries work column-major and in place. A row-major a, read
 // column-major, is a's transpose t, and a x = b is t' x = b: so a kernel
-// copies a as it is (every producer of a fused into the copy) and the call
-// factors t and solves with getrs 'T'. No transpose is needed for a vector
+// copies a as it is (every producer of a fused into the copy), or a gemm
+// call writes a product there (MatrixOperand), and the call factors t and
+// solves with getrs 'T'. No transpose is needed for a vector
 // b, for det (det t = det a), nor for inv (t X = I gives X = inv(a)', whose
 // column-major storage is inv(a) row-major); only a matrix b is transposed
 // in and its solution out (the tiled transpose, n x k). A one-thread kernel
@@ -12,6 +13,7 @@
 #include "codegen/library_calls.h"
 #include "codegen/lower_common.h"
 #include "codegen/lower_primitives.h"
+#include "lang/diagnostics.h"
 
 namespace shoal::ir {
 
@@ -23,15 +25,26 @@ struct Factored {
     std::string lu, pivots, info;
 };
 
-// a (n x n) copied as it is (t, column-major) and factored by the "lu"
+// The operand's elements row-major in `target`: the product's gemm call, or
+// a kernel copying the pull array.
+void write_operand(PlanBuilder& pb, const std::string& name, const MatrixOperand& x, const std::string& target,
+                   const LoweringOptions& opt) {
+    if (x.product)
+        lower_gemm(pb, x.product->first, x.product->second, target,
+                   name + ": the product by the BLAS, straight into the buffer LAPACK works on");
+    else
+        lower_map(pb, name, tuple_of(x.pull), {target}, opt);
+}
+
+// a (n x n) written as it is (t, column-major) and factored by the "lu"
 // call, which also solves t x = rhs (or t' x = rhs) when nrhs > 0.
-Factored factor(PlanBuilder& pb, const std::string& name, const PullArray& a, ExprPtr nrhs, bool trans,
+Factored factor(PlanBuilder& pb, const std::string& name, const MatrixOperand& a, ExprPtr nrhs, bool trans,
                 const std::string& rhs, const LoweringOptions& opt) {
-    const ExprPtr n = a.shape[0];
-    Factored f{pb.temp_buffer(pb.fresh(name + "_lu"), a.elem, binary(BinaryOp::Mul, n, n)),
+    const ExprPtr n = a.pull.shape[0];
+    Factored f{pb.temp_buffer(pb.fresh(name + "_lu"), a.pull.elem, binary(BinaryOp::Mul, n, n)),
                pb.temp_buffer(pb.fresh(name + "_pivots"), ScalarType::I32, n),
                pb.temp_buffer(pb.fresh(name + "_info"), ScalarType::I32, i64(1))};
-    lower_map(pb, name + "_matrix", tuple_of(a), {f.lu}, opt);
+    write_operand(pb, name + "_matrix", a, f.lu, opt);
     pb.call(lu_call(n, std::move(nrhs), trans, f.lu, f.pivots, rhs, f.info),
             "LU with partial pivoting of a's copy (its transpose, column-major)" +
                 std::string(rhs.empty() ? "" : ", then the solve"));
@@ -52,10 +65,10 @@ void check_pivots(PlanBuilder& pb, const std::string& name, const Factored& f, E
 
 }  // namespace
 
-void lower_solve(PlanBuilder& pb, const std::string& name, const PullArray& a, const PullArray* b,
+void lower_solve(PlanBuilder& pb, const std::string& name, const MatrixOperand& a, const MatrixOperand* b,
                  const std::string& singular, const Loc& loc, const std::string& out, const LoweringOptions& opt) {
-    const ExprPtr n = a.shape[0];
-    const ScalarType t = a.elem;
+    const ExprPtr n = a.pull.shape[0];
+    const ScalarType t = a.pull.elem;
     if (!b) {  // inv: t X = I, X column-major is inv(a) row-major
         const PullArray identity{{n, n}, t, [t](KernelBuilder&, const std::vector<ExprPtr>& i) {
                                      return select(binary(BinaryOp::Eq, i[0], i[1]), const_float(1.0, t), const_float(0.0, t));
@@ -64,15 +77,16 @@ void lower_solve(PlanBuilder& pb, const std::string& name, const PullArray& a, c
         check_pivots(pb, name, factor(pb, name, a, n, false, out, opt), n, singular, loc);
         return;
     }
-    if (b->rank() == 1) {  // t' x = b in place in the result
-        lower_map(pb, name + "_rhs", tuple_of(*b), {pb.output_buffer(out, t, n)}, opt);
+    if (b->pull.rank() == 1) {  // t' x = b in place in the result
+        write_operand(pb, name + "_rhs", *b, pb.output_buffer(out, t, n), opt);
         check_pivots(pb, name, factor(pb, name, a, i64(1), true, out, opt), n, singular, loc);
         return;
     }
     // b (n x k row-major) transposed in, t' x = b, x (column-major) transposed out.
-    const ExprPtr k = b->shape[1];
+    SHOAL_INTERNAL_ASSERT(!b->product, "lower_solve: a matrix right-hand side is transposed in from its elements");
+    const ExprPtr k = b->pull.shape[1];
     const std::string x = pb.temp_buffer(pb.fresh(name + "_rhs"), t, binary(BinaryOp::Mul, n, k));
-    lower_transpose(pb, name + "_rhs", *b, x, opt);
+    lower_transpose(pb, name + "_rhs", b->pull, x, opt);
     check_pivots(pb, name, factor(pb, name, a, k, true, x, opt), n, singular, loc);
     const PullArray solution{{k, n}, t, [x, t, n](KernelBuilder& kb, const std::vector<ExprPtr>& i) {
                                  kb.buffer_param(x, t, Access::Read);
@@ -81,10 +95,10 @@ void lower_solve(PlanBuilder& pb, const std::string& name, const PullArray& a, c
     lower_transpose(pb, name, solution, out, opt);
 }
 
-void lower_det(PlanBuilder& pb, const std::string& name, const PullArray& a, const std::string& out,
+void lower_det(PlanBuilder& pb, const std::string& name, const MatrixOperand& a, const std::string& out,
                const LoweringOptions& opt) {
-    const ExprPtr n = a.shape[0];
-    const ScalarType t = a.elem;
+    const ExprPtr n = a.pull.shape[0];
+    const ScalarType t = a.pull.elem;
     const std::string none = pb.temp_buffer(pb.fresh(name + "_no_rhs"), t, i64(0));
     const Factored f = factor(pb, name, a, i64(0), false, none, opt);
     // det = the product of U's diagonal, negated at every row exchange

@@ -109,6 +109,14 @@ void lower_matmul(PlanBuilder& pb, const std::string& name, const PullArray& a, 
 // which wastes most of a 32 x 32 tile on a vector.
 constexpr int64_t kLibraryReuse = 4;
 
+void lower_gemm(PlanBuilder& pb, const ProductOperand& a, const ProductOperand& b, const std::string& out,
+                const std::string& why) {
+    const ScalarType t = a.pull.elem;
+    pb.call(gemm_call(a.pull.shape[0], b.pull.shape[1], a.pull.shape[1], a.transposed, b.transposed,
+                      pb.input_buffer(a.buffer, t), pb.input_buffer(b.buffer, t), out),
+            why);
+}
+
 void lower_product(PlanBuilder& pb, const std::string& name, const ProductOperand& a, const ProductOperand& b,
                    const std::string& out, const LoweringOptions& opt) {
     if (!opt.library_gemm || !is_float(a.pull.elem)) {
@@ -135,12 +143,12 @@ void lower_product(PlanBuilder& pb, const std::string& name, const ProductOperan
         lower_map(pb, pb.fresh(name + suffix + "_copy"), tuple_of(x.pull), {temp}, opt);
         return temp;
     };
-    const std::string ab = in_memory(a, "_a"), bb = in_memory(b, "_b");
+    const ProductOperand ab{a.pull, in_memory(a, "_a"), a.transposed}, bb{b.pull, in_memory(b, "_b"), b.transposed};
     const bool copied = a.buffer.empty() || b.buffer.empty();
-    pb.call(gemm_call(n, m, k, a.transposed, b.transposed, ab, bb, out),
-            !copied   ? "matmul: the BLAS (both operands in memory; a `transpose` view passed transposed)"
-            : library ? "matmul: the BLAS, the fused operand written to memory first (it is read often enough)"
-                      : "matmul: the BLAS, the fused operand written to memory first (the BLAS beats the tiled kernel on the CPU)");
+    lower_gemm(pb, ab, bb, out,
+               !copied   ? "matmul: the BLAS (both operands in memory; a `transpose` view passed transposed)"
+               : library ? "matmul: the BLAS, the fused operand written to memory first (it is read often enough)"
+                         : "matmul: the BLAS, the fused operand written to memory first (the BLAS beats the tiled kernel on the CPU)");
     if (!library) return;
     pb.set_guard(unary(UnaryOp::Not, library));
     lower_matmul(pb, name, a.pull, b.pull, out, opt);

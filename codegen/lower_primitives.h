@@ -199,20 +199,6 @@ void lower_interleave(PlanBuilder& pb, const std::string& name, const PullArray&
 void lower_matmul(PlanBuilder& pb, const std::string& name, const PullArray& a, const PullArray& b,
                   const std::string& out, const LoweringOptions& opt = {});
 
-// solve / inv through the "lu" library call (lower_linalg.cpp): out = a^-1 b
-// (b rank 1: out has n elements; rank 2: n x k row-major), or a^-1 when b is
-// null. A singular a raises `singular` ({index}: the zero pivot, {extent}: n) at loc.
-void lower_solve(PlanBuilder& pb, const std::string& name, const PullArray& a, const PullArray* b,
-                 const std::string& singular, const Loc& loc, const std::string& out, const LoweringOptions& opt = {});
-// lstsq: out = the minimum-norm least-squares solution of a x = b (a m x n,
-// b m or m x k; out n or n x k row-major) through the "svd" library call and
-// two gemm calls; a failed SVD raises `no_convergence` at loc.
-void lower_lstsq(PlanBuilder& pb, const std::string& name, const PullArray& a, const PullArray& b,
-                 const std::string& no_convergence, const Loc& loc, const std::string& out, const LoweringOptions& opt = {});
-// det: out[1] = the determinant of a (n x n), from the same call.
-void lower_det(PlanBuilder& pb, const std::string& name, const PullArray& a, const std::string& out,
-               const LoweringOptions& opt = {});
-
 // An operand of a product: its elements as a pull array (rank 2) and, when
 // they are in memory row-major, the buffer holding them.
 struct ProductOperand {
@@ -220,6 +206,34 @@ struct ProductOperand {
     std::string buffer;        // "" for a fused expression
     bool transposed = false;   // `buffer` holds the operand's transpose (a `transpose` view)
 };
+// a @ b by the gemm library call into `out` (a buffer of the plan), both
+// operands in memory (their buffers set).
+void lower_gemm(PlanBuilder& pb, const ProductOperand& a, const ProductOperand& b, const std::string& out,
+                const std::string& why);
+
+// An operand of solve, inv or det: its elements as a pull array, or a
+// product of two operands in memory (both set) that the plan's gemm call
+// writes straight into the buffer LAPACK works on, where a kernel would copy
+// the pull array: `solve (transpose X @ X) (transpose X @ y)` is one plan.
+struct MatrixOperand {
+    PullArray pull;  // its shape always; its elements unless a product
+    std::optional<std::pair<ProductOperand, ProductOperand>> product;
+};
+
+// solve / inv through the "lu" library call (lower_linalg.cpp): out = a^-1 b
+// (b rank 1: out has n elements; rank 2: n x k row-major), or a^-1 when b is
+// null. A singular a raises `singular` ({index}: the zero pivot, {extent}: n) at loc.
+void lower_solve(PlanBuilder& pb, const std::string& name, const MatrixOperand& a, const MatrixOperand* b,
+                 const std::string& singular, const Loc& loc, const std::string& out, const LoweringOptions& opt = {});
+// lstsq: out = the minimum-norm least-squares solution of a x = b (a m x n,
+// b m or m x k; out n or n x k row-major) through the "svd" library call and
+// two gemm calls; a failed SVD raises `no_convergence` at loc.
+void lower_lstsq(PlanBuilder& pb, const std::string& name, const PullArray& a, const PullArray& b,
+                 const std::string& no_convergence, const Loc& loc, const std::string& out, const LoweringOptions& opt = {});
+// det: out[1] = the determinant of a (n x n), from the same call.
+void lower_det(PlanBuilder& pb, const std::string& name, const MatrixOperand& a, const std::string& out,
+               const LoweringOptions& opt = {});
+
 // matmul as the target does it best: with opt.library_gemm, a gemm library
 // call where both operands are in memory; where one is a fused expression,
 // a run-time choice (a plan guard) between materialising it for the call

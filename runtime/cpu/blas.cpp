@@ -157,6 +157,9 @@ template <class T> void gemm_of(const ir::GemmShape& s, const T* a, const T* b, 
     });
 }
 
+// The matrix size from which LAPACK's calls take OpenBLAS' threads.
+constexpr int64_t kThreadedLapack = 64;
+
 template <class T>
 void lu_of(const ir::LuShape& s, T* a, int32_t* pivots, T* b, int32_t* info) {
     const OpenBlas& lib = openblas();
@@ -165,7 +168,10 @@ void lu_of(const ir::LuShape& s, T* a, int32_t* pivots, T* b, int32_t* info) {
     if (n == 0) return;
     // LAPACK's blocked factorisation is worth OpenBLAS' threads; Shoal's
     // workers are idle while a plan's library call runs, so it takes them.
-    lib.set_num_threads(worker_count(0, INT_MAX));
+    // Not for a small matrix: waking them (they then spin in sched_yield,
+    // taking a core from the host) cost more than a 3 x 3 factorisation.
+    const bool threaded = int64_t{n} >= kThreadedLapack;
+    if (threaded) lib.set_num_threads(worker_count(0, INT_MAX));
     int status = 0;
     (std::is_same_v<T, float> ? lib.sgetrf : lib.dgetrf)(&n, &n, a, &lda, pivots, &status);
     if (status == 0 && nrhs > 0) {
@@ -173,7 +179,7 @@ void lu_of(const ir::LuShape& s, T* a, int32_t* pivots, T* b, int32_t* info) {
         (std::is_same_v<T, float> ? lib.sgetrs : lib.dgetrs)(s.trans ? "T" : "N", &n, &nrhs, a, &lda, pivots, b, &lda, &solved, 1);
         SHOAL_INTERNAL_ASSERT(solved == 0, "getrs rejected its arguments (" + std::to_string(solved) + ")");
     }
-    lib.set_num_threads(1);
+    if (threaded) lib.set_num_threads(1);
     SHOAL_INTERNAL_ASSERT(status >= 0, "getrf rejected its arguments (" + std::to_string(status) + ")");
     *info = status;
 }
@@ -195,9 +201,10 @@ void svd_of(const ir::SvdShape& s, T* a, T* sv, T* u, T* v, int32_t* info) {
     SHOAL_INTERNAL_ASSERT(status == 0, "gesdd's workspace query failed (" + std::to_string(status) + ")");
     lwork = std::max(1, static_cast<int>(size));
     std::vector<T> work(static_cast<size_t>(lwork));
-    lib.set_num_threads(worker_count(0, INT_MAX));  // as lu_of: Shoal's workers wait for the call
+    const bool threaded = int64_t{p} >= kThreadedLapack;  // as lu_of
+    if (threaded) lib.set_num_threads(worker_count(0, INT_MAX));
     gesdd("S", &rows, &cols, a, &rows, sv, u, &rows, vt.data(), &p, work.data(), &lwork, iwork.data(), &status, 1);
-    lib.set_num_threads(1);
+    if (threaded) lib.set_num_threads(1);
     SHOAL_INTERNAL_ASSERT(status >= 0, "gesdd rejected its arguments (" + std::to_string(status) + ")");
     *info = status;
     for (int i = 0; i < cols; ++i)

@@ -131,6 +131,49 @@ TEST_CASE("products: a loop's state is computed each step, so every step runs th
                        "loop w = [0.0, 0.0, 0.0] for i < 300 do step w"));
 }
 
+// solve, inv and det of a product of operands in memory: the gemm call is
+// part of their plan (FusionEngine::product_node); every other reader of a
+// product gets it from memory as before.
+const char* kLinalgOfProducts =
+    "let X = generate (40, 3) (\\i j -> if j == 0 then 1.0 else float ((i * (37 + j * 17)) % 101) / 50.0)\n"
+    "let y = generate 40 (\\i -> float (i % 7) * 0.5 - 1.0)\n"
+    "solve (transpose X @ X) (transpose X @ y)\n"        // both operands products
+    "inv (transpose X @ X)\n"
+    "det (transpose X @ X)\n"
+    "solve (transpose X @ X) (y @ X)\n"                   // a vector on the left
+    "solve (transpose X @ X) (transpose X @ generate (40, 2) (\\i j -> float (i + j) * 0.1))\n"  // matrix rhs: read from memory
+    "solve (transpose X @ (X * 2.0)) (transpose X @ y)\n"  // a fused operand: the product's own plan
+    "let d = generate (30, 4) (\\i j -> double ((i * 5 + j * 3) % 11) - 5.0)\n"
+    "solve (transpose d @ d) (transpose d @ generate 30 (\\i -> double i))\n"
+    "let P = transpose X @ X\n"
+    "solve P (transpose X @ y)\n"
+    "sum (transpose X @ X)\n"
+    "(transpose X @ X) + 1.0\n"
+    "transpose (transpose X @ X) @ X[0:3]\n"
+    "det (generate (3, 0) (\\i j -> 1.0) @ generate (0, 3) (\\i j -> 1.0))\n"  // k = 0: zeros
+    "solve (generate (2, 4) (\\i j -> 1.0) @ generate (4, 2) (\\i j -> 1.0)) [1.0, 2.0]\n"  // singular
+    "1 + 1\n";
+
+TEST_CASE("products: solve, inv and det take a product of operands in memory into their own plan") {
+    CHECK(differential(kLinalgOfProducts));
+    runtime::install_compiled_backend();
+    Session s;
+    printed(s, "let X = generate (100, 3) (\\i j -> float (i % 7 + j * j))\nlet y = generate 100 (\\i -> float (i % 5))");
+    const std::string plan = printed(s, ":cuda solve (transpose X @ X) (transpose X @ y)");
+    INFO(plan);
+    size_t gemms = 0;
+    for (size_t at = plan.find("call gemm("); at != std::string::npos; at = plan.find("call gemm(", at + 1)) ++gemms;
+    CHECK(gemms == 2);
+    CHECK(plan.find("straight into the buffer LAPACK works on") != std::string::npos);
+    CHECK(plan.find("plan 2") == std::string::npos);  // one plan
+    // The singular product's error is solve's, at its position; the session goes on.
+    const std::string e = printed(s, "let Z = generate (2, 4) (\\i j -> 1.0)\nsolve (Z @ transpose Z) [1.0, 2.0]\nlength y");
+    INFO(e);
+    CHECK(e.find(":2:1: error") != std::string::npos);
+    CHECK(e.find("singular") != std::string::npos);
+    CHECK(e.find("100\n") != std::string::npos);
+}
+
 TEST_CASE("plan cache: a statement typed again on another line is a hit, and its errors name that line") {
     runtime::install_compiled_backend();
     Session s;
