@@ -235,6 +235,48 @@ void permute_private_copies(PlanBuilder& pb, const std::string& name, const Pull
                   "permute pass 2: each target folds the cores' copies in order");
 }
 
+// On a GPU, an integer permute with a native atomic into a known, modest
+// number of targets (a histogram) gives every block its own copy of the
+// targets in shared memory: the block's atomics land there, then each
+// target it touched is combined into the result with one global atomic.
+// Every atomic of the grid on a few shared cache lines serialised: 2^26
+// elements into 256 bins took 8.3 ms on an H200 (CuPy 1.9 ms). Integers are
+// exact in any order: the result is the global atomics path's.
+constexpr int64_t kSharedTargetsBytes = 32 * 1024;
+
+void permute_shared_copies(PlanBuilder& pb, const std::string& name, const PullArray& dest, const PullArray& target,
+                           const PullArray& vals, AssocOp op, AtomicOp atomic_op, int64_t targets,
+                           const std::string& out, const LoweringOptions& opt) {
+    const ScalarType t = dest.elem;
+    const ExprPtr n = element_count(vals.shape);
+    copy_into(pb, name + "_init", dest, out, opt);
+    KernelBuilder kb(name + "_shared", opt.block_size);
+    kb.buffer_param(out, t, Access::ReadWrite);
+    const std::string copy = kb.shared_array("targets", t, targets);
+    const PullTuple vt = tuple_of(vals), tt = tuple_of(target);
+    const ExprPtr count = i32(static_cast<int32_t>(targets)), step = i32(opt.block_size);
+    thread_loop(kb, "bin", thread_idx(), count, step,
+                [&](ExprPtr j) { kb.emit(store(copy, j, neutral_of(op, t), MemSpace::Shared)); });
+    kb.end_phase();
+    grid_stride_loop(kb, n, [&](ExprPtr i) {
+        std::vector<ExprPtr> index = unflatten(kb, i, vt.shape);
+        ExprPtr j = kb.bind("dst_index", cast(ScalarType::I64, tt.at(kb, index)[0]));
+        emit_if(kb, in_range(j, i64(targets)), [&] {
+            ExprPtr v = kb.bind("src_val", vt.at(kb, index)[0]);
+            kb.emit(atomic(atomic_op, copy, cast(ScalarType::I32, j), v, t, "", nullptr, MemSpace::Shared));
+        });
+    });
+    kb.end_phase();
+    thread_loop(kb, "bin", thread_idx(), count, step, [&](ExprPtr j) {
+        ExprPtr v = kb.bind("partial", load(copy, j, t, MemSpace::Shared));
+        emit_if(kb, binary(BinaryOp::Ne, v, neutral_of(op, t)),
+                [&] { kb.emit(atomic(atomic_op, out, cast(ScalarType::I64, j), v, t)); });
+    });
+    add_launch(pb, kb, capped_grid(n, int64_t{opt.block_size} * opt.items_per_thread, opt.max_blocks),
+               "permute: each block's atomics on its own copy of the targets in shared memory, then one global "
+               "atomic per target it touched");
+}
+
 // A float permute with an operator: bins or sort, both deterministic.
 void permute_floats(PlanBuilder& pb, const std::string& name, const PullArray& dest, const PullArray& target,
                     const PullArray& vals, const Combine& op, const std::string& out, const LoweringOptions& opt) {
@@ -270,6 +312,13 @@ void lower_permute(PlanBuilder& pb, const std::string& name, const PullArray& de
         pb.output_buffer(out, t, m);
         return permute_private_copies(pb, name, dest, target, vals, *op.known, out, opt);
     }
+    if (const std::optional<int64_t> targets = known_value(m, opt); opt.cpu_cores == 0 && opt.shared_memory &&
+                                                                    targets && *targets > 0 &&
+                                                                    *targets * int64_t(scalar_size(t)) <= kSharedTargetsBytes)
+        if (const std::optional<AtomicOp> native = native_atomic(op, t)) {
+            pb.output_buffer(out, t, m);
+            return permute_shared_copies(pb, name, dest, target, vals, *op.known, *native, *targets, out, opt);
+        }
     copy_into(pb, name + "_init", dest, out, opt);
 
     KernelBuilder kb(name, opt.block_size);

@@ -410,6 +410,50 @@ TEST_CASE("permute: histograms with native atomics and compare-and-swap loops") 
     }
 }
 
+// A GPU's integer permute into a known number of targets that fits shared
+// memory (a histogram): each block's atomics on its own copy of the
+// targets, then one global atomic per touched target (lower_permute.cpp).
+TEST_CASE("permute: a known, modest number of integer targets is folded in shared memory per block on a GPU") {
+    for (int64_t m : {int64_t{1}, int64_t{97}, int64_t{256}, int64_t{8192}, int64_t{8193}})
+        for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{5000}, int64_t{300000}}) {
+            CAPTURE(m);
+            CAPTURE(n);
+            auto target = random_vector<int32_t>(n, 51, -5, static_cast<int32_t>(m + 4));  // some out of range: dropped
+            LoweringFacts facts;  // m known while lowering, as the engine's plans know it
+            facts.value = [m](const std::string& s) { return s == "m" ? std::optional<int64_t>(m) : std::nullopt; };
+            LoweringOptions opt;
+            opt.facts = &facts;
+            {
+                auto dest = random_vector<int32_t>(m, 52, 0, 10);
+                auto vals = random_vector<int32_t>(n, 53, -100, 100);
+                PlanBuilder pb("hist");
+                lower_permute(pb, "hist", vec("dest", ScalarType::I32, "m"), vec("target", ScalarType::I32),
+                              vec("vals", ScalarType::I32), known_combine(AssocOp::Add, ScalarType::I32), "out", opt);
+                const LaunchPlan plan = pb.finish();
+                const bool shared = plan.kernels.back().name == "hist_shared";
+                CHECK(shared == (m <= 8192));
+                auto r = run(plan, Args().buffer("dest", dest).buffer("target", target).buffer("vals", vals).scalar("n", n).scalar("m", m));
+                auto want = dest;
+                for (int64_t i = 0; i < n; ++i)
+                    if (target[i] >= 0 && target[i] < m) want[target[i]] += vals[i];
+                check_close(output<int32_t>(r, "out"), want);
+            }
+            if (m <= 4096) {  // max on int64: 8 bytes a target
+                auto dest = random_vector<int64_t>(m, 54, -1000, 1000);
+                auto vals = random_vector<int64_t>(n, 55, -5000, 5000);
+                PlanBuilder pb("hmax");
+                lower_permute(pb, "hmax", vec("dest", ScalarType::I64, "m"), vec("target", ScalarType::I32),
+                              vec("vals", ScalarType::I64), known_combine(AssocOp::Max, ScalarType::I64), "out", opt);
+                auto r = run(pb.finish(),
+                             Args().buffer("dest", dest).buffer("target", target).buffer("vals", vals).scalar("n", n).scalar("m", m));
+                auto want = dest;
+                for (int64_t i = 0; i < n; ++i)
+                    if (target[i] >= 0 && target[i] < m) want[target[i]] = std::max(want[target[i]], vals[i]);
+                check_close(output<int64_t>(r, "out"), want);
+            }
+        }
+}
+
 // Float permutes combine in an order fixed by n (lower_permute.cpp): the bins
 // path for few targets, the sort path (each target in source order) for
 // many; without lowering facts the plan holds both behind run-time guards.
