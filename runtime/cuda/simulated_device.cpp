@@ -14,6 +14,7 @@
 #include "lang/diagnostics.h"
 #include "runtime/cpu/blas.h"
 #include "runtime/cpu/executor.h"
+#include "runtime/cuda/printed/printed_kernels.h"
 
 namespace shoal::cuda {
 
@@ -25,6 +26,10 @@ namespace {
 // freed address stays recognisable.
 constexpr size_t kAddressRange = size_t{1} << 40;  // 1 TiB, reserved only
 constexpr size_t kAlignment = 256;                 // as cudaMalloc's
+// With printed kernels, which reach memory at its device addresses during a
+// launch: each allocation on pages of its own with an unmapped page after
+// it, so a kernel reading or writing past its end faults.
+constexpr size_t kPage = 4096;
 
 [[noreturn]] void violation(const std::string& what) {
     internal_error(__FILE__, __LINE__, "simulated device: " + what);
@@ -90,11 +95,13 @@ struct Event {
 
 struct Library {
     ir::Kernel kernel;
+    std::shared_ptr<const PrintedUnit> printed;  // SHOAL_SIMULATED_KERNELS=printed: the image's text, compiled
 };
 
 class Simulator final : public SimulatedDevice {
 public:
-    explicit Simulator(const SimulatedFaults& faults) : faults_(faults) {
+    explicit Simulator(const SimulatedFaults& faults)
+        : faults_(faults), kernels_(simulated_kernels_from_env()), printed_options_(printed_launch_options_from_env()) {
         void* range = mmap(nullptr, kAddressRange, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (range == MAP_FAILED) violation("cannot reserve an address range for device memory");
         base_ = static_cast<std::byte*>(range);
@@ -216,7 +223,9 @@ public:
             stats_.bytes_in_use + stats_.bytes_cached + (n - reused) > faults_.memory_bytes)
             return cudaErrorMemoryAllocation;
         const size_t rounded = (static_cast<size_t>(n) + kAlignment - 1) / kAlignment * kAlignment;
-        if (next_ + rounded > kAddressRange) violation("the reserved address range is used up");
+        // The address range a printed kernel may touch, and a guard page.
+        const size_t span = kernels_ == SimulatedKernels::Printed ? (rounded + kPage - 1) / kPage * kPage + kPage : rounded;
+        if (next_ + span > kAddressRange) violation("the reserved address range is used up");
         Allocation a;
         a.bytes = bytes;
         a.host = static_cast<std::byte*>(std::aligned_alloc(kAlignment, rounded));
@@ -224,7 +233,7 @@ public:
         std::memset(a.host, 0xa5, rounded);  // not zeroed, as on a GPU
         allocations_.emplace(next_, a);
         *ptr = base_ + next_;
-        next_ += rounded;
+        next_ += span;
         stats_.bytes_cached -= reused;
         stats_.bytes_in_use += n;
         ++stats_.allocations;
@@ -375,7 +384,22 @@ public:
         const std::string bytes = image_bytes(image);
         auto it = described_.find(bytes);
         if (it == described_.end()) return cudaErrorInvalidKernelImage;
-        auto lib = std::make_unique<Library>(Library{it->second});
+        auto lib = std::make_unique<Library>(Library{it->second, nullptr});
+        if (kernels_ == SimulatedKernels::Printed) {
+            // The exact text the real NVRTC was given, as host C++ with the shim.
+            // simulated_nvrtc.h's image: its magic line, then the source.
+            constexpr std::string_view magic = "SHOALSIM\n";
+            if (bytes.rfind(magic, 0) != 0) violation("printed kernels need the simulated NVRTC's images (they carry the text)");
+            const std::string cuda = bytes.substr(magic.size());
+            auto found = printed_.find(cuda);
+            if (found == printed_.end()) {
+                std::string error;
+                std::shared_ptr<const PrintedUnit> unit = compile_printed_unit(cuda, {it->second.name}, &error);
+                if (!unit) violation("the printed CUDA of " + it->second.name + " does not compile as host C++ with the shim:\n" + error);
+                found = printed_.emplace(cuda, std::move(unit)).first;
+            }
+            lib->printed = found->second;
+        }
         *library = reinterpret_cast<cudaLibrary_t>(lib.get());
         libraries_.emplace(*library, std::move(lib));
         ++stats_.libraries_loaded;
@@ -441,6 +465,20 @@ public:
             device_range(launch->error_record, sizeof(ErrorRecord), "the error record of " + k.name);
         }
         const int64_t number = ++launch_count_;
+        if (lib->printed) {
+            // The argument array's bytes, copied as the runtime copies them at the launch.
+            auto bytes = std::make_shared<std::vector<std::vector<std::byte>>>();
+            for (size_t j = 0; j < i; ++j) {
+                const bool pointer = j >= k.params.size() || k.params[j].kind == ir::ParamKind::Buffer;
+                const size_t size = pointer ? sizeof(void*) : ir::scalar_size(k.params[j].type);
+                const auto* from = static_cast<const std::byte*>(args[j]);
+                bytes->emplace_back(from, from + size);
+            }
+            s.queue.push_back([this, launch, number, bytes, unit = lib->printed, block = block.x] {
+                run_printed(*launch, number, *unit, block, *bytes);
+            });
+            return cudaSuccess;
+        }
         s.queue.push_back([this, launch, number] { run_launch(*launch, number); });
         return cudaSuccess;
     }
@@ -592,8 +630,54 @@ private:
         }
     }
 
+    // A launch of the printed kernel, on memory reachable at its device
+    // addresses while it runs: the allocations its arguments point into are
+    // copied to their device pages, which are mapped for the launch, and
+    // back afterwards. A broken GPU rule fails the test.
+    void run_printed(const Decoded& d, int64_t number, const PrintedUnit& unit, unsigned block,
+                     std::vector<std::vector<std::byte>>& bytes) {
+        ++stats_.launches;
+        if (number == faults_.sticky_at_launch) {
+            sticky_ = cudaErrorIllegalAddress;
+            return;
+        }
+        std::set<size_t> touched;
+        for (const auto& [name, ptr, type] : d.buffers) touched.insert(allocation_at(ptr));
+        if (d.error_record) touched.insert(allocation_at(d.error_record));
+        for (size_t at : touched) {
+            const Allocation& a = allocations_.at(at);
+            std::byte* device = base_ + at;
+            if (mprotect(device, device_span(a), PROT_READ | PROT_WRITE) != 0) violation("cannot map device memory for a launch");
+            std::memcpy(device, a.host, a.bytes);
+        }
+        std::vector<void*> args;
+        for (auto& b : bytes) args.push_back(b.data());
+        const std::string failed = unit.launch(d.kernel->name, static_cast<unsigned>(d.grid), block, args.data(), printed_options_);
+        for (size_t at : touched) {
+            const Allocation& a = allocations_.at(at);
+            std::byte* device = base_ + at;
+            std::memcpy(a.host, device, a.bytes);
+            mprotect(device, device_span(a), PROT_NONE);
+            madvise(device, device_span(a), MADV_DONTNEED);
+        }
+        if (!failed.empty()) violation("the printed CUDA broke a GPU rule: " + failed);
+    }
+    // The offset of the live allocation holding p.
+    size_t allocation_at(const void* p) const {
+        const size_t at = offset_of(p, "a launch argument");
+        auto it = allocations_.upper_bound(at);
+        if (it == allocations_.begin() || !(--it)->second.host) violation("a launch argument is not in a live allocation");
+        return it->first;
+    }
+    static size_t device_span(const Allocation& a) {
+        return (std::max<size_t>(a.bytes, 1) + kPage - 1) / kPage * kPage;
+    }
+
     mutable std::mutex mutex_;
     SimulatedFaults faults_;
+    SimulatedKernels kernels_;
+    PrintedLaunchOptions printed_options_;
+    std::map<std::string, std::shared_ptr<const PrintedUnit>> printed_;  // by the unit's text
     std::byte* base_ = nullptr;
     size_t next_ = 0;
     std::map<size_t, Allocation> allocations_;
