@@ -341,11 +341,7 @@ std::string CudaPrinter::print_shuffle(const Expr& e) {
 
 std::string print_cuda(const std::vector<Kernel>& kernels) { return CudaPrinter().print(kernels); }
 
-std::string print_cuda_for_device(const std::vector<Kernel>& kernels) {
-    CudaPrinter p;
-    p.omit_check_positions();
-    return p.print(kernels);
-}
+// print_cuda_for_device: cuda_printer_planted.cpp (a test's planted bugs).
 
 // ---------------------------------------------------------------- host expressions
 

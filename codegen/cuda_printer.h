@@ -53,6 +53,11 @@ std::string cuda_full_prelude();
 // shoal_div / shoal_mod, integer min / max as std::min / std::max, and casts
 // through the prelude's conversions or static_cast (never a C cast).
 std::string print_host_cpp(const ExprPtr& e);
+// For the test that proves the printed CUDA's run can fail: the kernels
+// printed with one planted bug ("barrier", "divide", "shuffle-direction",
+// "divergent-shuffle", "tile-halo", "cast"; cuda_printer_planted.cpp).
+// print_cuda_for_device plants SHOAL_PLANTED_PRINTER_BUG's, when it is set.
+std::string print_cuda_with_planted_bug(const std::vector<Kernel>& kernels, const std::string& bug);
 
 // The CUDA dialect of the C-like printer family (c_printer.h): kernels as
 // `__global__` functions with the launch contract above, CUDA's built-in

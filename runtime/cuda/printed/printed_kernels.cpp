@@ -15,7 +15,9 @@ namespace {
 
 // The entry every unit's shared object exports (its launch table).
 using Entry = int (*)(const char* kernel, unsigned grid, unsigned block, void** args, int order, unsigned long long seed,
-                      double watchdog, char* error, unsigned long error_size);
+                      double watchdog, unsigned char* stacks, char* error, unsigned long error_size);
+// The fibers' stacks (cuda_shim.h's kStackBytes per CUDA thread of a block).
+constexpr size_t kStackBytes = 64 * 1024;
 constexpr const char* kEntry = "shoal_sim_launch";
 
 std::atomic<int64_t> g_units{0}, g_launches{0}, g_compiles{0}, g_hits{0};
@@ -84,12 +86,13 @@ std::string printed_unit_source(const std::string& cuda, const std::vector<std::
     out += cuda;
     out += "\n#line 1 \"shoal_sim_launch\"\n"
            "extern \"C\" __attribute__((visibility(\"default\"))) int shoal_sim_launch(const char* kernel, unsigned grid,\n"
-           "        unsigned block, void** args, int order, unsigned long long seed, double watchdog, char* error,\n"
-           "        unsigned long error_size) {\n"
+           "        unsigned block, void** args, int order, unsigned long long seed, double watchdog, unsigned char* stacks,\n"
+           "        char* error, unsigned long error_size) {\n"
            "    ::shoal_sim::Options o;\n"
            "    o.order = order;\n"
            "    o.seed = seed;\n"
-           "    o.watchdog_seconds = watchdog;\n";
+           "    o.watchdog_seconds = watchdog;\n"
+           "    o.stacks = stacks;\n";
     for (const std::string& k : kernels)
         out += "    if (!strcmp(kernel, \"" + k + "\")) return ::shoal_sim::launch(\"" + k + "\", shoal_k_" + k +
                ", grid, block, args, o, error, error_size);\n";
@@ -120,9 +123,16 @@ std::shared_ptr<const PrintedUnit> compile_printed_unit(const std::string& cuda,
 std::string PrintedUnit::launch(const std::string& kernel, unsigned grid, unsigned block, void** args,
                                 const PrintedLaunchOptions& options) const {
     ++g_launches;
+    // One pool of stacks per launching thread, grown to the largest block.
+    thread_local std::unique_ptr<unsigned char[]> stacks;
+    thread_local unsigned stack_count = 0;
+    if (block > stack_count) {
+        stacks.reset(new unsigned char[size_t(block) * kStackBytes]);
+        stack_count = block;
+    }
     char error[1024] = "";
     const int status = reinterpret_cast<Entry>(entry_)(kernel.c_str(), grid, block, args, options.order, options.seed,
-                                                       options.watchdog_seconds, error, sizeof error);
+                                                       options.watchdog_seconds, stacks.get(), error, sizeof error);
     if (status == 0) return "";
     return error[0] ? error : "the printed kernel " + kernel + " failed";
 }

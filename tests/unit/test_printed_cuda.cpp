@@ -1,0 +1,175 @@
+// The printed CUDA run as host C++ with the shim (runtime/cuda/printed):
+// CUDA's rules for shuffles and barriers as PTX defines them, and each
+// broken rule a failure that names the kernel and the line, where a GPU
+// would hang or give undefined results.
+#ifdef SHOAL_HAVE_CUDA
+#include <doctest/doctest.h>
+
+#include <vector>
+
+#include "codegen/cuda_printer.h"
+#include "codegen/kernel_builder.h"
+#include "runtime/cuda/printed/printed_kernels.h"
+
+namespace shoal {
+
+namespace {
+
+using cuda::PrintedLaunchOptions;
+using cuda::PrintedUnit;
+
+std::shared_ptr<const PrintedUnit> unit(const std::string& cuda, const std::string& kernel) {
+    std::string error;
+    auto u = cuda::compile_printed_unit(cuda, {kernel}, &error);
+    INFO(error);
+    REQUIRE(u);
+    return u;
+}
+
+// Runs `kernel(int* out)` over one block of `threads`; "" or the failure.
+std::string run(const PrintedUnit& u, const std::string& kernel, std::vector<int>& out, unsigned threads,
+                PrintedLaunchOptions o = {}) {
+    int* p = out.data();
+    void* args[] = {&p};
+    return u.launch(kernel, 1, threads, args, o);
+}
+
+const char* kShuffles = R"(
+extern "C" __global__ void __launch_bounds__(64) shuffles(int* __restrict__ out) {
+    const int t = (int)threadIdx.x;
+    out[t] = __shfl_down_sync(0xffffffffu, t, 3);
+    out[64 + t] = __shfl_up_sync(0xffffffffu, t, 5);
+    out[128 + t] = __shfl_xor_sync(0xffffffffu, t, 17);
+    out[192 + t] = __shfl_sync(0xffffffffu, t, 35);
+    out[256 + t] = __shfl_down_sync(0xffffffffu, t, 3, 8);
+    out[320 + t] = __shfl_xor_sync(0xffffffffu, t, 4, 4);
+}
+)";
+
+}  // namespace
+
+TEST_CASE("printed CUDA: shuffles as PTX defines them, in every thread order") {
+    auto u = unit(kShuffles, "shuffles");
+    for (int order : {0, 1, 2}) {
+        CAPTURE(order);
+        std::vector<int> out(384, -7);
+        PrintedLaunchOptions o;
+        o.order = order;
+        o.seed = 11;
+        REQUIRE(run(*u, "shuffles", out, 64, o) == "");
+        for (int t = 0; t < 64; ++t) {
+            CAPTURE(t);
+            const int lane = t % 32, warp = t - lane;
+            CHECK(out[t] == (lane + 3 < 32 ? t + 3 : t));         // down: past the warp, the own value
+            CHECK(out[64 + t] == (lane >= 5 ? t - 5 : t));        // up: before it, the own value
+            CHECK(out[128 + t] == warp + (lane ^ 17));
+            CHECK(out[192 + t] == warp + 3);                       // a source lane modulo the width
+            CHECK(out[256 + t] == ((lane & 7) + 3 < 8 ? t + 3 : t));  // segments of 8
+            // xor in segments of 4: an earlier segment's lane is read, a later one's gives the own value
+            CHECK(out[320 + t] == ((lane ^ 4) < (lane & ~3) + 4 ? warp + (lane ^ 4) : t));
+        }
+    }
+}
+
+TEST_CASE("printed CUDA: a barrier keeps shared memory consistent; shared memory starts poisoned") {
+    auto u = unit(R"(
+extern "C" __global__ void __launch_bounds__(128) reverse(int* __restrict__ out) {
+    __shared__ int tile[128];
+    __shared__ int never[4];
+    tile[(int)threadIdx.x] = (int)threadIdx.x * 10;
+    __syncthreads();
+    out[(int)threadIdx.x] = tile[127 - (int)threadIdx.x];
+    if ((int)threadIdx.x == 0) out[128] = never[2];
+}
+)",
+                  "reverse");
+    for (int order : {0, 1, 2}) {
+        std::vector<int> out(129, 0);
+        PrintedLaunchOptions o;
+        o.order = order;
+        REQUIRE(run(*u, "reverse", out, 128, o) == "");
+        for (int t = 0; t < 128; ++t) CHECK(out[t] == (127 - t) * 10);
+        CHECK(out[128] == -1);  // 0xff bytes: never written
+    }
+}
+
+TEST_CASE("printed CUDA: each broken GPU rule fails with the kernel and the line") {
+    struct Case {
+        const char* name;
+        const char* body;
+        const char* says;
+    };
+    const Case cases[] = {
+        {"divergent_barrier", "if ((int)threadIdx.x < 32) {\n        __syncthreads();\n    } else {\n        __syncthreads();\n    }",
+         "divergent barrier"},
+        {"divergent_shuffle", "if ((int)threadIdx.x % 2 == 1) out[threadIdx.x] = __shfl_xor_sync(0xffffffffu, 1, 1);",
+         "for lanes that never come"},
+        {"mask_without_lane", "out[threadIdx.x] = __shfl_sync(0x1u, 5, 0);", "does not name the calling lane"},
+        {"unnamed_source", "if ((int)threadIdx.x < 16) out[threadIdx.x] = __shfl_sync(0xffffu, 5, 20);",
+         "reads a lane its mask does not name"},
+        {"different_shuffles",
+         "if ((int)threadIdx.x < 8) out[threadIdx.x] = __shfl_up_sync(0xffffffffu, 1, 1);\n"
+         "    else out[threadIdx.x] = __shfl_down_sync(0xffffffffu, 1, 1);",
+         "divergent shuffle"},
+    };
+    for (const Case& c : cases) {
+        CAPTURE(c.name);
+        const std::string text = std::string("\nextern \"C\" __global__ void __launch_bounds__(64) ") + c.name +
+                                 "(int* __restrict__ out) {\n    " + c.body + "\n}\n";
+        auto u = unit(text, c.name);
+        std::vector<int> out(64, 0);
+        const std::string failed = run(*u, c.name, out, 64);
+        INFO(failed);
+        CHECK(failed.find(c.says) != std::string::npos);
+        CHECK(failed.find(c.name) != std::string::npos);
+        CHECK(failed.find("line ") != std::string::npos);
+    }
+    // A spin that never ends stops at the watchdog.
+    auto u = unit(R"(
+extern "C" __global__ void __launch_bounds__(32) spin(int* __restrict__ out) {
+    while (atomicAdd(&out[0], 0) == 0) {
+    }
+}
+)",
+                  "spin");
+    std::vector<int> out(32, 0);
+    PrintedLaunchOptions o;
+    o.watchdog_seconds = 0.2;
+    const std::string failed = run(*u, "spin", out, 32, o);
+    CHECK(failed.find("a hang") != std::string::npos);
+}
+
+// No lowering emits shuffles today, so the programs of tests/printed_bugs
+// cannot catch the planted shuffle bugs: a kernel of the IR with a shuffle
+// of each kind, printed as the device gets it, does.
+TEST_CASE("printed CUDA: planted shuffle bugs in an IR kernel's printed text are caught") {
+    using namespace ir;
+    KernelBuilder kb("lanes", 64);
+    kb.buffer_param("out", ScalarType::I32, Access::Write);
+    const ExprPtr t = kb.bind("t", thread_idx());
+    const ShuffleOp ops[] = {ShuffleOp::Down, ShuffleOp::Up, ShuffleOp::Xor, ShuffleOp::Idx};
+    const int args[] = {1, 2, 3, 5};
+    for (int k = 0; k < 4; ++k)
+        kb.emit(store("out", binary(BinaryOp::Add, cast(ScalarType::I64, t), const_int(64 * k, ScalarType::I64)),
+                      shuffle(ops[k], binary(BinaryOp::Mul, t, const_int(10, ScalarType::I32)), const_int(args[k], ScalarType::I32))));
+    const std::vector<Kernel> kernels = {kb.finish()};
+    auto lanes = [&](const std::string& cuda, std::vector<int>& out) { return run(*unit(cuda, "lanes"), "lanes", out, 64); };
+    std::vector<int> out(256, 0);
+    REQUIRE(lanes(print_cuda_for_device(kernels), out) == "");
+    for (int i = 0; i < 64; ++i) {
+        const int lane = i % 32, warp = i - lane;
+        CHECK(out[i] == 10 * (lane + 1 < 32 ? i + 1 : i));
+        CHECK(out[64 + i] == 10 * (lane >= 2 ? i - 2 : i));
+        CHECK(out[128 + i] == 10 * (warp + (lane ^ 3)));
+        CHECK(out[192 + i] == 10 * (warp + 5));
+    }
+    std::vector<int> swapped(256, 0);
+    REQUIRE(lanes(print_cuda_with_planted_bug(kernels, "shuffle-direction"), swapped) == "");
+    CHECK(swapped != out);
+    std::vector<int> divergent(256, 0);
+    CHECK(lanes(print_cuda_with_planted_bug(kernels, "divergent-shuffle"), divergent).find("never come") != std::string::npos);
+}
+
+}  // namespace shoal
+
+#endif  // SHOAL_HAVE_CUDA
