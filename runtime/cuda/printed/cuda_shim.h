@@ -47,7 +47,11 @@ int clock_gettime(int, timespec*) noexcept;
 // The math functions the printer calls, in float and double.
 #define SHOAL_SIM_LIBM1(name) extern "C" double name(double) noexcept; extern "C" float name##f(float) noexcept;
 #define SHOAL_SIM_LIBM2(name) extern "C" double name(double, double) noexcept; extern "C" float name##f(float, float) noexcept;
-SHOAL_SIM_LIBM1(sqrt) SHOAL_SIM_LIBM1(exp) SHOAL_SIM_LIBM1(log) SHOAL_SIM_LIBM1(sin) SHOAL_SIM_LIBM1(cos)
+// Float exp and log are Shoal's own (printed_kernels.cpp adds them after
+// this text, from lang/math_kernels.inc), as on every CPU executor.
+extern "C" double exp(double) noexcept;
+extern "C" double log(double) noexcept;
+SHOAL_SIM_LIBM1(sqrt) SHOAL_SIM_LIBM1(sin) SHOAL_SIM_LIBM1(cos)
 SHOAL_SIM_LIBM1(tan) SHOAL_SIM_LIBM1(asin) SHOAL_SIM_LIBM1(acos) SHOAL_SIM_LIBM1(atan) SHOAL_SIM_LIBM1(sinh)
 SHOAL_SIM_LIBM1(cosh) SHOAL_SIM_LIBM1(tanh) SHOAL_SIM_LIBM1(erf) SHOAL_SIM_LIBM1(floor) SHOAL_SIM_LIBM1(ceil)
 SHOAL_SIM_LIBM1(round) SHOAL_SIM_LIBM1(fabs) SHOAL_SIM_LIBM1(trunc)
