@@ -40,6 +40,14 @@ native::NativeCompiler& printed_compiler() {
                        "-fno-exceptions", "-fno-rtti", "-fno-gnu-unique", "-nostdlib", "-w"};
             t.libraries = {"-lm"};
             t.identity += " | printed CUDA";  // apart from the native tier's entries
+            // SHOAL_SIMULATED_SANITIZE=1: the units with AddressSanitizer and
+            // UBSan (the process needs their runtimes: LD_PRELOAD, see
+            // docs/cuda-backend.md); any report stops the process.
+            if (const char* v = std::getenv("SHOAL_SIMULATED_SANITIZE"); v && std::strcmp(v, "1") == 0) {
+                for (const char* f : {"-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer"})
+                    t.flags.push_back(f);
+                t.identity += " | sanitized";
+            }
         }
         std::string why_not;
         const std::filesystem::path dir = cache::KernelDiskCache::default_directory(&why_not);
