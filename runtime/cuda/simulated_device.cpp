@@ -660,7 +660,7 @@ private:
             mprotect(device, device_span(a), PROT_NONE);
             madvise(device, device_span(a), MADV_DONTNEED);
         }
-        if (!failed.empty()) violation("the printed CUDA broke a GPU rule: " + failed);
+        if (!failed.empty()) violation("the printed CUDA failed: " + failed);
     }
     // The offset of the live allocation holding p.
     size_t allocation_at(const void* p) const {

@@ -143,6 +143,36 @@ extern "C" __global__ void __launch_bounds__(32) spin(int* __restrict__ out) {
     CHECK(failed.find("a hang") != std::string::npos);
 }
 
+TEST_CASE("printed CUDA: a fault in a kernel ends its launch with a message naming the thread; the process goes on") {
+    auto u = unit(R"(
+extern "C" __global__ void __launch_bounds__(64) faults(int* __restrict__ out) {
+    if ((int)threadIdx.x == 37) out[1LL << 40] = 1;
+}
+)",
+                  "faults");
+    std::vector<int> out(64, 0);
+    const std::string segv = run(*u, "faults", out, 64);
+    INFO(segv);
+    CHECK(segv.find("faults (block 0, thread 37)") != std::string::npos);
+    CHECK(segv.find("outside every allocation") != std::string::npos);
+    std::string error;
+    auto d = cuda::compile_printed_unit(R"(
+extern "C" __global__ void __launch_bounds__(64) divides(int* __restrict__ out) {
+    out[threadIdx.x] = 7 / ((int)threadIdx.x - 5);
+}
+)",
+                                        {"divides"}, &error);
+    REQUIRE(d);
+    const std::string fpe = run(*d, "divides", out, 64);
+    INFO(fpe);
+    CHECK(fpe.find("divides (block 0, thread 5)") != std::string::npos);
+    CHECK(fpe.find("SIGFPE") != std::string::npos);
+    // Launches after a fault run normally.
+    auto again = unit(kShuffles, "shuffles");
+    std::vector<int> lanes(384, 0);
+    CHECK(run(*again, "shuffles", lanes, 64) == "");
+}
+
 // No lowering emits shuffles today, so the programs of tests/printed_bugs
 // cannot catch the planted shuffle bugs: a kernel of the IR with a shuffle
 // of each kind, printed as the device gets it, does.

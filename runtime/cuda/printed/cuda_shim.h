@@ -452,6 +452,15 @@ int launch(const char* name, void (*kernel)(P...), unsigned grid, unsigned threa
 
 }  // namespace shoal_sim
 
+// Which kernel, block and thread run now ("" outside a launch): the host
+// asks after a fault ended the launch (printed_kernels.cpp).
+extern "C" __attribute__((visibility("default"))) void shoal_sim_where(char* out, unsigned long size) {
+    out[0] = 0;
+    if (::shoal_sim::block && ::shoal_sim::current)
+        snprintf(out, size, "%s (block %u, thread %u)", ::shoal_sim::block->kernel, ::shoal_sim::block->block_idx.x,
+                 ::shoal_sim::current->thread_idx.x);
+}
+
 // ---------------------------------------------------------------- indices
 #define threadIdx (::shoal_sim::current->thread_idx)
 #define blockIdx (::shoal_sim::block->block_idx)

@@ -1,7 +1,11 @@
 // The printed CUDA compiled with the shim and launched (printed_kernels.h).
 #include "runtime/cuda/printed/printed_kernels.h"
 
+#include <setjmp.h>
+#include <signal.h>
+
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -23,6 +27,37 @@ using Entry = int (*)(const char* kernel, unsigned grid, unsigned block, void** 
 // The fibers' stacks (cuda_shim.h's kStackBytes per CUDA thread of a block).
 constexpr size_t kStackBytes = 64 * 1024;
 constexpr const char* kEntry = "shoal_sim_launch";
+
+// A fault inside a printed kernel (a guard page past an allocation, an
+// integer division by zero) ends the launch with a message instead of the
+// process: the handler, installed for the launch, jumps back to it.
+thread_local sigjmp_buf* t_fault_jump = nullptr;
+thread_local int t_fault_signal = 0;
+thread_local void* t_fault_address = nullptr;
+
+void on_fault(int sig, siginfo_t* info, void*) {
+    if (!t_fault_jump) {  // not this thread's launch: the default action
+        signal(sig, SIG_DFL);
+        return;
+    }
+    t_fault_signal = sig;
+    t_fault_address = info->si_addr;
+    siglongjmp(*t_fault_jump, 1);
+}
+
+std::string fault_text(int sig, void* address) {
+    char text[256];
+    if (sig == SIGFPE)
+        std::snprintf(text, sizeof text,
+                      "an integer division by zero or overflow (SIGFPE): a printed `/` or `%%` that shoal_div / "
+                      "shoal_mod should have guarded");
+    else
+        std::snprintf(text, sizeof text,
+                      "a memory access at %p outside every allocation the launch maps (%s): past an array's end, "
+                      "freed memory or a host address",
+                      address, sig == SIGBUS ? "SIGBUS" : "SIGSEGV");
+    return text;
+}
 
 std::atomic<int64_t> g_units{0}, g_launches{0}, g_compiles{0}, g_hits{0};
 std::atomic<int64_t> g_compile_micros{0};
@@ -131,11 +166,12 @@ std::shared_ptr<const PrintedUnit> compile_printed_unit(const std::string& cuda,
     ++(b.cache_hit ? g_hits : g_compiles);
     g_compile_micros += static_cast<int64_t>(b.compile_seconds * 1e6);
     void* entry = b.module->symbol(kEntry);
-    if (!entry) {
-        *error = std::string("the compiled unit has no ") + kEntry;
+    void* where = b.module->symbol("shoal_sim_where");
+    if (!entry || !where) {
+        *error = std::string("the compiled unit has no ") + kEntry + " or shoal_sim_where";
         return nullptr;
     }
-    return std::make_shared<const PrintedUnit>(std::move(b.module), entry);
+    return std::make_shared<const PrintedUnit>(std::move(b.module), entry, where);
 }
 
 std::string PrintedUnit::launch(const std::string& kernel, unsigned grid, unsigned block, void** args,
@@ -149,8 +185,31 @@ std::string PrintedUnit::launch(const std::string& kernel, unsigned grid, unsign
         stack_count = block;
     }
     char error[1024] = "";
-    const int status = reinterpret_cast<Entry>(entry_)(kernel.c_str(), grid, block, args, options.order, options.seed,
-                                                       options.watchdog_seconds, stacks.get(), error, sizeof error);
+    struct sigaction act {}, old_segv {}, old_bus {}, old_fpe {};
+    act.sa_sigaction = on_fault;
+    act.sa_flags = SA_SIGINFO;
+    sigemptyset(&act.sa_mask);
+    sigaction(SIGSEGV, &act, &old_segv);
+    sigaction(SIGBUS, &act, &old_bus);
+    sigaction(SIGFPE, &act, &old_fpe);
+    sigjmp_buf jump;
+    volatile int status = 0;
+    std::string faulted;
+    if (sigsetjmp(jump, 1) == 0) {
+        t_fault_jump = &jump;
+        status = reinterpret_cast<Entry>(entry_)(kernel.c_str(), grid, block, args, options.order, options.seed,
+                                                 options.watchdog_seconds, stacks.get(), error, sizeof error);
+    } else {
+        // The kernel's fibers are abandoned; the shim still knows which thread ran.
+        char where[256] = "";
+        reinterpret_cast<void (*)(char*, unsigned long)>(where_)(where, sizeof where);
+        faulted = std::string(where[0] ? where : kernel.c_str()) + ": " + fault_text(t_fault_signal, t_fault_address);
+    }
+    t_fault_jump = nullptr;
+    sigaction(SIGSEGV, &old_segv, nullptr);
+    sigaction(SIGBUS, &old_bus, nullptr);
+    sigaction(SIGFPE, &old_fpe, nullptr);
+    if (!faulted.empty()) return faulted;
     if (status == 0) return "";
     return error[0] ? error : "the printed kernel " + kernel + " failed";
 }

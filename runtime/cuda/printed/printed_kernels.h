@@ -40,16 +40,19 @@ const std::string& cuda_shim_text();
 // One printed unit (one NVRTC program) compiled with the shim.
 class PrintedUnit {
 public:
-    PrintedUnit(std::shared_ptr<native::NativeModule> module, void* entry) : module_(std::move(module)), entry_(entry) {}
+    PrintedUnit(std::shared_ptr<native::NativeModule> module, void* entry, void* where)
+        : module_(std::move(module)), entry_(entry), where_(where) {}
     // Runs `kernel` over grid x block threads with the CUDA argument array;
     // "" or why it failed (a broken rule of the GPU: divergent barrier,
-    // shuffle, a hang), naming the kernel and the printed unit's line.
+    // shuffle, a hang; a fault: a guard page, a division by zero), naming
+    // the kernel, block, thread and, for a broken rule, the printed line.
     std::string launch(const std::string& kernel, unsigned grid, unsigned block, void** args,
                        const PrintedLaunchOptions& options) const;
 
 private:
     std::shared_ptr<native::NativeModule> module_;
     void* entry_;
+    void* where_;  // the unit's shoal_sim_where: which thread runs
 };
 
 // The C++ the compiler is given: the shim, the unit with its entry
