@@ -502,9 +502,7 @@ protected:
     }
 
     // Ctrl-C stops a long kernel: the cancel flag is read before every
-    // block, in every while loop and in every for loop whose trip count
-    // depends on data (a bound read from memory); loops over a block's
-    // share of an array end soon enough.
+    // block and at every trip of a cancel point's loop (thread_levels.h).
     void print_cancel_check() { line("if (__atomic_load_n(shoal_cancel, __ATOMIC_RELAXED)) return 1;"); }
 
     void print_while(const Stmt& s) override {
@@ -515,9 +513,7 @@ protected:
     }
 
     void print_for(const Stmt& s) override {
-        const bool data_dependent = levels_->level(s.exprs[1]) == ThreadLevel::Varying ||
-                                    levels_->level(s.exprs[2]) == ThreadLevel::Varying;
-        if (!data_dependent) return CLikePrinter::print_for(s);
+        if (!is_cancel_point(s, *levels_)) return CLikePrinter::print_for(s);
         open(for_header(s));
         print_cancel_check();
         print_body(s.body);

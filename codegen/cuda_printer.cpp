@@ -215,6 +215,11 @@ void CudaPrinter::print_kernel(const Kernel& k) {
         need(Helper::ErrorRecord);
         params.push_back("ShoalError* __restrict__ shoal_error");
     }
+    levels_.reset();
+    if (polls_cancel_ && has_cancel_points(k)) {
+        levels_ = std::make_unique<ThreadLevels>(k);
+        params.push_back("const volatile unsigned char* __restrict__ shoal_cancel");
+    }
     std::string head = kernel_linkage_ + "__global__ void __launch_bounds__(" + std::to_string(k.block_size) + ") " +
                        k.name + "(";
     if (params.empty()) {
@@ -226,9 +231,34 @@ void CudaPrinter::print_kernel(const Kernel& k) {
     }
     ++indent_;
     for (const auto& s : k.shared) print_shared(s);
+    if (levels_) line("unsigned shoal_polls = 0u;  // trips of long loops: the cancel flag is read every 1024th");
     print_blocks(k.body, true);
     close();
     kernel_ = nullptr;
+    levels_.reset();
+}
+
+// Ctrl-C stops a long kernel: the host sets the flag (page-locked host memory
+// the kernel reads through the bus), and a cancel point's loop reads it every
+// 1024th trip; the kernel's results are then discarded with the statement.
+void CudaPrinter::print_cancel_poll() {
+    line("if ((++shoal_polls & 1023u) == 0u && *shoal_cancel) return;");
+}
+
+void CudaPrinter::print_while(const Stmt& s) {
+    if (!levels_) return CLikePrinter::print_while(s);
+    open("while (" + print_expr(s.exprs[0]) + ")");
+    print_cancel_poll();
+    print_body(s.body);
+    close();
+}
+
+void CudaPrinter::print_for(const Stmt& s) {
+    if (!levels_ || !is_cancel_point(s, *levels_)) return CLikePrinter::print_for(s);
+    open(for_header(s));
+    print_cancel_poll();
+    print_body(s.body);
+    close();
 }
 
 std::string CudaPrinter::print_param(const Param& p) {

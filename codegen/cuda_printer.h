@@ -22,13 +22,19 @@
 //   threadIdx.x, stored in key) is lower than the recorded one, so code >= 0
 //   afterwards means Kernel::checks[code] failed, and the record holds the
 //   lowest failing thread's first failure, as the CPU executor reports it
-//   (runtime/cpu/executor.h KernelError) whatever the scheduling.
+//   (runtime/cpu/executor.h KernelError) whatever the scheduling;
+// - when the kernel has cancel points (thread_levels.h has_cancel_points),
+//   one more, last parameter `const volatile unsigned char* shoal_cancel`:
+//   the address of a byte the kernel reads every 1024th trip of such a loop,
+//   returning when it is not 0 (Ctrl-C; docs/cuda-backend.md).
 // Atomic CAS on f32/f64 compares bit patterns (a NaN compare value can match).
 #pragma once
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "codegen/c_printer.h"
+#include "codegen/thread_levels.h"
 
 namespace shoal::ir {
 
@@ -84,9 +90,20 @@ protected:
     std::string print_call(const Expr& e) override;
     std::string print_shuffle(const Expr& e) override;
 
+    // Long loops poll the cancel flag (thread_levels.h's cancel points).
+    void print_while(const Stmt& s) override;
+    void print_for(const Stmt& s) override;
+
     // Written before every kernel: C linkage for NVRTC (the runtime looks
     // kernels up by name); `:emit` prints kernels into a namespace instead.
     std::string kernel_linkage_ = "extern \"C\" ";
+    // Whether kernels with cancel points take the cancel flag and poll it
+    // (`:emit`'s kernels have no Ctrl-C to answer: they do not).
+    bool polls_cancel_ = true;
+
+private:
+    void print_cancel_poll();
+    std::unique_ptr<ThreadLevels> levels_;  // of the kernel being printed, when it polls
 };
 
 }  // namespace shoal::ir

@@ -22,7 +22,10 @@ namespace {
 // emitted units never clash at link time.
 class EmitCudaPrinter final : public ir::CudaPrinter {
 public:
-    EmitCudaPrinter() { kernel_linkage_ = ""; }
+    EmitCudaPrinter() {
+        kernel_linkage_ = "";
+        polls_cancel_ = false;
+    }
 };
 
 std::string cpp_type(Prim p) { return ir::cuda_scalar_name(ir::scalar_of(p)); }

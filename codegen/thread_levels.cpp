@@ -143,4 +143,30 @@ ExprPtr ThreadLevels::inline_lets(const ExprPtr& e) const {
     return changed ? copy : e;
 }
 
+bool is_cancel_point(const Stmt& s, const ThreadLevels& levels) {
+    if (s.kind == StmtKind::While) return true;
+    return s.kind == StmtKind::For &&
+           (levels.level(s.exprs[1]) == ThreadLevel::Varying || levels.level(s.exprs[2]) == ThreadLevel::Varying);
+}
+
+namespace {
+struct CancelPoints : IRVisitor {
+    explicit CancelPoints(const Kernel& k) : levels(k) {}
+    const ThreadLevels levels;
+    bool found = false;
+    using IRVisitor::visit;
+    void visit(const StmtPtr& s) override {
+        if (found || !s) return;
+        if (is_cancel_point(*s, levels)) found = true;
+        else IRVisitor::visit(s);
+    }
+};
+}  // namespace
+
+bool has_cancel_points(const Kernel& k) {
+    CancelPoints c(k);
+    c.visit_kernel(k);
+    return c.found;
+}
+
 }  // namespace shoal::ir

@@ -64,4 +64,14 @@ private:
     mutable std::unordered_map<const Expr*, std::pair<ExprPtr, std::optional<AffineForm>>> affine_forms_;
 };
 
+// Ctrl-C must be able to stop a kernel inside its long loops: a while loop,
+// or a for loop whose bound or step depends on data (a bound read from
+// memory); loops over a block's share of an array end soon enough. The CPU
+// printer reads the cancel flag at such a loop's every trip, the CUDA printer
+// at every 1024th (docs/cuda-backend.md, "Stopping a long kernel").
+bool is_cancel_point(const Stmt& s, const ThreadLevels& levels);
+// Whether a kernel has one: its CUDA form then takes the cancel flag as its
+// last parameter (codegen/cuda_printer.cpp's launch contract).
+bool has_cancel_points(const Kernel& k);
+
 }  // namespace shoal::ir

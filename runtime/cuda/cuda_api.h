@@ -58,6 +58,12 @@ public:
                                     cudaStream_t stream) = 0;
     virtual cudaError_t memsetAsync(void* ptr, int value, size_t bytes, cudaStream_t stream) = 0;
 
+    // Page-locked host memory a kernel reads through the bus: the session's
+    // cancel flag (docs/cuda-backend.md, "Stopping a long kernel").
+    virtual cudaError_t hostRegister(void* ptr, size_t bytes, unsigned flags) = 0;
+    virtual cudaError_t hostGetDevicePointer(void** device, void* host, unsigned flags) = 0;
+    virtual cudaError_t hostUnregister(void* ptr) = 0;
+
     // Kernels: a library per compiled image, loaded once per session.
     virtual cudaError_t libraryLoadData(cudaLibrary_t* library, const void* image) = 0;
     virtual cudaError_t libraryGetKernel(cudaKernel_t* kernel, cudaLibrary_t library, const char* name) = 0;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -10,6 +11,7 @@
 #include <set>
 
 #include "codegen/cuda_printer.h"
+#include "codegen/thread_levels.h"
 #include "lang/diagnostics.h"
 
 namespace shoal::cuda {
@@ -42,6 +44,7 @@ public:
             api_->streamSynchronize(stream_);
             for (auto& [source, k] : loaded_) api_->libraryUnload(k.library);
             for (cudaEvent_t e : events_) api_->eventDestroy(e);
+            for (void* page : registered_) api_->hostUnregister(page);
             api_->streamDestroy(stream_);
         }
     }
@@ -139,17 +142,50 @@ public:
         transfers_.to_host_bytes += bytes;
         ++transfers_.to_host_copies;
     }
-    // The host waits for everything queued on the session's stream.
+    // The host waits for everything queued on the session's stream. A
+    // cancel flag set meanwhile (Ctrl-C; the session clears it before each
+    // statement) may have stopped a kernel at a cancel point, leaving its
+    // results unfinished: the statement is interrupted, whichever wait sees it.
     void synchronise() {
         check(api_->streamSynchronize(stream_), "cudaStreamSynchronize");
         uploading_.clear();
         launched_.clear();
+        for (const auto& [flag, device] : cancel_addresses_)
+            if (static_cast<const std::atomic<bool>*>(flag)->load())
+                user_error(ErrorKind::Interrupted, Loc{}, "interrupted");
+    }
+
+    // The device's address of a cancel flag (the session's; or one nobody
+    // sets), which a kernel with cancel points reads through the bus: its
+    // page is page-locked and mapped once (docs/cuda-backend.md, "Stopping a
+    // long kernel"). Where that fails, kernels read a zero in device memory
+    // and Ctrl-C waits for the kernel, as it did before.
+    void* cancel_address(const std::atomic<bool>* flag) {
+        const void* host = flag ? static_cast<const void*>(flag) : static_cast<const void*>(&never_cancelled_);
+        auto it = cancel_addresses_.find(host);
+        if (it != cancel_addresses_.end()) return it->second;
+        void* page = reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(host) & ~uintptr_t{4095});
+        void* device = nullptr;
+        cudaError_t e = api_->hostRegister(page, 4096, cudaHostRegisterMapped);
+        if (e == cudaSuccess) registered_.push_back(page);
+        if (e == cudaSuccess || e == cudaErrorHostMemoryAlreadyRegistered)
+            e = api_->hostGetDevicePointer(&device, const_cast<void*>(host), 0);
+        if (e != cudaSuccess) {
+            api_->getLastError();  // not sticky: clear it
+            if (!zero_) {
+                zero_ = allocate(8);
+                check(api_->memsetAsync(zero_, 0, 8, stream_), "cudaMemsetAsync (cancel flag)");
+            }
+            device = zero_;
+        }
+        return cancel_addresses_.emplace(host, device).first->second;
     }
 
     // The kernel compiled from `source`, loaded once per session.
     struct Loaded {
         cudaLibrary_t library = nullptr;
         cudaKernel_t kernel = nullptr;
+        bool polls_cancel = false;  // its last parameter is the cancel flag's address
     };
     const Loaded* find_loaded(const std::string& source) const {
         auto it = loaded_.find(source);
@@ -158,6 +194,7 @@ public:
     const Loaded& load(const std::string& source, const std::string& image, const ir::Kernel& k) {
         api_->describe_image(image, k);
         Loaded l;
+        l.polls_cancel = ir::has_cancel_points(k);
         check(api_->libraryLoadData(&l.library, image.data()), "cudaLibraryLoadData");
         const cudaError_t e = api_->libraryGetKernel(&l.kernel, l.library, k.name.c_str());
         if (e != cudaSuccess) api_->libraryUnload(l.library);
@@ -195,6 +232,10 @@ private:
     std::map<std::string, Loaded> loaded_;
     std::set<const ir::DeviceArray*> live_;
     std::vector<cudaEvent_t> events_;
+    std::atomic<bool> never_cancelled_{false};
+    std::map<const void*, void*> cancel_addresses_;  // a cancel flag's host address -> its device address
+    std::vector<void*> registered_;                  // page-locked pages
+    void* zero_ = nullptr;                           // device memory holding 0: no flag could be mapped
 };
 
 // An array in the device's memory, freed (stream-ordered) with its last reference.
@@ -244,7 +285,9 @@ public:
 
 private:
     ir::PlanOutcome finish() {
+        raise_if_cancelled();
         raise_pending_checks();
+        raise_if_cancelled();  // a kernel stopped at a cancel point while the host waited
         measure_launches();
         for (const std::string& name : plan_.entry.outputs) outcome_.outputs[name] = ir::ArrayData{nullptr, bound_.at(name)};
         return std::move(outcome_);
@@ -274,8 +317,17 @@ private:
         return outcome;
     }
 
+    // Ctrl-C: the kernels still queued or running stop at their next cancel
+    // point while the flag is set, so the host waits for them before the
+    // statement ends (the session clears the flag for the next one).
+    void raise_if_cancelled() {
+        if (!options_.cancel || !options_.cancel->load()) return;
+        device_.synchronise();
+        user_error(ErrorKind::Interrupted, Loc{}, "interrupted");
+    }
+
     void run_step(const ir::PlanStep& s) {
-        if (options_.cancel && options_.cancel->load()) user_error(ErrorKind::Interrupted, Loc{}, "interrupted");
+        raise_if_cancelled();
         switch (s.kind) {
             case ir::StepKind::Compute: {
                 const ir::PlanScalar* v = plan_.find_scalar(s.scalar);
@@ -377,6 +429,11 @@ private:
                                                     device_.stream()),
                           "cudaMemcpyAsync (error record)");
             void* ptr = record->ptr();
+            values.emplace_back();
+            std::memcpy(values.back().data(), &ptr, sizeof ptr);
+        }
+        if (kernels_[k]->polls_cancel) {  // the cancel flag's address, last
+            void* ptr = device_.cancel_address(options_.cancel);
             values.emplace_back();
             std::memcpy(values.back().data(), &ptr, sizeof ptr);
         }

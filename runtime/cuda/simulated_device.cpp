@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -11,6 +12,7 @@
 #include <mutex>
 #include <set>
 
+#include "codegen/thread_levels.h"
 #include "lang/diagnostics.h"
 #include "runtime/cpu/blas.h"
 #include "runtime/cpu/executor.h"
@@ -96,6 +98,7 @@ struct Event {
 struct Library {
     ir::Kernel kernel;
     std::shared_ptr<const PrintedUnit> printed;  // SHOAL_SIMULATED_KERNELS=printed: the image's text, compiled
+    bool polls_cancel = false;                   // its last parameter is the cancel flag
 };
 
 class Simulator final : public SimulatedDevice {
@@ -178,6 +181,29 @@ public:
         ++stats_.synchronisations;
         run_queue(find_stream(stream));
         return sticky_;
+    }
+
+    // Page-locked host memory: with unified addressing its device address is
+    // its host address, which a launch may then be given.
+    cudaError_t hostRegister(void* ptr, size_t bytes, unsigned /*flags*/) override {
+        std::lock_guard lock(mutex_);
+        if (!ptr || bytes == 0) return cudaErrorInvalidValue;
+        if (is_device(ptr)) violation("hostRegister given a device address");
+        auto* at = static_cast<std::byte*>(ptr);
+        for (const auto& [from, to] : registered_)
+            if (at < to && from < at + bytes) return cudaErrorHostMemoryAlreadyRegistered;
+        registered_.emplace(at, at + bytes);
+        return sticky_;
+    }
+    cudaError_t hostGetDevicePointer(void** device, void* host, unsigned /*flags*/) override {
+        std::lock_guard lock(mutex_);
+        if (!host_registered(host)) return cudaErrorInvalidValue;
+        *device = host;
+        return sticky_;
+    }
+    cudaError_t hostUnregister(void* ptr) override {
+        std::lock_guard lock(mutex_);
+        return registered_.erase(static_cast<std::byte*>(ptr)) ? cudaSuccess : cudaErrorHostMemoryNotRegistered;
     }
 
     cudaError_t deviceGetDefaultMemPool(cudaMemPool_t* pool, int device) override {
@@ -384,7 +410,7 @@ public:
         const std::string bytes = image_bytes(image);
         auto it = described_.find(bytes);
         if (it == described_.end()) return cudaErrorInvalidKernelImage;
-        auto lib = std::make_unique<Library>(Library{it->second, nullptr});
+        auto lib = std::make_unique<Library>(Library{it->second, nullptr, ir::has_cancel_points(it->second)});
         if (kernels_ == SimulatedKernels::Printed) {
             // The exact text the real NVRTC was given, as host C++ with the shim.
             // simulated_nvrtc.h's image: its magic line, then the source.
@@ -464,6 +490,11 @@ public:
             launch->error_record = *static_cast<void**>(args[i++]);
             device_range(launch->error_record, sizeof(ErrorRecord), "the error record of " + k.name);
         }
+        if (lib->polls_cancel) {  // the cancel flag: page-locked host memory (cuda_printer.cpp)
+            launch->cancel = *static_cast<void**>(args[i++]);
+            if (!host_registered(launch->cancel))
+                violation("the cancel flag given to " + k.name + " is not page-locked host memory");
+        }
         const int64_t number = ++launch_count_;
         if (lib->printed) {
             // The argument array's bytes, copied as the runtime copies them at the launch.
@@ -523,7 +554,13 @@ private:
         std::vector<std::tuple<std::string, void*, ir::ScalarType>> buffers;
         std::map<std::string, cpu::ScalarArg> scalars;
         void* error_record = nullptr;
+        void* cancel = nullptr;  // the host's cancel flag, when the kernel polls it
     };
+    bool host_registered(const void* p) const {
+        const auto* at = static_cast<const std::byte*>(p);
+        auto it = registered_.upper_bound(const_cast<std::byte*>(at));
+        return it != registered_.begin() && at < (--it)->second;
+    }
 
     void check_pool(cudaMemPool_t pool) const {
         if (pool != reinterpret_cast<cudaMemPool_t>(const_cast<uint64_t*>(&release_threshold_)))
@@ -616,8 +653,16 @@ private:
         }
         cpu::ExecOptions options;
         options.check = true;  // races, divergent barriers and shuffles fail the test
+        // The flag is a std::atomic<bool> the session sets (one byte, as the kernel reads it).
+        options.cancel = static_cast<const std::atomic<bool>*>(d.cancel);
         cpu::Counters counters;
-        const cpu::KernelError err = cpu::run_kernel(*d.kernel, la, options, counters);
+        cpu::KernelError err;
+        try {
+            err = cpu::run_kernel(*d.kernel, la, options, counters);
+        } catch (const Error& e) {
+            if (e.kind != ErrorKind::Interrupted) throw;
+            return;  // stopped at a cancel point, as a GPU kernel returns: the host raises it
+        }
         if (err.code < 0 || !d.error_record) return;
         auto* r = reinterpret_cast<ErrorRecord*>(device_range(d.error_record, sizeof(ErrorRecord), "error record"));
         // The lowest failing thread's record (run_kernel found it); one
@@ -678,6 +723,7 @@ private:
     SimulatedKernels kernels_;
     PrintedLaunchOptions printed_options_;
     std::map<std::string, std::shared_ptr<const PrintedUnit>> printed_;  // by the unit's text
+    std::map<std::byte*, std::byte*> registered_;                         // page-locked host ranges [from, to)
     std::byte* base_ = nullptr;
     size_t next_ = 0;
     std::map<size_t, Allocation> allocations_;

@@ -12,9 +12,10 @@
 //   unchanged, so a missing synchronisation gives a wrong answer instead of
 //   passing by luck. Host memory a copy reads is read when the copy runs.
 // - A launch decodes its argument array exactly as the kernel's parameter
-//   list declares it (codegen/cuda_printer.cpp: buffers as pointers, scalars
-//   by value, the error record last) and runs that kernel's IR on the CPU
-//   executor in checking mode. The IR comes from CudaApi::describe_image:
+//   list declares it (codegen/cuda_printer.h: buffers as pointers, scalars
+//   by value, then the error record, then the cancel flag's address, which
+//   must be page-locked host memory) and runs that kernel's IR on the CPU
+//   executor in checking mode (or its printed text: SHOAL_SIMULATED_KERNELS). The IR comes from CudaApi::describe_image:
 //   loading an image nobody described fails as a corrupt image would.
 // - Faults on demand: out of memory at the Nth allocation, a sticky error at
 //   the Nth launch (every later call then fails with it, as on a GPU).

@@ -5,7 +5,10 @@
 #ifdef SHOAL_HAVE_CUDA
 #include <doctest/doctest.h>
 
+#include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <thread>
 
 #include "codegen/compiled_backend.h"
 #include "lang/session.h"
@@ -331,6 +334,28 @@ TEST_CASE("simulated device: gemm reads and writes device memory in stream order
     CHECK_THROWS_WITH_AS(device->gemm(st.s, ir::ScalarType::F32, g, a, db, dc), doctest::Contains("host address"), Error);
     const ir::GemmShape big{4, 4, 3, false, false};  // c holds 4 elements, not 16
     CHECK_THROWS_WITH_AS(device->gemm(st.s, ir::ScalarType::F32, big, da, db, dc), doctest::Contains("past its allocation"), Error);
+}
+
+// Ctrl-C stops a kernel inside its long loop (docs/cuda-backend.md,
+// "Stopping a long kernel"): the kernel reads the session's flag through the
+// bus every 1024th trip and returns; the statement is interrupted and the
+// session goes on. On the kernel's IR and on its printed CUDA run as host C++.
+TEST_CASE("cuda executor: Ctrl-C stops a kernel that loops forever, on the IR and on the printed CUDA") {
+    for (const char* mode : {"ir", "printed"}) {
+        CAPTURE(mode);
+        setenv("SHOAL_SIMULATED_KERNELS", mode, 1);
+        SimulatedSession s;
+        std::thread ctrl_c([&] {
+            std::this_thread::sleep_for(std::chrono::milliseconds(300));
+            s.session.request_cancel();
+        });
+        const std::string out = s.run("map (\\x -> loop v = x while v > 0.0 do v + 1.0) [1.0, 2.0]");
+        ctrl_c.join();
+        INFO(out);
+        CHECK(out.find("interrupted") != std::string::npos);
+        CHECK(s.run("sum (map (\\x -> loop v = x while v < 10.0 do v + 1.0) [1.0, 2.0])") == "20.0\n");
+        unsetenv("SHOAL_SIMULATED_KERNELS");
+    }
 }
 
 }  // namespace shoal
