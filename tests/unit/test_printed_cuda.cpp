@@ -11,6 +11,7 @@
 
 #include "codegen/cuda_printer.h"
 #include "codegen/kernel_builder.h"
+#include "codegen/thread_levels.h"
 #include "runtime/cpu/executor.h"
 #include "runtime/cuda/printed/printed_kernels.h"
 #include "sample_kernels.h"
@@ -127,6 +128,23 @@ TEST_CASE("printed CUDA: each broken GPU rule fails with the kernel and the line
         CHECK(failed.find(c.says) != std::string::npos);
         CHECK(failed.find(c.name) != std::string::npos);
         CHECK(failed.find("line ") != std::string::npos);
+    }
+    // A spin that never reaches a barrier, shuffle or atomic: the host's timer.
+    {
+        auto u = unit(R"(
+extern "C" __global__ void __launch_bounds__(32) tight(int* __restrict__ out) {
+    while (*(volatile int*)&out[0] == 0) {
+    }
+}
+)",
+                      "tight");
+        std::vector<int> out(32, 0);
+        PrintedLaunchOptions o;
+        o.watchdog_seconds = 0.2;
+        const std::string failed = run(*u, "tight", out, 32, o);
+        INFO(failed);
+        CHECK(failed.find("tight (block 0, thread 0)") != std::string::npos);
+        CHECK(failed.find("a hang") != std::string::npos);
     }
     // A spin that never ends stops at the watchdog.
     auto u = unit(R"(
@@ -341,6 +359,9 @@ TEST_CASE("printed CUDA: the printer's sample kernels agree with the CPU executo
         ErrorRecord record;
         ErrorRecord* record_at = &record;
         if (!k.checks.empty()) args.push_back(&record_at);
+        unsigned char not_cancelled = 0;  // the cancel flag, last, for a kernel with long loops
+        unsigned char* cancel_at = &not_cancelled;
+        if (ir::has_cancel_points(k)) args.push_back(&cancel_at);
         REQUIRE(u->launch(k.name, unsigned(grid), unsigned(k.block_size), args.data(), {}) == "");
         CHECK(record.code == want.code);
         if (want.code >= 0) {

@@ -80,10 +80,27 @@ struct dim3 {
 namespace shoal_sim {
 
 // ---------------------------------------------------------------- context switch
-// x86-64 System V: the callee-saved registers, MXCSR and the x87 control
-// word are pushed on the old stack, the stack pointer is swapped, and the
-// other context's are popped. A new fiber's stack starts with a frame whose
-// return address is shoal_sim_start, which calls r13(r12).
+// A fiber's context and the switch between two. On x86-64 our own: the
+// callee-saved registers, MXCSR and the x87 control word are pushed on the
+// old stack, the stack pointer is swapped, and the other context's are
+// popped; a new fiber's stack starts with a frame whose return address is
+// shoal_sim_start, which calls r13(r12). Elsewhere ucontext (slower: a
+// system call per switch). Under AddressSanitizer every switch is announced
+// to it (its fiber annotations), so that it knows which stack is live.
+}  // namespace shoal_sim
+#pragma GCC visibility push(default)  // the C library's and the sanitizer's, not ours
+#if !defined(__x86_64__) || defined(SHOAL_SIM_UCONTEXT)
+#define SHOAL_SIM_USE_UCONTEXT 1
+#include <ucontext.h>
+#endif
+#ifdef __SANITIZE_ADDRESS__
+extern "C" void __sanitizer_start_switch_fiber(void** fake_stack_save, const void* bottom, size_t size);
+extern "C" void __sanitizer_finish_switch_fiber(void* fake_stack_save, const void** bottom_old, size_t* size_old);
+#endif
+#pragma GCC visibility pop
+namespace shoal_sim {
+
+#ifndef SHOAL_SIM_USE_UCONTEXT
 extern "C" void shoal_sim_swap(void** from_sp, void* to_sp);
 extern "C" void shoal_sim_start();
 asm(R"(
@@ -124,11 +141,81 @@ shoal_sim_start:
     .size shoal_sim_start, .-shoal_sim_start
 )");
 
+struct Context {
+    void* sp = nullptr;
+    const void* bottom = nullptr;  // its stack, for AddressSanitizer
+    size_t size = 0;
+};
+
+// A context that calls fn(nullptr) on the `bytes` of stack below `top`.
+inline void make_context(Context& c, unsigned char* top, size_t bytes, void (*fn)(void*)) {
+    // The frame shoal_sim_swap pops first: MXCSR and the x87 control word,
+    // r15, r14, r13 (the function), r12 (its argument), rbx, rbp and the
+    // return address, shoal_sim_start, which then calls with the stack
+    // 16-byte aligned.
+    auto* frame = reinterpret_cast<unsigned long long*>(top - 16) - 8;
+    unsigned mxcsr = 0;
+    unsigned short fpu = 0;
+    asm volatile("stmxcsr %0" : "=m"(mxcsr));
+    asm volatile("fnstcw %0" : "=m"(fpu));
+    frame[0] = (static_cast<unsigned long long>(fpu) << 32) | mxcsr;
+    frame[1] = frame[2] = 0;
+    frame[3] = reinterpret_cast<unsigned long long>(fn);
+    frame[4] = frame[5] = frame[6] = 0;
+    frame[7] = reinterpret_cast<unsigned long long>(&shoal_sim_start);
+    c.sp = frame;
+    c.bottom = top - bytes;
+    c.size = bytes;
+}
+inline void raw_switch(Context& from, Context& to) { shoal_sim_swap(&from.sp, to.sp); }
+#else
+struct Context {
+    ucontext_t uc;
+    const void* bottom = nullptr;  // its stack, for AddressSanitizer
+    size_t size = 0;
+};
+
+inline void (*fiber_function)(void*) = nullptr;
+inline void fiber_trampoline() { fiber_function(nullptr); }
+
+inline void make_context(Context& c, unsigned char* top, size_t bytes, void (*fn)(void*)) {
+    getcontext(&c.uc);
+    c.uc.uc_stack.ss_sp = top - bytes;
+    c.uc.uc_stack.ss_size = bytes;
+    c.uc.uc_link = nullptr;
+    c.bottom = top - bytes;
+    c.size = bytes;
+    fiber_function = fn;
+    makecontext(&c.uc, fiber_trampoline, 0);
+}
+inline void raw_switch(Context& from, Context& to) { swapcontext(&from.uc, &to.uc); }
+#endif
+
+inline void switch_context(Context& from, Context& to) {
+#ifdef __SANITIZE_ADDRESS__
+    void* fake = nullptr;
+    __sanitizer_start_switch_fiber(&fake, to.bottom, to.size);
+    raw_switch(from, to);
+    __sanitizer_finish_switch_fiber(fake, nullptr, nullptr);
+#else
+    raw_switch(from, to);
+#endif
+}
+// A fiber's first moments: AddressSanitizer tells it the stack it came from
+// (the scheduler's, which its switches back go to).
+inline void entered_fiber(Context& scheduler) {
+#ifdef __SANITIZE_ADDRESS__
+    __sanitizer_finish_switch_fiber(nullptr, &scheduler.bottom, &scheduler.size);
+#else
+    (void)scheduler;
+#endif
+}
+
 // ---------------------------------------------------------------- state
 enum class Wait : unsigned char { Run, Barrier, Shuffle, Done };
 
 struct Fiber {
-    void* sp = nullptr;
+    Context context;
     uint3 thread_idx{0, 0, 0};
     Wait wait = Wait::Done;
     int line = 0;  // where it waits
@@ -157,7 +244,7 @@ struct Block {
     Fiber* fibers = nullptr;
     unsigned count = 0;
     Exchange warps[32];
-    void* scheduler_sp = nullptr;
+    Context scheduler;
     bool progress = false;  // since the scheduler last looked
     bool failed = false;
     char* error = nullptr;
@@ -172,7 +259,7 @@ struct Block {
 inline thread_local Fiber* current = nullptr;
 inline thread_local Block* block = nullptr;
 
-inline void yield() { shoal_sim_swap(&current->sp, block->scheduler_sp); }
+inline void yield() { switch_context(current->context, block->scheduler); }
 
 // A rule broken: the block stops here (its fibers are never resumed).
 [[noreturn]] inline void fail(int line, const char* what) {
@@ -186,6 +273,7 @@ inline void yield() { shoal_sim_swap(&current->sp, block->scheduler_sp); }
 }
 
 inline void fiber_main(void*) {
+    entered_fiber(block->scheduler);
     block->entry(block->entry_arg);
     current->wait = Wait::Done;
     block->progress = true;
@@ -318,21 +406,7 @@ inline bool run_block(Block& b, const Stacks& stacks, const Options& o, unsigned
         f.thread_idx = uint3{i, 0, 0};
         f.wait = Wait::Run;
         f.line = 0;
-        // The frame shoal_sim_swap pops first: MXCSR and the x87 control
-        // word, r15, r14, r13 (the function), r12 (its argument), rbx, rbp
-        // and the return address, shoal_sim_start, which then calls with
-        // the stack 16-byte aligned.
-        auto* frame = reinterpret_cast<unsigned long long*>(stacks.top(i) - 16) - 8;
-        unsigned mxcsr = 0;
-        unsigned short fpu = 0;
-        asm volatile("stmxcsr %0" : "=m"(mxcsr));
-        asm volatile("fnstcw %0" : "=m"(fpu));
-        frame[0] = (static_cast<unsigned long long>(fpu) << 32) | mxcsr;
-        frame[1] = frame[2] = 0;
-        frame[3] = reinterpret_cast<unsigned long long>(&fiber_main);
-        frame[4] = frame[5] = frame[6] = 0;
-        frame[7] = reinterpret_cast<unsigned long long>(&shoal_sim_start);
-        f.sp = frame;
+        make_context(f.context, stacks.top(i), kStackBytes, &fiber_main);
     }
     for (Exchange& x : b.warps) x = Exchange{};
     order_of(b.count, o, (static_cast<unsigned long long>(b.block_idx.x) << 1) | 1, order);
@@ -345,7 +419,7 @@ inline bool run_block(Block& b, const Stacks& stacks, const Options& o, unsigned
             if (f.wait == Wait::Done || f.wait == Wait::Barrier) continue;
             any = true;
             current = &f;
-            shoal_sim_swap(&b.scheduler_sp, f.sp);
+            switch_context(b.scheduler, f.context);
             if ((++b.switches & 0xffff) == 0 && seconds_since(b.started) > b.watchdog_seconds) {
                 snprintf(b.error, b.error_size, "%s (block %u): still running after %.0f s: a hang", b.kernel, b.block_idx.x,
                          b.watchdog_seconds);

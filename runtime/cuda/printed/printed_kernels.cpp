@@ -3,6 +3,8 @@
 
 #include <setjmp.h>
 #include <signal.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdio>
@@ -29,15 +31,21 @@ constexpr size_t kStackBytes = 64 * 1024;
 constexpr const char* kEntry = "shoal_sim_launch";
 
 // A fault inside a printed kernel (a guard page past an allocation, an
-// integer division by zero) ends the launch with a message instead of the
-// process: the handler, installed for the launch, jumps back to it.
+// integer division by zero) or a spin that never ends ends the launch with
+// a message instead of the process: the handler, installed for the launch,
+// jumps back to it.
 thread_local sigjmp_buf* t_fault_jump = nullptr;
 thread_local int t_fault_signal = 0;
 thread_local void* t_fault_address = nullptr;
 
+// The watchdog's signal: a timer armed for the launch fires it at the
+// launching thread when a kernel spins without ever reaching a barrier, a
+// shuffle or an atomic (where the shim's own watchdog looks).
+const int kWatchdogSignal = SIGRTMIN + 4;
+
 void on_fault(int sig, siginfo_t* info, void*) {
-    if (!t_fault_jump) {  // not this thread's launch: the default action
-        signal(sig, SIG_DFL);
+    if (!t_fault_jump) {  // not this thread's launch: the default action (a late watchdog: nothing)
+        if (sig != kWatchdogSignal) signal(sig, SIG_DFL);
         return;
     }
     t_fault_signal = sig;
@@ -45,9 +53,12 @@ void on_fault(int sig, siginfo_t* info, void*) {
     siglongjmp(*t_fault_jump, 1);
 }
 
-std::string fault_text(int sig, void* address) {
+std::string fault_text(int sig, void* address, double watchdog_seconds) {
     char text[256];
-    if (sig == SIGFPE)
+    if (sig == kWatchdogSignal)
+        std::snprintf(text, sizeof text, "still running after %.1f s without reaching a barrier, shuffle or atomic: a hang",
+                      watchdog_seconds);
+    else if (sig == SIGFPE)
         std::snprintf(text, sizeof text,
                       "an integer division by zero or overflow (SIGFPE): a printed `/` or `%%` that shoal_div / "
                       "shoal_mod should have guarded");
@@ -189,9 +200,25 @@ std::string PrintedUnit::launch(const std::string& kernel, unsigned grid, unsign
     act.sa_sigaction = on_fault;
     act.sa_flags = SA_SIGINFO;
     sigemptyset(&act.sa_mask);
+    struct sigaction old_watchdog {};
     sigaction(SIGSEGV, &act, &old_segv);
     sigaction(SIGBUS, &act, &old_bus);
     sigaction(SIGFPE, &act, &old_fpe);
+    sigaction(kWatchdogSignal, &act, &old_watchdog);
+    // A little after the shim's own watchdog, which names the line when it can.
+    timer_t watchdog{};
+    sigevent event{};
+    event.sigev_notify = SIGEV_THREAD_ID;
+    event.sigev_signo = kWatchdogSignal;
+    event._sigev_un._tid = gettid();
+    const bool armed = timer_create(CLOCK_MONOTONIC, &event, &watchdog) == 0;
+    if (armed) {
+        itimerspec when{};
+        const double after = options.watchdog_seconds * 1.1 + 0.05;
+        when.it_value.tv_sec = static_cast<time_t>(after);
+        when.it_value.tv_nsec = static_cast<long>((after - static_cast<double>(when.it_value.tv_sec)) * 1e9);
+        timer_settime(watchdog, 0, &when, nullptr);
+    }
     sigjmp_buf jump;
     volatile int status = 0;
     std::string faulted;
@@ -203,12 +230,15 @@ std::string PrintedUnit::launch(const std::string& kernel, unsigned grid, unsign
         // The kernel's fibers are abandoned; the shim still knows which thread ran.
         char where[256] = "";
         reinterpret_cast<void (*)(char*, unsigned long)>(where_)(where, sizeof where);
-        faulted = std::string(where[0] ? where : kernel.c_str()) + ": " + fault_text(t_fault_signal, t_fault_address);
+        faulted = std::string(where[0] ? where : kernel.c_str()) + ": " +
+                  fault_text(t_fault_signal, t_fault_address, options.watchdog_seconds);
     }
+    if (armed) timer_delete(watchdog);
     t_fault_jump = nullptr;
     sigaction(SIGSEGV, &old_segv, nullptr);
     sigaction(SIGBUS, &old_bus, nullptr);
     sigaction(SIGFPE, &old_fpe, nullptr);
+    sigaction(kWatchdogSignal, &old_watchdog, nullptr);
     if (!faulted.empty()) return faulted;
     if (status == 0) return "";
     return error[0] ? error : "the printed kernel " + kernel + " failed";
