@@ -241,7 +241,9 @@ public:
                          signature.c_str(), known.c_str());
             return cudaErrorInvalidDeviceFunction;
         }
-        // An image the simulated device is told the IR of, as for NVRTC's.
+        // An image the simulated device is told the IR of, as for NVRTC's;
+        // its SHOAL_EMIT prefix tells the device that `:emit` printed the
+        // kernel (no cancel-flag parameter, simulated_device.cpp).
         const std::string image = "SHOAL_EMIT\n" + signature;
         device_->describe_image(image, found->second);
         cudaLibrary_t library = nullptr;

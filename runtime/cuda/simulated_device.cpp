@@ -410,7 +410,10 @@ public:
         const std::string bytes = image_bytes(image);
         auto it = described_.find(bytes);
         if (it == described_.end()) return cudaErrorInvalidKernelImage;
-        auto lib = std::make_unique<Library>(Library{it->second, nullptr, ir::has_cancel_points(it->second)});
+        // The CUDA executor's kernels with cancel points take the cancel
+        // flag last; `:emit`'s (the simulated CUDA runtime's images) never do.
+        const bool emitted = bytes.rfind("SHOAL_EMIT\n", 0) == 0;
+        auto lib = std::make_unique<Library>(Library{it->second, nullptr, !emitted && ir::has_cancel_points(it->second)});
         if (kernels_ == SimulatedKernels::Printed) {
             // The exact text the real NVRTC was given, as host C++ with the shim.
             // simulated_nvrtc.h's image: its magic line, then the source.
