@@ -129,36 +129,23 @@ TEST_CASE("printed CUDA: each broken GPU rule fails with the kernel and the line
         CHECK(failed.find(c.name) != std::string::npos);
         CHECK(failed.find("line ") != std::string::npos);
     }
-    // A spin that never reaches a barrier, shuffle or atomic: the host's timer.
-    {
-        auto u = unit(R"(
-extern "C" __global__ void __launch_bounds__(32) tight(int* __restrict__ out) {
-    while (*(volatile int*)&out[0] == 0) {
-    }
-}
-)",
-                      "tight");
+    // Spins that never end stop at the watchdog: the shim's, which looks at
+    // every atomic, and the host's timer for one that never reaches any.
+    const std::pair<const char*, const char*> spins[] = {{"spin", "atomicAdd(&out[0], 0) == 0"},
+                                                         {"tight", "*(volatile int*)&out[0] == 0"}};
+    for (const auto& [name, condition] : spins) {
+        CAPTURE(name);
+        auto u = unit(std::string("\nextern \"C\" __global__ void __launch_bounds__(32) ") + name +
+                          "(int* __restrict__ out) {\n    while (" + condition + ") {\n    }\n}\n",
+                      name);
         std::vector<int> out(32, 0);
         PrintedLaunchOptions o;
         o.watchdog_seconds = 0.2;
-        const std::string failed = run(*u, "tight", out, 32, o);
+        const std::string failed = run(*u, name, out, 32, o);
         INFO(failed);
-        CHECK(failed.find("tight (block 0, thread 0)") != std::string::npos);
+        CHECK(failed.find(std::string(name) + " (block 0") != std::string::npos);
         CHECK(failed.find("a hang") != std::string::npos);
     }
-    // A spin that never ends stops at the watchdog.
-    auto u = unit(R"(
-extern "C" __global__ void __launch_bounds__(32) spin(int* __restrict__ out) {
-    while (atomicAdd(&out[0], 0) == 0) {
-    }
-}
-)",
-                  "spin");
-    std::vector<int> out(32, 0);
-    PrintedLaunchOptions o;
-    o.watchdog_seconds = 0.2;
-    const std::string failed = run(*u, "spin", out, 32, o);
-    CHECK(failed.find("a hang") != std::string::npos);
 }
 
 TEST_CASE("printed CUDA: a fault in a kernel ends its launch with a message naming the thread; the process goes on") {
