@@ -5,6 +5,7 @@
 #include <map>
 
 #include "codegen/ir_visitor.h"
+#include "codegen/thread_levels.h"
 #include "lang/diagnostics.h"
 
 namespace shoal::ir {
@@ -321,12 +322,14 @@ std::string CLikePrinter::for_header(const Stmt& s) {
 
 void CLikePrinter::print_for(const Stmt& s) {
     open(for_header(s));
+    if (cancel_levels_ && is_cancel_point(s, *cancel_levels_)) print_cancel_poll();
     print_body(s.body);
     close();
 }
 
 void CLikePrinter::print_while(const Stmt& s) {
     open("while (" + print_expr(s.exprs[0]) + ")");
+    if (cancel_levels_) print_cancel_poll();
     print_body(s.body);
     close();
 }

@@ -17,6 +17,8 @@
 
 namespace shoal::ir {
 
+class ThreadLevels;
+
 // A printed unit in parts (for `:cuda` to fold the helpers): the prelude (the
 // helper functions the kernels use), their groups' names ("wrapping
 // arithmetic", ...) and the kernels.
@@ -76,6 +78,11 @@ protected:
     virtual void print_for(const Stmt& s);
     std::string for_header(const Stmt& s);  // `for (T v = lo; v < hi; v += step)`
     virtual void print_while(const Stmt& s);
+    // Ctrl-C stops a long kernel: with cancel_levels_ set (the kernel's
+    // thread levels), every while loop and every other cancel point's loop
+    // (thread_levels.h is_cancel_point) starts its body with the dialect's
+    // print_cancel_poll().
+    virtual void print_cancel_poll() {}
     virtual void print_atomic(const Stmt& s) = 0;
     virtual void print_error(const Stmt& s) = 0;
     virtual void print_seq(const Stmt& s);
@@ -121,6 +128,7 @@ protected:
     bool check_positions_ = true;
     std::set<Helper> helpers_;
     const Kernel* kernel_ = nullptr;
+    const ThreadLevels* cancel_levels_ = nullptr;  // set while a kernel that polls the cancel flag prints
     std::set<std::string> read_;      // variables and shared arrays some expression reads
     std::set<std::string> assigned_;  // variables some Assign or Atomic writes after their Let
     int phase_count_ = 0;             // phases in the kernel being printed

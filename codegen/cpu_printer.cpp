@@ -316,7 +316,7 @@ protected:
         for (size_t i = 0; i < params.size(); ++i) line("    " + params[i] + (i + 1 < params.size() ? "," : ") {"));
         ++indent_;
         open("for (long long shoal_block = shoal_first_block; shoal_block < shoal_end_block; ++shoal_block)");
-        print_cancel_check();
+        print_cancel_poll();
         for (const auto& s : k.shared) {
             std::string unused = read_.count(s.name) ? "" : "[[maybe_unused]] ";
             line(unused + type_name(s.type) + " " + s.name + "[" + std::to_string(s.size) + "];  // shared memory");
@@ -373,6 +373,7 @@ protected:
     // another live in per-thread arrays.
     void find_per_thread(const Kernel& k) {
         levels_ = std::make_unique<ThreadLevels>(k);
+        cancel_levels_ = levels_.get();  // native code polls in every kernel
         segments_.clear();
         segment_phases(k.body);
         std::vector<const Segment*> all;
@@ -502,23 +503,8 @@ protected:
     }
 
     // Ctrl-C stops a long kernel: the cancel flag is read before every
-    // block and at every trip of a cancel point's loop (thread_levels.h).
-    void print_cancel_check() { line("if (__atomic_load_n(shoal_cancel, __ATOMIC_RELAXED)) return 1;"); }
-
-    void print_while(const Stmt& s) override {
-        open("while (" + print_expr(s.exprs[0]) + ")");
-        print_cancel_check();
-        print_body(s.body);
-        close();
-    }
-
-    void print_for(const Stmt& s) override {
-        if (!is_cancel_point(s, *levels_)) return CLikePrinter::print_for(s);
-        open(for_header(s));
-        print_cancel_check();
-        print_body(s.body);
-        close();
-    }
+    // block and at every trip of a cancel point's loop (the base prints those).
+    void print_cancel_poll() override { line("if (__atomic_load_n(shoal_cancel, __ATOMIC_RELAXED)) return 1;"); }
 
     // if (ok) { ... } else { <failed check> }: with checks as a flag, the
     // flag is an expression of the condition (an if-else with a store in one

@@ -216,10 +216,12 @@ void CudaPrinter::print_kernel(const Kernel& k) {
         params.push_back("ShoalError* __restrict__ shoal_error");
     }
     levels_.reset();
-    if (polls_cancel_ && has_cancel_points(k)) {
+    if (polls_cancel_) {
         levels_ = std::make_unique<ThreadLevels>(k);
-        params.push_back("const volatile unsigned char* __restrict__ shoal_cancel");
+        if (has_cancel_points(k, *levels_)) params.push_back("const volatile unsigned char* __restrict__ shoal_cancel");
+        else levels_.reset();
     }
+    cancel_levels_ = levels_.get();
     std::string head = kernel_linkage_ + "__global__ void __launch_bounds__(" + std::to_string(k.block_size) + ") " +
                        k.name + "(";
     if (params.empty()) {
@@ -235,6 +237,7 @@ void CudaPrinter::print_kernel(const Kernel& k) {
     print_blocks(k.body, true);
     close();
     kernel_ = nullptr;
+    cancel_levels_ = nullptr;
     levels_.reset();
 }
 
@@ -245,21 +248,6 @@ void CudaPrinter::print_cancel_poll() {
     line("if ((++shoal_polls & 1023u) == 0u && *shoal_cancel) return;");
 }
 
-void CudaPrinter::print_while(const Stmt& s) {
-    if (!levels_) return CLikePrinter::print_while(s);
-    open("while (" + print_expr(s.exprs[0]) + ")");
-    print_cancel_poll();
-    print_body(s.body);
-    close();
-}
-
-void CudaPrinter::print_for(const Stmt& s) {
-    if (!levels_ || !is_cancel_point(s, *levels_)) return CLikePrinter::print_for(s);
-    open(for_header(s));
-    print_cancel_poll();
-    print_body(s.body);
-    close();
-}
 
 std::string CudaPrinter::print_param(const Param& p) {
     std::string t = type_name(p.type);

@@ -90,9 +90,7 @@ protected:
     std::string print_call(const Expr& e) override;
     std::string print_shuffle(const Expr& e) override;
 
-    // Long loops poll the cancel flag (thread_levels.h's cancel points).
-    void print_while(const Stmt& s) override;
-    void print_for(const Stmt& s) override;
+    void print_cancel_poll() override;
 
     // Written before every kernel: C linkage for NVRTC (the runtime looks
     // kernels up by name); `:emit` prints kernels into a namespace instead.
@@ -102,7 +100,6 @@ protected:
     bool polls_cancel_ = true;
 
 private:
-    void print_cancel_poll();
     std::unique_ptr<ThreadLevels> levels_;  // of the kernel being printed, when it polls
 };
 

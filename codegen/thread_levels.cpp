@@ -151,8 +151,8 @@ bool is_cancel_point(const Stmt& s, const ThreadLevels& levels) {
 
 namespace {
 struct CancelPoints : IRVisitor {
-    explicit CancelPoints(const Kernel& k) : levels(k) {}
-    const ThreadLevels levels;
+    explicit CancelPoints(const ThreadLevels& l) : levels(l) {}
+    const ThreadLevels& levels;
     bool found = false;
     using IRVisitor::visit;
     void visit(const StmtPtr& s) override {
@@ -163,10 +163,12 @@ struct CancelPoints : IRVisitor {
 };
 }  // namespace
 
-bool has_cancel_points(const Kernel& k) {
-    CancelPoints c(k);
+bool has_cancel_points(const Kernel& k, const ThreadLevels& levels) {
+    CancelPoints c(levels);
     c.visit_kernel(k);
     return c.found;
 }
+
+bool has_cancel_points(const Kernel& k) { return has_cancel_points(k, ThreadLevels(k)); }
 
 }  // namespace shoal::ir

@@ -73,5 +73,6 @@ bool is_cancel_point(const Stmt& s, const ThreadLevels& levels);
 // Whether a kernel has one: its CUDA form then takes the cancel flag as its
 // last parameter (codegen/cuda_printer.cpp's launch contract).
 bool has_cancel_points(const Kernel& k);
+bool has_cancel_points(const Kernel& k, const ThreadLevels& levels);  // with the kernel's levels in hand
 
 }  // namespace shoal::ir
