@@ -250,7 +250,7 @@ public:
             return cudaErrorMemoryAllocation;
         const size_t rounded = (static_cast<size_t>(n) + kAlignment - 1) / kAlignment * kAlignment;
         // The address range a printed kernel may touch, and a guard page.
-        const size_t span = kernels_ == SimulatedKernels::Printed ? (rounded + kPage - 1) / kPage * kPage + kPage : rounded;
+        const size_t span = kernels_ == SimulatedKernels::Printed ? whole_pages(rounded) + kPage : rounded;
         if (next_ + span > kAddressRange) violation("the reserved address range is used up");
         Allocation a;
         a.bytes = bytes;
@@ -712,14 +712,10 @@ private:
     }
     // The offset of the live allocation holding p.
     size_t allocation_at(const void* p) const {
-        const size_t at = offset_of(p, "a launch argument");
-        auto it = allocations_.upper_bound(at);
-        if (it == allocations_.begin() || !(--it)->second.host) violation("a launch argument is not in a live allocation");
-        return it->first;
+        return static_cast<size_t>(static_cast<const std::byte*>(p) - base_) - resolve(p, "a launch argument").into;
     }
-    static size_t device_span(const Allocation& a) {
-        return (std::max<size_t>(a.bytes, 1) + kPage - 1) / kPage * kPage;
-    }
+    static size_t whole_pages(size_t bytes) { return (bytes + kPage - 1) / kPage * kPage; }
+    static size_t device_span(const Allocation& a) { return whole_pages(std::max<size_t>(a.bytes, 1)); }
 
     mutable std::mutex mutex_;
     SimulatedFaults faults_;

@@ -264,13 +264,15 @@ NativeCompiler::Stats NativeCompiler::stats() const {
     return stats_;
 }
 
+std::shared_ptr<cache::KernelDiskCache> default_disk_cache() {
+    std::string why_not;
+    fs::path dir = cache::KernelDiskCache::default_directory(&why_not);
+    if (dir.empty()) return nullptr;
+    return std::make_shared<cache::KernelDiskCache>(dir, cache::KernelDiskCache::kDefaultMaxBytes, why_not);
+}
+
 NativeCompiler& shared_native_compiler() {
-    static NativeCompiler compiler = [] {
-        std::string why_not;
-        fs::path dir = cache::KernelDiskCache::default_directory(&why_not);
-        auto disk = std::make_shared<cache::KernelDiskCache>(dir, cache::KernelDiskCache::kDefaultMaxBytes, why_not);
-        return NativeCompiler(system_toolchain(), dir.empty() ? nullptr : disk);
-    }();
+    static NativeCompiler compiler(system_toolchain(), default_disk_cache());
     return compiler;
 }
 

@@ -100,5 +100,8 @@ private:
 // The process's compiler over the default kernel cache directory (or
 // SHOAL_CACHE_DIR), made on first use.
 NativeCompiler& shared_native_compiler();
+// The kernel cache in the default directory (or SHOAL_CACHE_DIR); null where
+// there is none.
+std::shared_ptr<cache::KernelDiskCache> default_disk_cache();
 
 }  // namespace shoal::native

@@ -6,11 +6,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
 
 #include "lang/diagnostics.h"
 #include "runtime/native/native_compiler.h"
@@ -70,9 +68,6 @@ std::string fault_text(int sig, void* address, double watchdog_seconds) {
     return text;
 }
 
-std::atomic<int64_t> g_units{0}, g_launches{0}, g_compiles{0}, g_hits{0};
-std::atomic<int64_t> g_compile_micros{0};
-
 // The system compiler with the flags host C++ from CUDA needs: no -march
 // (nothing is vectorised that matters), -O1 (the build dominates: a unit
 // runs briefly), no fused multiply-add (the GPU's --fmad=false, the other
@@ -95,11 +90,7 @@ native::NativeCompiler& printed_compiler() {
                 t.identity += " | sanitized";
             }
         }
-        std::string why_not;
-        const std::filesystem::path dir = cache::KernelDiskCache::default_directory(&why_not);
-        auto disk = dir.empty() ? nullptr
-                                : std::make_shared<cache::KernelDiskCache>(dir, cache::KernelDiskCache::kDefaultMaxBytes, why_not);
-        return native::NativeCompiler(t, disk);
+        return native::NativeCompiler(t, native::default_disk_cache());
     }();
     return compiler;
 }
@@ -173,9 +164,6 @@ std::shared_ptr<const PrintedUnit> compile_printed_unit(const std::string& cuda,
         *error = b.error;
         return nullptr;
     }
-    ++g_units;
-    ++(b.cache_hit ? g_hits : g_compiles);
-    g_compile_micros += static_cast<int64_t>(b.compile_seconds * 1e6);
     void* entry = b.module->symbol(kEntry);
     void* where = b.module->symbol("shoal_sim_where");
     if (!entry || !where) {
@@ -187,7 +175,6 @@ std::shared_ptr<const PrintedUnit> compile_printed_unit(const std::string& cuda,
 
 std::string PrintedUnit::launch(const std::string& kernel, unsigned grid, unsigned block, void** args,
                                 const PrintedLaunchOptions& options) const {
-    ++g_launches;
     // One pool of stacks per launching thread, grown to the largest block.
     thread_local std::unique_ptr<unsigned char[]> stacks;
     thread_local unsigned stack_count = 0;
@@ -242,10 +229,6 @@ std::string PrintedUnit::launch(const std::string& kernel, unsigned grid, unsign
     if (!faulted.empty()) return faulted;
     if (status == 0) return "";
     return error[0] ? error : "the printed kernel " + kernel + " failed";
-}
-
-PrintedStats printed_stats() {
-    return {g_units.load(), g_launches.load(), g_compiles.load(), g_hits.load(), g_compile_micros.load() * 1e-6};
 }
 
 }  // namespace shoal::cuda

@@ -65,10 +65,4 @@ std::string printed_unit_source(const std::string& cuda, const std::vector<std::
 std::shared_ptr<const PrintedUnit> compile_printed_unit(const std::string& cuda, const std::vector<std::string>& kernels,
                                                         std::string* error);
 
-struct PrintedStats {
-    int64_t units = 0, launches = 0, compiles = 0, cache_hits = 0;
-    double compile_seconds = 0;
-};
-PrintedStats printed_stats();
-
 }  // namespace shoal::cuda
