@@ -252,7 +252,6 @@ struct Block {
     void (*entry)(void*) = nullptr;
     void* entry_arg = nullptr;
     timespec started{};
-    double watchdog_seconds = 120;
     unsigned long long switches = 0;
 };
 
@@ -297,12 +296,12 @@ template <class T> T shuffle(int kind, unsigned mask, T v, int arg, int width, i
     Exchange& x = block->warps[current->thread_idx.x / 32];
     if (!(mask & (1u << lane))) fail(line, "a shuffle whose mask does not name the calling lane");
     if (width < 1 || width > 32 || (width & (width - 1))) fail(line, "a shuffle width that is not a power of two up to 32");
-    // The previous exchange of this warp is still being read.
-    while (x.reading) {
+    auto wait = [line] {
         current->wait = Wait::Shuffle;
         current->line = line;
         yield();
-    }
+    };
+    while (x.reading) wait();  // the previous exchange of this warp is still being read
     if (x.arrived == 0) {
         x.mask = mask;
         x.line = line;
@@ -317,11 +316,7 @@ template <class T> T shuffle(int kind, unsigned mask, T v, int arg, int width, i
     x.arrived |= 1u << lane;
     block->progress = true;
     if (x.arrived == mask) x.reading = true;
-    while (!x.reading) {
-        current->wait = Wait::Shuffle;
-        current->line = line;
-        yield();
-    }
+    while (!x.reading) wait();
     current->wait = Wait::Run;
     const unsigned start = lane & ~unsigned(width - 1), end = start + unsigned(width);
     unsigned src = lane;
@@ -420,9 +415,9 @@ inline bool run_block(Block& b, const Stacks& stacks, const Options& o, unsigned
             any = true;
             current = &f;
             switch_context(b.scheduler, f.context);
-            if ((++b.switches & 0xffff) == 0 && seconds_since(b.started) > b.watchdog_seconds) {
+            if ((++b.switches & 0xffff) == 0 && seconds_since(b.started) > o.watchdog_seconds) {
                 snprintf(b.error, b.error_size, "%s (block %u): still running after %.0f s: a hang", b.kernel, b.block_idx.x,
-                         b.watchdog_seconds);
+                         o.watchdog_seconds);
                 b.failed = true;
             }
         }
@@ -507,7 +502,6 @@ int launch(const char* name, void (*kernel)(P...), unsigned grid, unsigned threa
     b->error_size = error_size;
     b->entry = &Launch<P...>::run;
     b->entry_arg = &l;
-    b->watchdog_seconds = o.watchdog_seconds;
     int status = 0;
     for (unsigned k = 0; k < grid && status == 0; ++k) {
         b->block_idx = uint3{blocks[k], 0, 0};
