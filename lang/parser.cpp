@@ -882,9 +882,10 @@ StmtPtr parse_command(const SourcePtr& src, size_t colon, size_t end) {
 
 // ------------------------------------------------------------------ layout
 
-// Tracks ( [ nesting across the lines of one statement, skipping strings and comments.
+// Tracks ( [ nesting across the lines of one statement, skipping strings and
+// comments: the offsets of the brackets still open, innermost last.
 struct LineScan {
-    int depth = 0;
+    std::vector<size_t> open;
     // Scans text[begin, end) (one line); returns the end of its last
     // character that is not blank or part of a comment. Before `options_end`
     // (a command's options, `:cuda --full`) a `--` starts no comment.
@@ -898,8 +899,8 @@ struct LineScan {
                 content_end = std::min(i + 1, end);
                 continue;
             }
-            if (c == '(' || c == '[') ++depth;
-            if ((c == ')' || c == ']') && depth > 0) --depth;
+            if (c == '(' || c == '[') open.push_back(i);
+            if ((c == ')' || c == ']') && !open.empty()) open.pop_back();
             if (!is_blank(c)) content_end = i + 1;
         }
         return content_end;
@@ -944,35 +945,73 @@ bool continues_statement(std::string_view line) {
     return !op.empty() && op != "-";  // `-x` starts a negation; `--` a comment
 }
 
-std::vector<StatementSpan> split_statements(const Source& src) {
+// Calls visit(first, line_end) for each line of text[begin, end) with content
+// (not blank, not only a comment); `first` is its first non-blank character.
+template <class Visit>
+void for_each_content_line(const std::string& text, size_t begin, size_t end, Visit visit) {
+    size_t line_begin = begin;
+    while (line_begin < end) {
+        size_t line_end = std::min(text.find('\n', line_begin), end);
+        size_t first = line_begin;
+        while (first < line_end && is_blank(text[first])) ++first;
+        if (first < line_end && text.compare(first, 2, "--") != 0) visit(line_begin, first, line_end);
+        line_begin = line_end + 1;
+    }
+}
+
+std::vector<StatementSpan> split_statements(const Source& src, size_t begin, size_t end) {
     const std::string& text = src.text;
+    end = std::min(end, text.size());
     std::vector<StatementSpan> spans;
     LineScan scan;
     bool open = false;
     StatementSpan current;
-    size_t line_begin = 0;
-    while (line_begin < text.size()) {
-        size_t line_end = text.find('\n', line_begin);
-        if (line_end == std::string::npos) line_end = text.size();
-        size_t first = line_begin;
-        while (first < line_end && is_blank(text[first])) ++first;
-        bool has_content = first < line_end && text.compare(first, 2, "--") != 0;
-        if (has_content) {
-            bool indented = first != line_begin;
-            bool continues = open && (scan.depth > 0 || indented ||
-                                      continues_statement(std::string_view(text).substr(first, line_end - first)));
-            if (!continues) {
-                if (open) spans.push_back(current);
-                current.begin = first;
-                scan.depth = 0;
-                open = true;
-            }
-            current.end = scan.scan(text, first, line_end, continues ? 0 : command_options_end(text, first, line_end));
+    for_each_content_line(text, begin, end, [&](size_t line_begin, size_t first, size_t line_end) {
+        bool indented = first != line_begin;
+        bool continues = open && (!scan.open.empty() || indented ||
+                                  continues_statement(std::string_view(text).substr(first, line_end - first)));
+        if (!continues) {
+            if (open) spans.push_back(current);
+            current.begin = first;
+            scan.open.clear();
+            open = true;
         }
-        line_begin = line_end + 1;
-    }
+        current.end = scan.scan(text, first, line_end, continues ? 0 : command_options_end(text, first, line_end));
+    });
     if (open) spans.push_back(current);
     return spans;
+}
+
+std::optional<UnclosedBracket> find_unclosed_bracket(const Source& src, StatementSpan span) {
+    const std::string& text = src.text;
+    LineScan scan;
+    struct Line {
+        size_t first;
+        bool starts_statement;  // at column 1 (not an operator, not a closing bracket) or a `let`
+        std::vector<size_t> open;  // brackets open where it starts
+    };
+    std::vector<Line> lines;
+    for_each_content_line(text, span.begin, span.end, [&](size_t line_begin, size_t first, size_t line_end) {
+        const std::string_view line = std::string_view(text).substr(first, line_end - first);
+        const bool is_let = line.substr(0, 3) == "let" && (line.size() == 3 || !is_ident_char(line[3]));
+        const bool at_column_1 = first == line_begin && !continues_statement(line) && line[0] != ')' && line[0] != ']';
+        lines.push_back({first, is_let || at_column_1, scan.open});
+        scan.scan(text, first, line_end, lines.size() == 1 ? command_options_end(text, first, line_end) : 0);
+    });
+    if (scan.open.empty()) return std::nullopt;
+    // Brackets still open at the span's end were never closed; the statement
+    // ends before the first line after the outermost of them that starts a statement.
+    const size_t outermost = scan.open.front();
+    const std::vector<size_t>& never_closed = scan.open;
+    for (const Line& line : lines) {
+        if (line.first <= outermost || !line.starts_statement) continue;
+        // The innermost never-closed bracket opened before this line.
+        size_t bracket = outermost;
+        for (size_t b : never_closed)
+            if (b < line.first) bracket = b;
+        return UnclosedBracket{bracket, line.first};
+    }
+    return UnclosedBracket{never_closed.back(), span.end};
 }
 
 StmtPtr parse_statement(const SourcePtr& src, StatementSpan span) {

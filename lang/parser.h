@@ -4,6 +4,8 @@
 // Lua's REPL does).
 #pragma once
 #include <cstddef>
+#include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -21,8 +23,21 @@ struct StatementSpan {
 // Layout rule: a statement continues on following lines that start with
 // whitespace, on lines that start with an operator no expression can start
 // with (continues_statement), and while brackets ( [ are open. Blank and
-// comment-only lines belong to no statement.
-std::vector<StatementSpan> split_statements(const Source& src);
+// comment-only lines belong to no statement. Splits text[begin, end).
+std::vector<StatementSpan> split_statements(const Source& src, size_t begin = 0, size_t end = std::string::npos);
+
+// A statement the layout rule held open because a bracket was never closed.
+// bracket: the innermost such bracket opened before `resume`; resume: the
+// first later line that starts a statement (at column 1, not an operator or a
+// closing bracket, or any line starting with `let`), or span.end. A script
+// whose statement failed to parse reports the bracket and goes on at resume,
+// as Python and GHC do; a statement that parses is never cut (an open
+// bracket continued at column 1 is legal). nullopt: every bracket closes.
+struct UnclosedBracket {
+    size_t bracket;
+    size_t resume;
+};
+std::optional<UnclosedBracket> find_unclosed_bracket(const Source& src, StatementSpan span);
 // Whether a line starts with a binary operator that cannot start an
 // expression (`|>`, `&&`, `*`, `++`, `==`, ...; not `-`, which negates): it
 // continues the statement before it, in scripts and in pasted REPL input.

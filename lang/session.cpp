@@ -3,6 +3,8 @@
 // then committed, so a failure anywhere leaves the session as it was.
 #include "session_internal.h"
 
+#include <cstdlib>
+
 namespace shoal {
 
 namespace {
@@ -34,6 +36,41 @@ EvalContext Session::eval_context() {
     return ctx;
 }
 
+namespace {
+
+// A statement that fails to parse because a bracket is never closed (the
+// layout rule joined every later line to it) is reported at that bracket, and
+// the input goes on at the next line that starts a statement
+// (find_unclosed_bracket). Returns where to go on, or nullopt: run the span.
+std::optional<size_t> recover_unclosed_bracket(const SourcePtr& src, StatementSpan span, SessionOutput& out) {
+    const std::optional<UnclosedBracket> unclosed = find_unclosed_bracket(*src, span);
+    if (!unclosed) return std::nullopt;
+    try {
+        parse_statement(src, span);
+        return std::nullopt;  // an open bracket continued at column 1 is legal
+    } catch (const Error&) {
+    }
+    try {
+        parse_statement(src, StatementSpan{span.begin, unclosed->resume});
+    } catch (const Error& e) {
+        if (e.kind != ErrorKind::Incomplete) {  // an earlier mistake in the statement itself
+            out.error(e);
+            return unclosed->resume;
+        }
+    }
+    const char open = src->text[unclosed->bracket];
+    std::vector<std::string> notes = {std::string("close it with '") + (open == '(' ? ')' : ']') +
+                                      "' where its expression ends"};
+    if (unclosed->resume < span.end)
+        notes.push_back("going on at line " +
+                        std::to_string(source_loc(src, unclosed->resume, unclosed->resume + 1).line));
+    out.error(Error(ErrorKind::Syntax, source_loc(src, unclosed->bracket, unclosed->bracket + 1),
+                    std::string("'") + open + "' is never closed", std::move(notes)));
+    return unclosed->resume;
+}
+
+}  // namespace
+
 Session::Session() : impl_(std::make_unique<Impl>()) {}
 Session::~Session() = default;
 
@@ -64,7 +101,8 @@ bool Session::execute(std::string_view text, const std::string& name, SessionOut
     } guard(I.depth);
 
     bool ok = true;
-    for (const auto& span : spans) {
+    for (size_t i = 0; i < spans.size(); ++i) {
+        const StatementSpan span = spans[i];
         if (cancel_.load()) {
             // Ctrl-C between statements (or during parsing/type checking,
             // which do not poll the flag): stop the rest of the input.
@@ -73,6 +111,12 @@ bool Session::execute(std::string_view text, const std::string& name, SessionOut
                 out.error(Error(ErrorKind::Interrupted, source_loc(src, span.begin, span.end), "interrupted"));
             }
             return false;
+        }
+        if (std::optional<size_t> resume = recover_unclosed_bracket(src, span, out)) {
+            ok = false;
+            const std::vector<StatementSpan> rest = split_statements(*src, *resume, span.end);
+            spans.insert(spans.begin() + static_cast<std::ptrdiff_t>(i) + 1, rest.begin(), rest.end());
+            continue;
         }
         if (!SessionCommands::run_statement(*this, src, span, out)) ok = false;
         if (quit_ || I.interrupt_reported) break;
@@ -85,7 +129,21 @@ bool SessionCommands::run_statement(Session& s, const SourcePtr& src, StatementS
     // once, whether or not it succeeded.
     Session::Impl& I = *s.impl_;
     I.warnings.clear();
+    // SHOAL_CHECK_BINDINGS=1 (the program tests): a failed statement must
+    // leave every binding as it was; a command (:load, :reset) may not.
+    static const bool check_bindings = std::getenv("SHOAL_CHECK_BINDINGS") != nullptr;
+    const bool is_command = src->text[std::min(span.begin, src->text.size() - 1)] == ':';
+    std::vector<std::pair<std::string, BindingPtr>> before;
+    if (check_bindings && !is_command)
+        for (const auto& [name, key] : I.names) before.emplace_back(name, I.globals.at(key));
     const bool ok = run_statement_reporting_errors(s, src, span, out);
+    if (check_bindings && !is_command && !ok) {
+        std::vector<std::pair<std::string, BindingPtr>> after;
+        for (const auto& [name, key] : I.names) after.emplace_back(name, I.globals.at(key));
+        if (after != before)
+            out.error(Error(ErrorKind::Internal, source_loc(src, span.begin, span.end),
+                            "internal error: a failed statement changed the session's bindings"));
+    }
     std::set<std::string> seen;
     for (const Warning& w : I.warnings) {
         std::string text = format_diagnostic(Severity::Warning, w.loc, w.message, w.notes);

@@ -9,7 +9,9 @@ Every PROGRAMS_DIR/*.shoal (or only the NAMEs given) is run as
 tests that save files leave nothing behind) that starts with a copy of the
 files in tests/data/programs (numpy-made .npy/.csv inputs, so a test can say
 `load "np_bool.npy"`), with standard input empty and the environment variable
-SHOAL_TEST_DATA set to this repository's tests/data.
+SHOAL_TEST_DATA set to this repository's tests/data and SHOAL_CHECK_BINDINGS=1
+(the session then reports an internal error when a failed statement changed a
+binding, so every expected error below also checks the bindings survived).
 
 Expectations, each in a comment on a line of its own or after code:
 
@@ -140,6 +142,9 @@ def run_test(binary, path):
                 shutil.copy(src, os.path.join(workdir, name))
     env = dict(os.environ)
     env["SHOAL_TEST_DATA"] = TEST_DATA
+    # Every failed statement is checked to leave the bindings as they were
+    # (the session reports an internal error otherwise).
+    env["SHOAL_CHECK_BINDINGS"] = "1"
     try:
         proc = subprocess.run([binary, path], cwd=workdir, env=env, stdin=subprocess.DEVNULL,
                               capture_output=True, timeout=TIMEOUT)
