@@ -988,9 +988,9 @@ private:
     // error is reported when the kernel ends).
     IExpr limit_extent(const std::string& name, const IExpr& n, ScalarType elem) {
         const int64_t most = std::min<int64_t>(std::numeric_limits<int32_t>::max(),
-                                               max_array_bytes() / static_cast<int64_t>(ir::scalar_size(elem)));
+                                               nested_array_bytes_limit() / static_cast<int64_t>(ir::scalar_size(elem)));
         const int code = kb_.add_check(name + ": array of shape ({index}) is too large: more than the limit of {extent} "
-                                              "elements (set SHOAL_MAX_ARRAY_BYTES to change it)",
+                                              "elements for an array inside a function (:set memlimit changes it)",
                                        loc_);
         const IExpr too_large = kb_.bind("too_large", binary(BinaryOp::Gt, n, const_int(most)));
         kb_.emit(if_then(too_large, {ir::error(code, n, const_int(most))}));

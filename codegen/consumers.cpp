@@ -444,7 +444,7 @@ ir::PlanOutcome FusionEngine::run_product(const Value& a, const Value& b, bool l
 // (normal equations: one plan where there were three); every other
 // consumer reads the BLAS's result from memory, as before.
 Value FusionEngine::product_node(std::span<const Value> args, const ProductShape& shape, const EvalContext& ctx) {
-    check_array_size(elem_of(args[0]), shape.result);
+    check_fits(elem_of(args[0]), shape.result);
     const Restore<std::string> named(origin_name_, "matmul");
     auto g = std::make_shared<NodeGroup>();
     g->elems = {elem_of(args[0])};

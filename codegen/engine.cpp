@@ -151,7 +151,7 @@ std::vector<ir::ArrayData> FusionEngine::materialise(const NodeGroup& g) {
 Value FusionEngine::node(Prim elem, Shape shape, Node::MakePull pull, Replay replay, const EvalContext& ctx,
                                const std::vector<Value>& operands, std::optional<Value> transpose_of, int64_t reads,
                                AlignedSources aligned, bool reads_transposed) {
-    check_array_size(elem, shape);  // "array of shape ... is too large", as the reference raises it
+    check_fits(elem, shape);  // "array of shape ... is too large", as the reference raises it
     reads_transposed = reads_transposed || transpose_of.has_value();
     auto g = std::make_shared<NodeGroup>(
         NodeGroup{[pull](FuseContext& fc) { return ir::tuple_of(pull(fc)); }, {elem}, std::move(shape),
@@ -165,7 +165,7 @@ Value FusionEngine::node(Prim elem, Shape shape, Node::MakePull pull, Replay rep
 std::vector<Value> FusionEngine::tuple_nodes(std::vector<Prim> elems, Shape shape,
                                                    std::function<ir::PullTuple(FuseContext&)> pull, Replay replay,
                                                    const EvalContext& ctx, const std::vector<Value>& operands) {
-    for (Prim p : elems) check_array_size(p, shape);
+    for (Prim p : elems) check_fits(p, shape);
     auto g = std::make_shared<const NodeGroup>(NodeGroup{std::move(pull), std::move(elems), std::move(shape),
                                                          std::move(replay), ctx, bounded_weight(operands), origin_,
                                                          origin_name_, {}, {}, {}, {}});

@@ -216,6 +216,11 @@ private:
     // Whether plans are lowered for the executor that runs them (else the
     // GPU's form, as `:cuda`, `:compile`, `:explain` and `:emit` show it).
     bool shaped_for_executor() const;
+    // "array of shape ... is too large" unless it fits the memory left where
+    // the executor keeps its arrays (lang/memory_limit.h).
+    void check_fits(Prim elem, const Shape& shape) const {
+        check_array_size(elem, shape, [this] { return executor_->memory_room(); });
+    }
     // The same with the plan's facts (a lowering that chooses a form by an
     // extent's value then prints only that form): `facts` must outlive the lowering.
     ir::LoweringOptions lowering_options(const ir::LoweringFacts& facts) const {

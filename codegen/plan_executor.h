@@ -172,6 +172,10 @@ public:
     // `:mem`: device memory in use and cached, the device's free and total,
     // the largest arrays (named after `names`, the bindings holding them).
     virtual std::string memory_report(const std::map<const DeviceArray*, std::string>& names) const = 0;
+    // The memory left where this executor's arrays live (lang/memory_limit.h):
+    // the host's by default; a GPU's free memory (with what its pool keeps
+    // for reuse) and what Shoal holds there.
+    virtual MemoryRoom memory_room() const { return host_memory_room(); }
 };
 
 // What ptxas reports for a kernel compiled for an architecture, and the

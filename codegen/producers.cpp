@@ -322,7 +322,7 @@ std::optional<Value> FusionEngine::index_map(const std::string& name, const Type
 std::optional<Value> FusionEngine::random(const Value& shape, EvalContext& ctx) {
     const std::optional<Shape> s = shape_arg(shape);
     if (!s || s->empty()) return std::nullopt;
-    check_array_size(Prim::Float, *s);
+    check_fits(Prim::Float, *s);
     const uint64_t seed = ctx.seed, stream = ctx.random_stream++;
     Replay replay = [s = *s, seed, stream] {
         auto out = std::make_shared<Array>(Prim::Float, s);

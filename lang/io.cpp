@@ -62,7 +62,12 @@ std::string read_up_to(std::FILE* f, size_t n, const std::string& path, const Lo
 // before the rest is read.
 std::string read_all(std::FILE* f, const std::string& path, const Loc& loc) {
     std::string text;
-    const int64_t limit = max_array_bytes();
+    // The text is held whole: no more than memlimit, or the memory left.
+    int64_t limit = memory_limit();
+    if (limit == 0) {
+        const MemoryRoom room = host_memory_room();
+        limit = room.free >= 0 ? room.free - room.free / 10 : std::numeric_limits<int64_t>::max();
+    }
     for (;;) {
         std::string chunk = read_up_to(f, 1 << 16, path, loc);
         if (chunk.empty()) return text;
@@ -70,8 +75,8 @@ std::string read_all(std::FILE* f, const std::string& path, const Loc& loc) {
             io_error(loc, quoted(path) + " is not a text file (it holds a NUL byte at offset " +
                               std::to_string(text.size() + nul) + ")");
         if (static_cast<int64_t>(text.size() + chunk.size()) > limit)
-            io_error(loc, quoted(path) + " is too large: more than " + std::to_string(limit) +
-                              " bytes (the array size limit; set SHOAL_MAX_ARRAY_BYTES to change it)");
+            io_error(loc, quoted(path) + " is too large: more than " + human_bytes(limit) +
+                              (memory_limit() > 0 ? ", the limit (:set memlimit)" : ", the memory left"));
         text += chunk;
     }
 }

@@ -206,7 +206,8 @@ bool SessionCommands::set(const CommandInfo& c, std::string_view arg) {
                  "\nfusion " + on_off(s.settings_.optimisations.fusion) + "\nsharedmem " +
                  on_off(s.settings_.optimisations.shared_memory) + "\nhoist " +
                  on_off(s.settings_.optimisations.hoist) + "\nblas " + on_off(s.settings_.optimisations.blas) +
-                 "\ngpu " + s.settings_.gpu);
+                 "\ngpu " + s.settings_.gpu + "\nmemlimit " +
+                 (memory_limit() > 0 ? human_bytes(memory_limit()) : "off (the memory the machine has free)"));
         return true;
     }
     size_t sp = arg.find_first_of(" \t");
@@ -252,6 +253,15 @@ bool SessionCommands::set(const CommandInfo& c, std::string_view arg) {
             user_error(ErrorKind::Usage, stmt.loc, "usage: :set gpu " + names + "  (the GPU :profile estimates times for)");
         }
         s.settings_.gpu = std::string(value);
+        return true;
+    }
+    if (key == "memlimit") {
+        const int64_t bytes = value == "off" ? 0 : parse_byte_size(std::string(value));
+        if (bytes < 0 || (bytes == 0 && value != "off"))
+            user_error(ErrorKind::Usage, stmt.loc,
+                       "usage: :set memlimit N|off  (N in bytes or with a unit: 512MiB, 8GiB; off: the machine's free "
+                       "memory)");
+        set_memory_limit(bytes);
         return true;
     }
     if (key == "executor") {

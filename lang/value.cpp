@@ -11,6 +11,7 @@
 
 #include "array_ops.h"
 #include "diagnostics.h"
+#include "memory_limit.h"
 #include "scalar_semantics.h"
 
 namespace shoal {
@@ -52,42 +53,6 @@ std::string shape_to_string(const Shape& s) {
     return out + ")";
 }
 
-namespace {
-
-constexpr int64_t kDefaultMaxArrayBytes = int64_t{4} << 30;  // 4 GiB
-std::atomic<int64_t> g_max_array_bytes{0};                   // 0: not decided yet
-
-int64_t default_max_array_bytes() {
-    if (const char* env = std::getenv("SHOAL_MAX_ARRAY_BYTES")) {
-        char* end = nullptr;
-        long long v = std::strtoll(env, &end, 10);
-        if (end != env && *end == '\0' && v > 0) return v;
-    }
-    return kDefaultMaxArrayBytes;
-}
-
-// Memory the system can still give us (Linux MemAvailable), or -1 if unknown.
-int64_t available_memory_bytes() {
-    if (std::FILE* f = std::fopen("/proc/meminfo", "r")) {
-        char line[256];
-        long long kb = -1;
-        while (std::fgets(line, sizeof line, f))
-            if (std::sscanf(line, "MemAvailable: %lld kB", &kb) == 1) break;
-        std::fclose(f);
-        if (kb >= 0) return static_cast<int64_t>(kb) * 1024;
-    }
-    long pages = ::sysconf(_SC_AVPHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
-    if (pages > 0 && page > 0) return static_cast<int64_t>(pages) * page;
-    return -1;
-}
-
-
-[[noreturn]] void too_large(const Shape& shape, const std::string& why) {
-    user_error(ErrorKind::Runtime, Loc{}, "array of shape " + shape_to_string(shape) + " is too large: " + why);
-}
-
-}  // namespace
-
 std::string human_bytes(int64_t b) {
     const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
     double v = static_cast<double>(b);
@@ -102,47 +67,8 @@ std::string human_bytes(int64_t b) {
     return buf;
 }
 
-int64_t max_array_bytes() {
-    int64_t v = g_max_array_bytes.load(std::memory_order_relaxed);
-    if (v == 0) {
-        v = default_max_array_bytes();
-        g_max_array_bytes.store(v, std::memory_order_relaxed);
-    }
-    return v;
-}
-
-void set_max_array_bytes(int64_t bytes) {
-    g_max_array_bytes.store(bytes > 0 ? bytes : default_max_array_bytes(), std::memory_order_relaxed);
-}
-
-void check_array_size(Prim elem, const Shape& shape) {
-    for (int64_t extent : shape)
-        if (extent > std::numeric_limits<int32_t>::max())
-            too_large(shape, "an extent is larger than " + std::to_string(std::numeric_limits<int32_t>::max()));
-    const int64_t n = shape_size(shape);
-    const auto width = static_cast<int64_t>(prim_size(elem));
-    if (n > std::numeric_limits<int64_t>::max() / width) too_large(shape, "its size overflows");
-    const int64_t bytes = n * width;
-    const int64_t limit = max_array_bytes();
-    if (bytes > limit)
-        too_large(shape, "it needs " + human_bytes(bytes) + ", more than the limit of " + human_bytes(limit) +
-                             " (set SHOAL_MAX_ARRAY_BYTES to change it)");
-    // Row operations (reverse, take, filter, gather, ...) keep one 64-bit
-    // index per outermost row: count them too, or an array with no elements
-    // but 2^31 rows, such as fill (2147483647, 0) 1, would be free to create
-    // and then exhaust the memory.
-    const int64_t row_bytes = shape.empty() ? 0 : shape[0] * int64_t{8};
-    if (row_bytes > limit)
-        too_large(shape, "its " + std::to_string(shape[0]) + " rows need " + human_bytes(row_bytes) +
-                             " of row indices, more than the limit of " + human_bytes(limit) +
-                             " (set SHOAL_MAX_ARRAY_BYTES to change it)");
-    // Only large arrays ask the system how much memory is left.
-    if (bytes >= (int64_t{256} << 20)) {
-        const int64_t avail = available_memory_bytes();
-        if (avail >= 0 && bytes > avail / 10 * 9)
-            too_large(shape, "it needs " + human_bytes(bytes) + " but only " + human_bytes(avail) +
-                                 " of memory is available");
-    }
+void check_array_size(Prim elem, const Shape& shape, const MemoryRoomQuery& room) {
+    check_array_fits(static_cast<int64_t>(prim_size(elem)), shape, room);
 }
 
 Array::Array(Prim e, Shape sh) : elem(e), shape(std::move(sh)) {

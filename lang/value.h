@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "memory_limit.h"
 #include "host_blocks.h"
 #include "types.h"
 
@@ -50,17 +51,12 @@ using Shape = std::vector<int64_t>;
 // Number of elements; "array of shape ... is too large" if it overflows int64.
 int64_t shape_size(const Shape& s);
 
-// The largest array, in bytes, that may be created (default 4 GiB, or the
-// environment variable SHOAL_MAX_ARRAY_BYTES read at the first allocation).
-// Creating a larger one, one with an extent beyond the int range, or one that
-// does not fit in the memory the system has available is a runtime error
-// ("iota: array of shape (2000000000) is too large: it needs 7.5 GiB, more than
-// the limit of 4.0 GiB ..."),
-// raised before anything is allocated.
-int64_t max_array_bytes();
-void set_max_array_bytes(int64_t bytes);  // <= 0 restores the default
-// Throws that error if an array of `elem` and `shape` may not be created.
-void check_array_size(Prim elem, const Shape& shape);
+// Throws "array of shape ... is too large: ..." when an array of `elem` and
+// `shape` may not be created: an extent beyond the int range, or more bytes
+// than are left where it will live (lang/memory_limit.h: the host's memory,
+// or `room`, which an executor answers for its device), before anything is
+// allocated.
+void check_array_size(Prim elem, const Shape& shape, const MemoryRoomQuery& room = {});
 std::string shape_to_string(const Shape& s);  // "(3)", "(2, 3)"
 std::string human_bytes(int64_t bytes);       // "512 bytes", "3.2 GiB"
 

@@ -82,6 +82,13 @@ public:
     // goes back to the driver, the stream drains (its frees happen) and the
     // allocation is tried once more before the user hears of it.
     void* allocate(int64_t bytes) {
+        if (const int64_t limit = memory_limit(); limit > 0 && bytes_held() + bytes > limit)
+            user_error(ErrorKind::Runtime, Loc{},
+                       "out of device memory under the limit: tried to allocate " + human_bytes(bytes) +
+                           "; Shoal holds " + human_bytes(bytes_held()) + " in " + std::to_string(live_.size()) +
+                           " array" + (live_.size() == 1 ? "" : "s") + largest_held() + " of its limit of " +
+                           human_bytes(limit),
+                       {"`:set memlimit N` changes the limit; :mem lists the arrays with their bindings"});
         void* p = nullptr;
         const size_t asked = static_cast<size_t>(std::max<int64_t>(bytes, 1));  // a pointer even for no elements
         cudaError_t e = api_->mallocFromPoolAsync(&p, asked, pool_, stream_);
@@ -627,6 +634,17 @@ public:
         }
         if (arrays.size() > kShown) text += "\n  ... and " + std::to_string(arrays.size() - kShown) + " smaller";
         return text;
+    }
+    MemoryRoom memory_room() const override {
+        Device& d = *device_;
+        size_t free = 0, total = 0;
+        uint64_t reserved = 0, used = 0;
+        if (d.lost() || d.api().memGetInfo(&free, &total) != cudaSuccess) return {"GPU memory", -1, d.bytes_held()};
+        // What the pool keeps for reuse is free to Shoal.
+        if (d.api().memPoolGetAttribute(d.pool(), cudaMemPoolAttrReservedMemCurrent, &reserved) != cudaSuccess ||
+            d.api().memPoolGetAttribute(d.pool(), cudaMemPoolAttrUsedMemCurrent, &used) != cudaSuccess)
+            reserved = used = 0;
+        return {"GPU memory", static_cast<int64_t>(free + reserved - std::min(reserved, used)), d.bytes_held()};
     }
     std::string device_report() const override {
         const DeviceInfo& d = device_->info();

@@ -210,6 +210,24 @@ TEST_CASE("cuda executor: out of device memory is a clear error and every bindin
     CHECK(s.run("sum small") == "999000\n");
 }
 
+TEST_CASE("cuda executor: an array larger than the GPU memory left is refused before it is attempted") {
+    cuda::SimulatedFaults f;
+    f.memory_bytes = int64_t{256} << 20;
+    SimulatedSession s(f);
+    CHECK(s.run("let small = map (\\i -> i * 2) (iota 1000)") == "");
+    std::string err = s.run("let big = random 100000000");
+    INFO(err);
+    CHECK(err.find("random: array of shape (100000000) is too large: it needs 381.5 MiB, but only 256.0 MiB of GPU "
+                   "memory is free (Shoal holds 3.9 KiB)") != std::string::npos);
+    // :set memlimit caps the device memory Shoal holds, the statement's temporaries included.
+    CHECK(s.run(":set memlimit 2MiB") == "");
+    err = s.run("let big = map float (iota 1000000)");
+    CHECK(err.find("it needs 3.8 MiB, but Shoal holds 3.9 KiB in GPU memory of its limit of 2.0 MiB") !=
+          std::string::npos);
+    CHECK(s.run(":set memlimit off") == "");
+    CHECK(s.run("sum small") == "999000\n");
+}
+
 TEST_CASE("cuda executor: an allocation that fails once is retried after the pool is trimmed") {
     cuda::SimulatedFaults f;
     f.oom_at_allocation = 2;

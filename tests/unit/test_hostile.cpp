@@ -77,22 +77,34 @@ TEST_CASE("select_slice: steps and bounds at the ends of int64") {
     CHECK(a.count == 1);
 }
 
-TEST_CASE("arrays beyond the size limit are refused before allocating") {
-    CHECK(max_array_bytes() > 0);
-    CHECK_THROWS_WITH_AS(Array(Prim::Int, Shape{2000000000}), doctest::Contains("is too large"), Error);
+TEST_CASE("arrays that do not fit the memory left are refused before allocating") {
+    CHECK_THROWS_WITH_AS(Array(Prim::Int, Shape{2000000000, 1000}), doctest::Contains("of memory is free (Shoal holds "),
+                         Error);  // 7.3 TiB: more than any machine of ours has
     CHECK_THROWS_AS(Array(Prim::Double, Shape{3037000500, 3037000500}), Error);
     CHECK_THROWS_AS(Array(Prim::Int, Shape{int64_t{1} << 40}), Error);  // an extent beyond int
-    const int64_t saved = max_array_bytes();
-    set_max_array_bytes(1000);
-    CHECK_NOTHROW(Array(Prim::Double, Shape{125}));
-    CHECK_THROWS_WITH_AS(Array(Prim::Double, Shape{126}), doctest::Contains("more than the limit of 1000 bytes"),
+    // A device's room, as its executor answers it.
+    const MemoryRoomQuery gpu = [] { return MemoryRoom{"GPU memory", int64_t{100} << 20, int64_t{10} << 20}; };
+    CHECK_NOTHROW(check_array_size(Prim::Float, Shape{20 << 20}, gpu));  // 80 MiB of the 90 usable
+    CHECK_THROWS_WITH_AS(check_array_size(Prim::Float, Shape{25 << 20}, gpu),
+                         "array of shape (26214400) is too large: it needs 100.0 MiB, but only 100.0 MiB of GPU memory "
+                         "is free (Shoal holds 10.0 MiB)",
                          Error);
+    // :set memlimit caps what Shoal holds, whatever the machine has.
+    CHECK(memory_limit() == 0);
+    const int64_t held = host_memory_room().held;
+    set_memory_limit(held + (int64_t{16} << 20));
+    CHECK_NOTHROW(Array(Prim::Double, Shape{1 << 20}));  // 8 MiB
+    CHECK_THROWS_WITH_AS(Array(Prim::Double, Shape{4 << 20}), doctest::Contains("of its limit of"), Error);
     Session s;
     Capture out;
     CHECK(s.execute("let keep = 7", "<test>", out));
-    expect_error(s, "iota 1000", "1:1: error: iota: array of shape (1000) is too large");
-    set_max_array_bytes(saved);
-    CHECK(max_array_bytes() == saved);
+    expect_error(s, "iota 100000000", "1:1: error: iota: array of shape (100000000) is too large: it needs 381.5 MiB");
+    set_memory_limit(0);
+    CHECK(parse_byte_size("512MiB") == int64_t{512} << 20);
+    CHECK(parse_byte_size("8 GiB") == int64_t{8} << 30);
+    CHECK(parse_byte_size("1000") == 1000);
+    CHECK(parse_byte_size("lots") == -1);
+    CHECK(parse_byte_size("99999999999999999999") == -1);
 }
 
 TEST_CASE("hostile statements are clear errors and keep the bindings") {
