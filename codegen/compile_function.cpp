@@ -959,8 +959,7 @@ private:
         if (name == "gather") return pull_val(ir::gather_array(vector_arg(args[0]), as_pull(args[1]), loc_));
         if (name == "map" || name == "zipWith" || name == "zipWith3") return nested_map(name, args);
         if ((name == "iota" || name == "fill" || name == "generate") && args[0].scalar) {
-            ir::PullArray out{{kb_.bind("n", binary(BinaryOp::Max, cast(ScalarType::I64, args[0].scalar), const_int(0)))},
-                              ScalarType::I32, nullptr};
+            ir::PullArray out{{kb_.bind("n", cast(ScalarType::I64, args[0].scalar))}, ScalarType::I32, nullptr};
             if (name == "iota") {
                 out.at = [](KernelBuilder&, const std::vector<IExpr>& i) { return cast(ScalarType::I32, i[0]); };
             } else if (name == "fill") {
@@ -982,11 +981,16 @@ private:
     }
 
     // A nested array is never materialised, but the reference evaluator
-    // allocates it: the same size limit applies (the message names the limit
-    // in elements, since the kernel cannot format the bytes).
-    // Returns the extent to loop over: none when the check failed (the
+    // allocates it: a negative extent is its error, and the same size limit
+    // applies (the message names the limit in elements, since the kernel
+    // cannot format the bytes).
+    // Returns the extent to loop over: none when a check failed (the
     // error is reported when the kernel ends).
-    IExpr limit_extent(const std::string& name, const IExpr& n, ScalarType elem) {
+    IExpr limit_extent(const std::string& name, const IExpr& extent, ScalarType elem) {
+        const int negative_code = kb_.add_check(name + ": negative extent {index} in shape ({index})", loc_);
+        const IExpr negative = kb_.bind("negative", binary(BinaryOp::Lt, extent, const_int(0)));
+        kb_.emit(if_then(negative, {ir::error(negative_code, extent, const_int(0))}));
+        const IExpr n = kb_.bind("n", select(negative, const_int(0), extent));
         const int64_t most = std::min<int64_t>(std::numeric_limits<int32_t>::max(),
                                                nested_array_bytes_limit() / static_cast<int64_t>(ir::scalar_size(elem)));
         const int code = kb_.add_check(name + ": array of shape ({index}) is too large: more than the limit of {extent} "

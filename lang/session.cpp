@@ -45,10 +45,15 @@ namespace {
 std::optional<size_t> recover_unclosed_bracket(const SourcePtr& src, StatementSpan span, SessionOutput& out) {
     const std::optional<UnclosedBracket> unclosed = find_unclosed_bracket(*src, span);
     if (!unclosed) return std::nullopt;
-    try {
-        parse_statement(src, span);
-        return std::nullopt;  // an open bracket continued at column 1 is legal
-    } catch (const Error&) {
+    // A command's argument is raw text that always "parses": a bracket never
+    // closed in it is the failure itself.
+    const size_t first = src->text.find_first_not_of(" \t", span.begin);
+    if (first >= span.end || src->text[first] != ':') {
+        try {
+            parse_statement(src, span);
+            return std::nullopt;  // an open bracket continued at column 1 is legal
+        } catch (const Error&) {
+        }
     }
     try {
         parse_statement(src, StatementSpan{span.begin, unclosed->resume});
@@ -216,7 +221,7 @@ void SessionCommands::run_let(Session& s, const CheckedStatement& let, const std
         stream = ctx.random_stream;
         auto values = bind_pattern(stmt.pattern, v);
         for (auto& [name, scheme] : names) {
-            auto it = std::find_if(values.begin(), values.end(), [&](const auto& p) { return p.first == name; });
+            auto it = std::find_if(values.begin(), values.end(), [&name = name](const auto& p) { return p.first == name; });
             SHOAL_INTERNAL_ASSERT(it != values.end(), "pattern did not bind '" + name + "'");
             auto b = std::make_shared<Binding>();
             b->scheme = scheme;
