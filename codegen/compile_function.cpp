@@ -528,7 +528,7 @@ private:
         depends_on_.clear();
         for (const auto& [local, v] : s.locals)
             if (std::find(depends_on_.begin(), depends_on_.end(), local) == depends_on_.end() &&
-                mentions(e, [&](const std::string& n) { return n == local; }))
+                mentions(e, [&local = local](const std::string& n) { return n == local; }))
                 depends_on_.push_back(local);
         return apply(f, std::move(args));
     }

@@ -281,7 +281,7 @@ ir::PlanOutcome FusionEngine::run(const std::string& name, FuseContext& fc, cons
                                plan_text(*moved) + "\nlowered now:\n" + plan_text(*found.plan));
         return execute(name, fc, found_early.plan, true, found_early.moves);
     }
-    if (!found.hit && g_plan_observer) g_plan_observer(*found.plan);
+    if (const PlanObserver observe = g_plan_observer.load(); !found.hit && observe) observe(*found.plan);
     if (memoised && complete) memo_.store(key, found.plan, std::move(facts), std::move(positions));
     return execute(name, fc, found.plan, found.hit);
 }
@@ -655,7 +655,9 @@ ir::LoweringOptions FusionEngine::lowering_options() const {
 
 std::string FusionEngine::cache_report() const {
     const std::string own = executor_->cache_report();
-    return toolchain().cache_report() + (own.empty() ? "" : "\n" + own);
+    return "launch plans: " + std::to_string(cache_.size()) + " (at most " + std::to_string(cache_.capacity()) + ", " +
+           std::to_string(cache_.evictions()) + " forgotten)\n" + toolchain().cache_report() +
+           (own.empty() ? "" : "\n" + own);
 }
 std::string FusionEngine::clear_cache() {
     toolchain();

@@ -242,7 +242,8 @@ private:
         const std::string partials = kb.shared_array("partials", ScalarType::I32, bs_);
         kb.buffer_param(hist_, ScalarType::I64, Access::Write);
         start_pass_count(kb, ps);
-        auto [lo, hi] = chunk(kb);
+        const std::pair<ExprPtr, ExprPtr> range = chunk(kb);
+        const ExprPtr lo = range.first, hi = range.second;
         ExprPtr shift = digit_shift(kb, ps, 0);
         clear_column(kb, counts);
         thread_loop(kb, "g", add(lo, tid64()), hi, i64(bs_), [&](ExprPtr g) {
@@ -340,7 +341,8 @@ private:
             kb.emit(store(base, tid, load(offsets_, hist_slot(kb, tid), ScalarType::I64), MemSpace::Shared));
         });
         emit_if(kb, binary(BinaryOp::Le, tid, i32(radix_)), [&] { kb.emit(store(start, tid, i32(0), MemSpace::Shared)); });
-        auto [lo, hi] = chunk(kb);
+        const std::pair<ExprPtr, ExprPtr> range = chunk(kb);
+        const ExprPtr lo = range.first, hi = range.second;
         const std::string t0_name = kb.fresh("tile");
         const ExprPtr t0 = var(t0_name, ScalarType::I64);
         kb.block_loop(t0_name, lo, hi, i64(tile_), [&] {
@@ -412,7 +414,8 @@ private:
         const std::string counts = kb.shared_array("counts", ScalarType::I64, radix_);
         kb.buffer_param(hist_, ScalarType::I64, Access::Write);
         start_pass_count(kb, ps);
-        auto [lo, hi] = chunk(kb);
+        const std::pair<ExprPtr, ExprPtr> range = chunk(kb);
+        const ExprPtr lo = range.first, hi = range.second;
         ExprPtr shift = digit_shift(kb, ps, 0);
         thread_loop(kb, "d", i32(0), i32(radix_), i32(1),
                     [&](ExprPtr d) { kb.emit(store(counts, d, i64(0), MemSpace::Shared)); });
@@ -452,7 +455,8 @@ private:
         thread_loop(kb, "d", i32(0), i32(radix_), i32(1), [&](ExprPtr d) {
             kb.emit(store(next, d, load(offsets_, hist_slot(kb, d), ScalarType::I64), MemSpace::Shared));
         });
-        auto [lo, hi] = chunk(kb);
+        const std::pair<ExprPtr, ExprPtr> range = chunk(kb);
+        const ExprPtr lo = range.first, hi = range.second;
         thread_loop(kb, "g", lo, hi, i64(1), [&](ExprPtr g) {
             ExprPtr x = kb.bind("x", read(kb, f, ps.from[f], g));
             ExprPtr d = digit(kb, ps, shift, x);

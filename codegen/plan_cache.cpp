@@ -33,8 +33,8 @@ PlanCache::Found PlanCache::get(ir::LaunchPlan lowered, const ir::PassOptions& o
     std::string key = options.key() + "\n" + ir::to_string(lowered);
     for (const ir::Kernel& k : lowered.kernels) key += ir::to_string_without_positions(k);
     const std::string positions = check_positions(lowered);
-    if (auto it = plans_.find(key); it != plans_.end()) {
-        Entry& e = it->second;
+    if (Entry* found = plans_.find(key)) {
+        Entry& e = *found;
         if (auto p = e.by_positions.find(positions); p != e.by_positions.end()) return {p->second, true};
         // A long session types the same statement on many lines: keep a few.
         if (e.by_positions.size() >= 16) e.by_positions.clear();
@@ -44,7 +44,7 @@ PlanCache::Found PlanCache::get(ir::LaunchPlan lowered, const ir::PassOptions& o
     }
     ir::optimize(lowered, options);
     auto plan = std::make_shared<const ir::LaunchPlan>(std::move(lowered));
-    plans_.emplace(std::move(key), Entry{plan, {{positions, plan}}});
+    plans_.insert(key, Entry{plan, {{positions, plan}}});
     return {plan, false};
 }
 

@@ -17,6 +17,7 @@
 
 #include "codegen/launch_plan.h"
 #include "codegen/pipeline.h"
+#include "lang/lru_map.h"
 
 namespace shoal::compiled {
 
@@ -29,6 +30,11 @@ public:
     // The optimised form of `lowered` (a plan as its lowering built it).
     Found get(ir::LaunchPlan lowered, const ir::PassOptions& options);
     size_t size() const { return plans_.size(); }
+    size_t capacity() const { return plans_.capacity(); }
+    uint64_t evictions() const { return plans_.evictions(); }
+    // The least recently used plan goes beyond this many (a long session
+    // lowering ever new statements must not grow without bound).
+    static constexpr size_t kCapacity = 2048;
 
 private:
     struct Entry {
@@ -36,7 +42,7 @@ private:
         // The optimised plan with each set of check positions it ran with.
         std::map<std::string, std::shared_ptr<const ir::LaunchPlan>> by_positions;
     };
-    std::map<std::string, Entry> plans_;
+    LruMap<std::string, Entry> plans_{kCapacity};
 };
 
 }  // namespace shoal::compiled

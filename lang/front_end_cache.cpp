@@ -51,16 +51,16 @@ bool same_scheme(const Scheme& a, const Scheme& b) {
 }  // namespace
 
 std::shared_ptr<const CheckedStatement> FrontEndCache::find(const std::string& text, const Loc& at, const Resolve& resolve) {
-    auto it = entries_.find(text);
-    if (it == entries_.end()) return nullptr;
-    Entry& e = it->second;
+    Entry* found = entries_.find(text);
+    if (!found) return nullptr;
+    Entry& e = *found;
     bool repin = false;
     for (const Read& r : e.reads) {
         const BindingPtr now = resolve(r.name).first;
         const bool same = !r.scheme ? now == nullptr
                                     : now && (now == r.binding.lock() || same_scheme(*now->scheme, *r.scheme));
         if (!same) {
-            entries_.erase(it);
+            entries_.erase(text);
             return nullptr;
         }
         repin = repin || (r.scheme && now != r.binding.lock());
@@ -88,8 +88,7 @@ std::shared_ptr<const CheckedStatement> FrontEndCache::find(const std::string& t
 
 void FrontEndCache::store(std::string text, const Loc& at, std::shared_ptr<CheckedStatement> checked,
                           std::vector<Read> reads) {
-    if (entries_.size() >= kEntries) entries_.clear();
-    entries_[std::move(text)] = Entry{std::move(checked), std::move(reads), at};
+    entries_.insert(text, Entry{std::move(checked), std::move(reads), at});
 }
 
 }  // namespace shoal

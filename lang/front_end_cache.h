@@ -21,10 +21,10 @@
 #include <set>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "lru_map.h"
 #include "lang/ast.h"
 #include "lang/eval.h"
 #include "lang/typecheck.h"
@@ -64,6 +64,8 @@ public:
     static bool keepable(const Type& t);
 
     uint64_t reuses() const { return reuses_; }
+    size_t size() const { return entries_.size(); }
+    size_t capacity() const { return entries_.capacity(); }
 
 private:
     struct Entry {
@@ -71,9 +73,9 @@ private:
         std::vector<Read> reads;
         Loc at;  // where its locations point
     };
-    // Bounded: a script of many distinct statements only refills it.
+    // Bounded: a script of many distinct statements forgets the oldest.
     static constexpr size_t kEntries = 512;
-    std::unordered_map<std::string, Entry> entries_;
+    LruMap<std::string, Entry> entries_{kEntries};
     uint64_t reuses_ = 0;
 };
 

@@ -51,7 +51,8 @@ bool SessionCommands::run() {
             return true;
         }
         if (!arg.empty()) user_error(ErrorKind::Usage, stmt.argument_loc, "usage: :cache [clear]");
-        out.text(require_compiled()->cache_report());
+        out.text("checked statements: " + std::to_string(I.front_ends.size()) + " (at most " +
+                 std::to_string(I.front_ends.capacity()) + ")\n" + require_compiled()->cache_report());
         return true;
     }
     if (name == "device") {

@@ -95,7 +95,11 @@ public:
     std::pair<int, std::string> parallel_units() const override {
         return {worker_count(0, std::numeric_limits<int64_t>::max()), "core"};
     }
-    std::string cache_report() const override { return tier_.cache_report(); }
+    std::string cache_report() const override {
+        const auto [programs, capacity] = interpreter_programs();
+        return tier_.cache_report() + "\ninterpreter: " + std::to_string(programs) +
+               " kernels held as node programs (at most " + std::to_string(capacity) + ")";
+    }
     std::string native_compile_report(const std::vector<ir::LaunchPlan>& plans) override {
         if (tier_.tier() == Tier::Interpret) return "native code: not built (SHOAL_CPU_TIER=interpret)";
         std::string text = "native code for this CPU (one shared object per plan):";

@@ -12,6 +12,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "lang/lru_map.h"
 #include "runtime/cpu/executor.h"
 #include "runtime/cpu/nodes.h"
 #include "runtime/cpu/program.h"
@@ -222,27 +223,28 @@ public:
         const ir::BlockStmt* root = k.body.empty() ? nullptr : k.body[0].get();
         {
             std::lock_guard lock(mutex_);
-            auto [lo, hi] = entries_.equal_range(root);
-            for (auto it = lo; it != hi; ++it)
-                if (it->second.matches(k, options.check)) return it->second.prog;
+            if (auto found = find(k, root, options.check)) return found;
         }
         // Compiled outside the lock (other kernels need not wait); two threads
         // racing on one new kernel both compile it, and the first one wins.
         std::shared_ptr<const Program> prog = compile(k, options);
         std::lock_guard lock(mutex_);
-        auto [lo, hi] = entries_.equal_range(root);
-        for (auto it = lo; it != hi; ++it)
-            if (it->second.matches(k, options.check)) return it->second.prog;
+        if (auto found = find(k, root, options.check)) return found;
         // Bounded: a session making endless new kernels must not keep every
-        // tree alive. Dropping all is simple and in-flight launches keep
-        // their program through the shared_ptr.
-        if (entries_.size() >= kMaxEntries) entries_.clear();
-        entries_.emplace(root, Entry{k.name, k.block_size, options.check, k.params, k.shared, k.checks.size(), k.body, prog});
+        // tree alive; in-flight launches keep their program through the shared_ptr.
+        Entry entry{k.name, k.block_size, options.check, k.params, k.shared, k.checks.size(), k.body, prog};
+        if (std::vector<Entry>* same_root = entries_.find(root)) same_root->push_back(std::move(entry));
+        else entries_.insert(root, {std::move(entry)});
         return prog;
     }
 
-private:
+    size_t size() {
+        std::lock_guard lock(mutex_);
+        return entries_.size();
+    }
     static constexpr size_t kMaxEntries = 512;
+
+private:
 
     struct Entry {
         std::string name;
@@ -270,11 +272,22 @@ private:
         }
     };
 
+    std::shared_ptr<const Program> find(const ir::Kernel& k, const ir::BlockStmt* root, bool check) {
+        if (const std::vector<Entry>* same_root = entries_.find(root))
+            for (const Entry& e : *same_root)
+                if (e.matches(k, check)) return e.prog;
+        return nullptr;
+    }
+
     std::mutex mutex_;
-    std::unordered_multimap<const ir::BlockStmt*, Entry> entries_;
+    LruMap<const ir::BlockStmt*, std::vector<Entry>> entries_{kMaxEntries};  // by the body's root
 };
 
 }  // namespace
+
+std::pair<size_t, size_t> interpreter_programs() {
+    return {ProgramCache::instance().size(), ProgramCache::kMaxEntries};
+}
 
 ScalarArg convert_scalar(ir::ScalarType t, const ScalarArg& a) {
     const bool from_float = ir::is_float(a.type);

@@ -90,5 +90,7 @@ struct KernelError {
 // 1..1024) and for check violations. Thread safe: different launches may run
 // concurrently.
 KernelError run_kernel(const ir::Kernel& k, const LaunchArgs& args, const ExecOptions& options, Counters& counters);
+// `:cache`: kernels the interpreter holds compiled to node programs, and its cap.
+std::pair<size_t, size_t> interpreter_programs();
 
 }  // namespace shoal::cpu

@@ -202,14 +202,11 @@ std::shared_ptr<NativeTier::PlanState> NativeTier::state_of(const std::shared_pt
     // A relocated copy runs the code built for the plan it was copied from.
     const std::shared_ptr<const ir::LaunchPlan>& plan = run->relocated_from ? run->relocated_from : run;
     std::lock_guard hold(mutex_);
-    auto it = plans_.find(plan.get());
     // A plan freed and another made at the same address is a new plan.
-    if (it != plans_.end() && it->second->plan.lock() == plan) return it->second;
-    if (plans_.size() > 1024)
-        std::erase_if(plans_, [](const auto& entry) { return entry.second->plan.expired(); });
+    if (const auto* found = plans_.find(plan.get()); found && (*found)->plan.lock() == plan) return *found;
     auto s = std::make_shared<PlanState>();
     s->plan = plan;
-    plans_[plan.get()] = s;
+    plans_.insert(plan.get(), s);
     return s;
 }
 
@@ -379,6 +376,13 @@ std::string NativeTier::cache_report() const {
                        std::to_string(st.compiles) + " built (" + seconds + " ms of the C++ compiler), " +
                        std::to_string(st.hits) + " from the disk cache, " + std::to_string(st.compile_failures) +
                        " failed; " + std::to_string(native_plans_.load()) + " plans run natively";
+    {
+        std::lock_guard hold(mutex_);
+        size_t loaded = 0;
+        for (const auto& [plan, state] : plans_) loaded += state->native != nullptr;
+        text += "\n  in memory: " + std::to_string(plans_.size()) + " plans tracked, " + std::to_string(loaded) +
+                " with their shared object open (at most " + std::to_string(plans_.capacity()) + ")";
+    }
     if (!compiler.disk_problem().empty()) text += "\n  not cached on disk: " + compiler.disk_problem();
     return text;
 }

@@ -27,6 +27,7 @@
 #include <thread>
 #include <vector>
 
+#include "lang/lru_map.h"
 #include "codegen/launch_plan.h"
 #include "runtime/cpu/executor.h"
 
@@ -128,7 +129,11 @@ private:
 
     Tier tier_;
     mutable std::mutex mutex_;
-    std::map<const ir::LaunchPlan*, std::shared_ptr<PlanState>> plans_;
+    // Per plan: its runs and native code (a shared object kept open); the
+    // least recently run plan goes beyond the cap, and its object is closed
+    // once no run uses it (a later run reloads it from the disk cache).
+    static constexpr size_t kPlanCapacity = 512;
+    LruMap<const ir::LaunchPlan*, std::shared_ptr<PlanState>> plans_{kPlanCapacity};
     // Background builds; a finished one is joined when the next starts (an
     // unjoined thread keeps its stack), the rest when the tier ends.
     struct Builder {

@@ -13,6 +13,7 @@
 #include "codegen/cuda_printer.h"
 #include "codegen/thread_levels.h"
 #include "lang/diagnostics.h"
+#include "lang/lru_map.h"
 
 namespace shoal::cuda {
 
@@ -42,7 +43,7 @@ public:
     ~Device() {
         if (lost_ == cudaSuccess) {
             api_->streamSynchronize(stream_);
-            for (auto& [source, k] : loaded_) api_->libraryUnload(k.library);
+            loaded_.clear();  // unloads what no prepared plan still holds
             for (cudaEvent_t e : events_) api_->eventDestroy(e);
             for (void* page : registered_) api_->hostUnregister(page);
             api_->streamDestroy(stream_);
@@ -194,11 +195,11 @@ public:
         cudaKernel_t kernel = nullptr;
         bool polls_cancel = false;  // its last parameter is the cancel flag's address
     };
-    const Loaded* find_loaded(const std::string& source) const {
-        auto it = loaded_.find(source);
-        return it == loaded_.end() ? nullptr : &it->second;
+    std::shared_ptr<const Loaded> find_loaded(const std::string& source) {
+        const auto* found = loaded_.find(source);
+        return found ? *found : nullptr;
     }
-    const Loaded& load(const std::string& source, const std::string& image, const ir::Kernel& k) {
+    std::shared_ptr<const Loaded> load(const std::string& source, const std::string& image, const ir::Kernel& k) {
         api_->describe_image(image, k);
         Loaded l;
         l.polls_cancel = ir::has_cancel_points(k);
@@ -206,8 +207,19 @@ public:
         const cudaError_t e = api_->libraryGetKernel(&l.kernel, l.library, k.name.c_str());
         if (e != cudaSuccess) api_->libraryUnload(l.library);
         check(e, "cudaLibraryGetKernel");
-        return loaded_.emplace(source, l).first->second;
+        // Unloaded when the last plan using it and the cache have let go,
+        // after the work queued before (a kernel may still be running).
+        std::shared_ptr<const Loaded> loaded(new Loaded(l), [this](const Loaded* p) {
+            if (lost_ == cudaSuccess) {
+                api_->streamSynchronize(stream_);
+                api_->libraryUnload(p->library);
+            }
+            delete p;
+        });
+        return loaded_.insert(source, loaded);
     }
+    size_t loaded_count() const { return loaded_.size(); }
+    static constexpr size_t kLoadedCapacity = 1024;
 
     // Events for timing launches, reused (creating one costs a driver call).
     cudaEvent_t take_event() {
@@ -236,7 +248,7 @@ private:
     std::deque<std::pair<std::string, Loc>> launched_;  // kernel name, builtin call: since the last wait
     TransferCounters transfers_;
     std::vector<ArrayPtr> uploading_;  // host sources of copies the stream has not run yet
-    std::map<std::string, Loaded> loaded_;
+    LruMap<std::string, std::shared_ptr<const Loaded>> loaded_{kLoadedCapacity};  // by CUDA source
     std::set<const ir::DeviceArray*> live_;
     std::vector<cudaEvent_t> events_;
     std::atomic<bool> never_cancelled_{false};
@@ -246,6 +258,8 @@ private:
 };
 
 // An array in the device's memory, freed (stream-ordered) with its last reference.
+using LoadedKernels = std::vector<std::shared_ptr<const Device::Loaded>>;
+
 class DeviceMemory final : public ir::DeviceArray {
 public:
     DeviceMemory(std::shared_ptr<Device> device, ir::ScalarType elem, int64_t count)
@@ -273,7 +287,7 @@ private:
 class PlanRun {
 public:
     PlanRun(Device& device, std::shared_ptr<Device> owner, const ir::LaunchPlan& plan,
-            const std::vector<const Device::Loaded*>& kernels, const ir::PlanBindings& bindings,
+            const LoadedKernels& kernels, const ir::PlanBindings& bindings,
             const ir::RunOptions& options)
         : device_(device), owner_(std::move(owner)), plan_(plan), kernels_(kernels), options_(options) {
         outcome_.kernel_counters.resize(plan.kernels.size());
@@ -581,7 +595,7 @@ private:
     Device& device_;
     std::shared_ptr<Device> owner_;
     const ir::LaunchPlan& plan_;
-    const std::vector<const Device::Loaded*>& kernels_;
+    const LoadedKernels& kernels_;
     const ir::RunOptions& options_;
     ir::PlanOutcome outcome_;
     std::map<std::string, std::shared_ptr<DeviceMemory>> bound_;
@@ -603,6 +617,11 @@ public:
         return function == "gemm" && !device_->api().blas().empty();
     }
     std::string lost_reason() const override { return device_->lost_reason(); }
+    std::string cache_report() const override {
+        return "GPU modules loaded: " + std::to_string(device_->loaded_count()) + " (at most " +
+               std::to_string(Device::kLoadedCapacity) + "); plans with their kernels found: " +
+               std::to_string(prepared_.size()) + " (at most " + std::to_string(prepared_.capacity()) + ")";
+    }
     TransferCounters transfers() const override { return device_->transfers(); }
     std::string gpu_arch() const override { return device_->info().arch(); }
     std::pair<int, std::string> parallel_units() const override { return {device_->info().sms, "SM"}; }
@@ -668,7 +687,7 @@ public:
     ir::PlanOutcome run(const std::shared_ptr<const ir::LaunchPlan>& plan, const ir::PlanBindings& bindings,
                         const ir::RunOptions& options) override {
         if (device_->lost()) user_error(ErrorKind::Runtime, Loc{}, device_->lost_reason());
-        const std::vector<const Device::Loaded*>& kernels = load(plan, options.origin);
+        const LoadedKernels kernels = load(plan, options.origin);  // a copy: the cache may evict
         return PlanRun(*device_, device_, *plan, kernels, bindings, options).run();
     }
 
@@ -681,11 +700,12 @@ private:
     // device code and shares the original's entry: printing and verifying
     // a plan's kernels to find them loaded took ~1 ms a plan on an H100's
     // host, more than the kernels of most statements.
-    const std::vector<const Device::Loaded*>& load(const std::shared_ptr<const ir::LaunchPlan>& running,
+    LoadedKernels load(const std::shared_ptr<const ir::LaunchPlan>& running,
                                                    const Loc& origin) {
         const std::shared_ptr<const ir::LaunchPlan>& plan = running->relocated_from ? running->relocated_from : running;
-        Prepared& p = prepared_[plan.get()];
-        if (p.plan.lock() == plan) return p.kernels;  // the same plan (an address may be reused by a later one)
+        Prepared* found = prepared_.find(plan.get());
+        if (found && found->plan.lock() == plan) return found->kernels;
+        Prepared& p = found ? *found : prepared_.insert(plan.get(), Prepared{});  // the same plan (an address may be reused by a later one)
         p.plan.reset();  // until every kernel is loaded (compiling may throw)
         p.kernels.assign(plan->kernels.size(), nullptr);
         std::vector<std::string> sources;
@@ -701,7 +721,7 @@ private:
             const std::vector<CompiledKernel> images = compiler_->compile(missing, device_->info().arch());
             SHOAL_INTERNAL_ASSERT(images.size() == missing.size(), "cuda executor: the compiler returned too few images");
             for (size_t m = 0; m < missing.size(); ++m)
-                p.kernels[where[m]] = &device_->load(sources[where[m]], images[m].image, plan->kernels[where[m]]);
+                p.kernels[where[m]] = device_->load(sources[where[m]], images[m].image, plan->kernels[where[m]]);
         }
         p.plan = plan;
         return p.kernels;
@@ -709,12 +729,13 @@ private:
 
     struct Prepared {
         std::weak_ptr<const ir::LaunchPlan> plan;
-        std::vector<const Device::Loaded*> kernels;
+        LoadedKernels kernels;
     };
 
     std::shared_ptr<Device> device_;
     std::shared_ptr<KernelCompiler> compiler_;
-    std::map<const ir::LaunchPlan*, Prepared> prepared_;
+    // Per plan, while it lives; the least recently run plan goes beyond the cap.
+    LruMap<const ir::LaunchPlan*, Prepared> prepared_{1024};
 };
 
 }  // namespace

@@ -127,8 +127,8 @@ std::vector<CompiledKernel> KernelCompiler::compile(const std::vector<KernelSour
     {
         std::lock_guard<std::mutex> hold(mutex_);
         for (size_t i = 0; i < kernels.size(); ++i) {
-            if (auto it = memory_.find(results[i].key); it != memory_.end()) {
-                found[i] = it->second;
+            if (const auto* hit = memory_.find(results[i].key)) {
+                found[i] = *hit;
                 continue;
             }
             auto [it, fresh] = job_by_key.emplace(results[i].key, jobs.size());
@@ -141,7 +141,7 @@ std::vector<CompiledKernel> KernelCompiler::compile(const std::vector<KernelSour
         std::lock_guard<std::mutex> hold(mutex_);
         for (const Job& job : jobs) {
             if (!job.entry) continue;
-            memory_[to_hex(job.key)] = job.entry;
+            memory_.insert(to_hex(job.key), job.entry);
             ++(job.from == KernelFrom::Disk ? counts_.disk_hits : counts_.misses);
             if (job.from == KernelFrom::Compiled) counts_.compile_seconds += job.seconds;
         }
@@ -179,6 +179,7 @@ KernelCompiler::Stats KernelCompiler::counters() const {
     std::lock_guard<std::mutex> hold(mutex_);
     Stats s = counts_;
     s.memory_entries = memory_.size();
+    s.memory_capacity = memory_.capacity();
     s.has_disk = disk_ != nullptr;
     return s;
 }

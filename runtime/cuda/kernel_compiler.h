@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "lang/lru_map.h"
 #include "runtime/cache/kernel_cache.h"
 #include "runtime/cuda/nvrtc.h"
 #include "runtime/cuda/nvrtc_target.h"
@@ -71,6 +72,7 @@ public:
 
     struct Stats {
         size_t memory_entries = 0;
+        size_t memory_capacity = 0;
         uint64_t memory_hits = 0;
         uint64_t disk_hits = 0;
         uint64_t misses = 0;          // compiled
@@ -84,10 +86,13 @@ public:
     // directory scan: cheap enough for every statement (`:time`).
     Stats counters() const;
 
+    static constexpr size_t kMemoryCapacity = 1024;
+
     // Empties the memory cache and the disk cache.
     void clear();
 
     const NvrtcApi& nvrtc() const { return *nvrtc_; }
+    uint64_t disk_max_bytes() const { return disk_ ? disk_->max_bytes() : 0; }
     const std::string& compiler_id() const { return compiler_id_; }  // "NVRTC 13.0"
 
 private:
@@ -101,7 +106,9 @@ private:
     const std::vector<int> supported_archs_;
 
     mutable std::mutex mutex_;  // guards what follows
-    std::map<std::string, std::shared_ptr<const CachedKernel>> memory_;  // by hex key
+    // By hex key; the least recently used image goes beyond the cap (a
+    // launched kernel stays loaded in its executor regardless).
+    LruMap<std::string, std::shared_ptr<const CachedKernel>> memory_{kMemoryCapacity};
     Stats counts_;
 };
 

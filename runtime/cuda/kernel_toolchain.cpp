@@ -98,10 +98,12 @@ public:
         std::string out = compiler_->compiler_id() + " kernel cache\n  this process: " + std::to_string(s.misses) +
                           " compiled (" + milliseconds(s.compile_seconds) + " of NVRTC), " +
                           std::to_string(s.disk_hits) + " disk hits, " + std::to_string(s.memory_hits) +
-                          " memory hits; " + std::to_string(s.memory_entries) + " kernels in memory";
+                          " memory hits; " + std::to_string(s.memory_entries) + " kernels in memory (at most " +
+                          std::to_string(s.memory_capacity) + ")";
         if (!s.has_disk) return out + "\n  no disk cache";
         out += "\n  on disk: " + std::to_string(s.disk.entries) + " entries, " +
-               human_bytes(static_cast<int64_t>(s.disk.bytes));
+               human_bytes(static_cast<int64_t>(s.disk.bytes)) + " (at most " +
+               human_bytes(static_cast<int64_t>(compiler_->disk_max_bytes())) + ")";
         if (s.disk.corrupt) out += "; " + std::to_string(s.disk.corrupt) + " corrupt entries rebuilt";
         if (!s.disk_problem.empty()) out += "\n  not storing: " + s.disk_problem;
         return out;

@@ -1,3 +1,4 @@
+#include "lang/lru_map.h"
 #include "runtime/cuda/simulated_device.h"
 
 #include <sys/mman.h>
@@ -420,14 +421,14 @@ public:
             constexpr std::string_view magic = "SHOALSIM\n";
             if (bytes.rfind(magic, 0) != 0) violation("printed kernels need the simulated NVRTC's images (they carry the text)");
             const std::string cuda = bytes.substr(magic.size());
-            auto found = printed_.find(cuda);
-            if (found == printed_.end()) {
+            if (const auto* found = printed_.find(cuda)) {
+                lib->printed = *found;
+            } else {
                 std::string error;
                 std::shared_ptr<const PrintedUnit> unit = compile_printed_unit(cuda, {it->second.name}, &error);
                 if (!unit) violation("the printed CUDA of " + it->second.name + " does not compile as host C++ with the shim:\n" + error);
-                found = printed_.emplace(cuda, std::move(unit)).first;
+                lib->printed = printed_.insert(cuda, std::move(unit));
             }
-            lib->printed = found->second;
         }
         *library = reinterpret_cast<cudaLibrary_t>(lib.get());
         libraries_.emplace(*library, std::move(lib));
@@ -721,7 +722,8 @@ private:
     SimulatedFaults faults_;
     SimulatedKernels kernels_;
     PrintedLaunchOptions printed_options_;
-    std::map<std::string, std::shared_ptr<const PrintedUnit>> printed_;  // by the unit's text
+    // By the unit's text; a loaded library keeps its unit open after eviction.
+    LruMap<std::string, std::shared_ptr<const PrintedUnit>> printed_{1024};
     std::map<std::byte*, std::byte*> registered_;                         // page-locked host ranges [from, to)
     std::byte* base_ = nullptr;
     size_t next_ = 0;

@@ -73,13 +73,53 @@ inline bool same_output(const std::string& a, const std::string& b) {
     return true;
 }
 
+inline bool backends_agree(const std::string& program, const std::string& settings) {
+    return same_output(run(program, false, settings), run(program, true, settings));
+}
+
+// A smaller program on which the backends still disagree: statements (lines)
+// are dropped one at a time while the mismatch stays (a dropped definition
+// that a later line needs makes both backends report the same error, so it
+// stays), until no single line can go.
+inline std::string shrink(const std::string& program, const std::string& settings = "") {
+    std::vector<std::string> lines;
+    for (size_t from = 0; from < program.size();) {
+        size_t end = program.find('\n', from);
+        if (end == std::string::npos) end = program.size();
+        lines.push_back(program.substr(from, end - from));
+        from = end + 1;
+    }
+    auto join = [](const std::vector<std::string>& ls) {
+        std::string out;
+        for (const std::string& l : ls) out += l + "\n";
+        return out;
+    };
+    for (bool smaller = true; smaller;) {
+        smaller = false;
+        for (size_t i = lines.size(); i-- > 0;) {
+            std::vector<std::string> without = lines;
+            without.erase(without.begin() + static_cast<std::ptrdiff_t>(i));
+            if (!without.empty() && !backends_agree(join(without), settings)) {
+                lines = std::move(without);
+                smaller = true;
+            }
+        }
+    }
+    return join(lines);
+}
+
 // Runs `program` through both backends; on a mismatch the failure prints the
-// program and both outputs. Returns whether they agreed.
+// program shrunk (shrink), both outputs on it, and the whole program.
+// Returns whether they agreed.
 inline bool differential(const std::string& program, const std::string& settings = "") {
     const std::string ref = run(program, false, settings), comp = run(program, true, settings);
     const bool same = same_output(ref, comp);
-    INFO("program:\n" << program << "\nsettings: " << settings << "\nreference:\n" << ref << "compiled:\n" << comp);
-    CHECK(same);
+    if (!same) {
+        const std::string small = shrink(program, settings);
+        INFO("shrunk program:\n" << small << "settings: " << settings << "\nreference:\n" << run(small, false, settings)
+                                  << "compiled:\n" << run(small, true, settings) << "whole program:\n" << program);
+        CHECK(same);
+    }
     return same;
 }
 

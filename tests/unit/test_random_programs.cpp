@@ -2,8 +2,9 @@
 // compiled backend (differential.h). Programs are built type-directed: pick a
 // target type (element type, and for arrays the exact shape), then build an
 // expression of it, so every program type-checks and every gather index,
-// slice and zip is in range by construction. Fixed seeds, no shrinking: a
-// mismatch prints the whole program and both outputs.
+// slice and zip is in range by construction. Seeds 1..350 every run, then 50
+// fresh ones (SHOAL_RANDOM_SEED, or drawn and printed, so a failure can be
+// replayed); a mismatch prints the program shrunk (differential.h) and whole.
 //
 // Float discipline (tolerance 1e-4 relative): elementwise float code is exact
 // IEEE on both backends, but float reductions and scans combine in a different
@@ -621,9 +622,19 @@ TEST_CASE("compiled backend: random well-typed programs agree with the reference
     // SHOAL_RANDOM_PROGRAMS=F-N seeds F..N (one shard of a parallel run).
     const char* count = std::getenv("SHOAL_RANDOM_PROGRAMS");
     char* rest = nullptr;
-    uint32_t first = 1, last = count ? static_cast<uint32_t>(std::strtoul(count, &rest, 10)) : 400;
+    uint32_t first = 1, last = count ? static_cast<uint32_t>(std::strtoul(count, &rest, 10)) : 350;
     if (rest && *rest == '-') first = std::exchange(last, static_cast<uint32_t>(std::strtoul(rest + 1, nullptr, 10)));
-    for (uint32_t seed = first; seed <= last; ++seed) {
+    std::vector<uint32_t> seeds;
+    for (uint32_t seed = first; seed <= last; ++seed) seeds.push_back(seed);
+    if (!count) {  // fresh seeds, above the fixed ones
+        const char* given = std::getenv("SHOAL_RANDOM_SEED");
+        const uint32_t base = given ? static_cast<uint32_t>(std::strtoul(given, nullptr, 10))
+                                    : 1000 + std::random_device{}() % 1000000000u;
+        for (uint32_t k = 0; k < 50; ++k) seeds.push_back(base + k);
+        MESSAGE("fresh random programs: seeds " << base << ".." << base + 49 << " (replay: SHOAL_RANDOM_PROGRAMS="
+                                                << base << "-" << base + 49 << ")");
+    }
+    for (uint32_t seed : seeds) {
         Gen g(seed);
         const std::string p = g.program();
         INFO("seed " << seed);
@@ -637,4 +648,11 @@ TEST_CASE("compiled backend: random well-typed programs agree with the reference
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     MESSAGE(programs << " random programs, " << failures << " mismatches, " << secs << " s");
     CHECK(programs >= (count ? 1 : 200));
+}
+
+TEST_CASE("the differential shrinker keeps only the lines a mismatch needs") {
+    // `:set` prints the backend: the one line on which the two runs differ.
+    const std::string program = "let a = 1\nlet b = map (\\x -> x + a) (iota 4)\n:set\nsum b\n";
+    CHECK_FALSE(shoal::testing::backends_agree(program, ""));
+    CHECK(shoal::testing::shrink(program) == ":set\n");
 }
