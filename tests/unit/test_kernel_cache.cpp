@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -356,6 +357,42 @@ TEST_CASE("kernel cache: two processes share a directory") {
         if (cap == KernelDiskCache::kDefaultMaxBytes) CHECK(entries == 32);
         for (const auto& e : fs::directory_iterator(t.dir)) CHECK(e.path().extension() == ".kernel");
         cache.clear();
+    }
+}
+
+TEST_CASE("kernel cache: a process killed (kill -9) in the middle of its stores leaves only whole entries") {
+    TempDir t("shoal-test-kernel-cache-");
+    auto image_of = [](int i) { return "image " + std::to_string(i) + std::string(200000, static_cast<char>('a' + i % 26)); };
+    for (int delay_ms : {2, 15, 40}) {
+        CAPTURE(delay_ms);
+        const pid_t pid = ::fork();
+        REQUIRE(pid >= 0);
+        if (pid == 0) {  // stores until killed
+            KernelDiskCache cache(t.dir);
+            for (int i = 0;; i = (i + 1) % 400) cache.store(key_of("k" + std::to_string(i)), kernel_of(image_of(i)));
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+        REQUIRE(::kill(pid, SIGKILL) == 0);
+        int status = 0;
+        REQUIRE(::waitpid(pid, &status, 0) == pid);
+        CHECK(WIFSIGNALED(status));
+        // Every entry under its final name is whole; a half-written temporary
+        // is never read, and the next store or clear() removes it.
+        KernelDiskCache cache(t.dir);
+        size_t whole = 0;
+        for (int i = 0; i < 400; ++i) {
+            std::string problem;
+            const auto got = cache.load(key_of("k" + std::to_string(i)), ImageKind::Cubin, &problem);
+            CHECK(problem.empty());
+            if (got) {
+                CHECK(got->image == image_of(i));
+                ++whole;
+            }
+        }
+        CHECK(cache.stats().corrupt == 0);
+        CHECK(cache.store(key_of("after"), kernel_of(image_of(1))));
+        CHECK(cache.load(key_of("after"), ImageKind::Cubin));
+        MESSAGE(whole << " whole entries after a kill at " << delay_ms << " ms");
     }
 }
 
