@@ -328,6 +328,63 @@ class ShoalExtraTests(unittest.TestCase):
         self.assertEqual(self.result_text(outs), "6")
 
 
+class ShoalSecurityTests(unittest.TestCase):
+    """Messages signed with another key are rejected (and logged); the kernel
+    listens only where its connection file says."""
+
+    def test_message_signed_with_another_key_is_rejected(self):
+        import tempfile
+        from jupyter_client.session import Session
+        log = tempfile.TemporaryFile(mode="w+")
+        km, kc = start_new_kernel(kernel_name="shoal", startup_timeout=TIMEOUT, stderr=log)
+        try:
+            # Sent on the kernel's own shell socket, signed with a wrong key.
+            forger = Session(key=b"not-the-connection-files-key", username="forger")
+            forger.send(kc.shell_channel.socket, "execute_request",
+                        {"code": "let forged = 1", "silent": False, "store_history": True,
+                         "user_expressions": {}, "allow_stdin": False, "stop_on_error": True})
+            with self.assertRaises(Empty):  # no reply to it
+                while True:
+                    reply = kc.get_shell_msg(timeout=3)
+                    self.assertNotEqual(reply["parent_header"].get("username"), "forger")
+            self.assertTrue(km.is_alive())
+            # It ran nothing: the name it would have bound does not exist.
+            msg_id = kc.execute("forged")
+            reply = kc.get_shell_msg(timeout=TIMEOUT)
+            self.assertEqual(reply["parent_header"]["msg_id"], msg_id)
+            self.assertEqual(reply["content"]["status"], "error")
+            self.assertIn("unknown name", reply["content"]["evalue"])
+            log.seek(0)
+            self.assertIn("Signatures don't match", log.read())  # logged
+        finally:
+            kc.stop_channels()
+            km.shutdown_kernel(now=True)
+            log.close()
+
+    def test_listens_only_where_the_connection_file_says(self):
+        import subprocess
+        km, kc = start_new_kernel(kernel_name="shoal", startup_timeout=TIMEOUT)
+        try:
+            pid = km.provisioner.process.pid if km.provisioner else km.kernel.pid
+            ports = {km.shell_port, km.iopub_port, km.stdin_port, km.control_port, km.hb_port}
+            out = subprocess.run(["ss", "-Hltnp"], capture_output=True, text=True).stdout
+            listening = set()
+            for line in out.splitlines():
+                if "pid=%d," % pid not in line:
+                    continue
+                local = line.split()[3]
+                address, port = local.rsplit(":", 1)
+                listening.add((address, int(port)))
+            if not listening:
+                self.skipTest("ss shows no sockets of the kernel (no iproute2?)")
+            self.assertEqual({p for _, p in listening}, ports)
+            for address, _ in listening:
+                self.assertIn(address, ("127.0.0.1", "[::ffff:127.0.0.1]"), listening)
+        finally:
+            kc.stop_channels()
+            km.shutdown_kernel(now=True)
+
+
 class ShoalFileNameTests(unittest.TestCase):
     """Completion of file names that are not valid UTF-8 (replaced, not fatal)."""
 
