@@ -45,7 +45,7 @@ std::shared_ptr<CompiledBackend> make_compiled_backend(std::shared_ptr<ir::PlanE
 // Called with every plan a backend compiles (a plan cache miss), in any
 // session: the tests compile all of them with NVRTC. Null: none.
 using PlanObserver = void (*)(const ir::LaunchPlan&);
-void set_plan_observer(PlanObserver observer);
+PlanObserver set_plan_observer(PlanObserver observer);  // returns the one before
 
 // The counters of a backend made by make_compiled_backend (for tests and benches).
 const BackendStats& backend_stats(CompiledBackend& b);

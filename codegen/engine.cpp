@@ -191,7 +191,7 @@ namespace {
 std::atomic<PlanObserver> g_plan_observer{nullptr};
 }  // namespace
 
-void set_plan_observer(PlanObserver observer) { g_plan_observer.store(observer); }
+PlanObserver set_plan_observer(PlanObserver observer) { return g_plan_observer.exchange(observer); }
 
 bool FusionEngine::shows_decisions() const { return showing_plans() || (profiling_ && profiling_->counters); }
 
@@ -656,7 +656,8 @@ ir::LoweringOptions FusionEngine::lowering_options() const {
 std::string FusionEngine::cache_report() const {
     const std::string own = executor_->cache_report();
     return "launch plans: " + std::to_string(cache_.size()) + " (at most " + std::to_string(cache_.capacity()) + ", " +
-           std::to_string(cache_.evictions()) + " forgotten)\n" + toolchain().cache_report() +
+           std::to_string(cache_.evictions()) + " forgotten); found before lowering: " + std::to_string(memo_.size()) +
+           " (at most " + std::to_string(memo_.capacity()) + ")\n" + toolchain().cache_report() +
            (own.empty() ? "" : "\n" + own);
 }
 std::string FusionEngine::clear_cache() {

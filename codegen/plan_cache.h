@@ -33,8 +33,10 @@ public:
     size_t capacity() const { return plans_.capacity(); }
     uint64_t evictions() const { return plans_.evictions(); }
     // The least recently used plan goes beyond this many (a long session
-    // lowering ever new statements must not grow without bound).
-    static constexpr size_t kCapacity = 2048;
+    // lowering ever new statements must not grow without bound). A key is
+    // the printed plan (tens of KiB): 2048 of them held ~100 MiB and slowed
+    // every lookup; re-lowering an evicted plan costs about a millisecond.
+    static constexpr size_t kCapacity = 512;
 
 private:
     struct Entry {

@@ -24,7 +24,8 @@ bool same_positions(const CheckPositions& a, const CheckPositions& b) {
 
 void PlanMemo::store(const std::string& key, std::shared_ptr<const ir::LaunchPlan> plan, FactQueries facts,
                      CheckPositions positions) {
-    std::vector<Entry>& entries = entries_[key];
+    std::vector<Entry>* found = entries_.find(key);
+    std::vector<Entry>& entries = found ? *found : entries_.insert(key, {});
     // An extent that crosses a threshold every time would add entries without end.
     if (entries.size() >= 8) entries.erase(entries.begin());
     entries.push_back(Entry{std::move(facts), std::move(plan), std::move(positions), {}});

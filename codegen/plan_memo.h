@@ -34,6 +34,8 @@
 
 #include "codegen/launch_plan.h"
 #include "codegen/lower_primitives.h"
+#include "lang/lru_map.h"
+#include "codegen/plan_cache.h"
 
 namespace shoal::compiled {
 
@@ -62,9 +64,9 @@ public:
     // with its checks at `positions`; empty if there is none.
     template <class Answer>
     FoundPlan find(const std::string& key, Answer&& answer, const CheckPositions& positions) {
-        auto it = entries_.find(key);
-        if (it == entries_.end()) return {};
-        for (Entry& e : it->second) {
+        std::vector<Entry>* same_key = entries_.find(key);
+        if (!same_key) return {};
+        for (Entry& e : *same_key) {
             bool same = true;
             for (const auto& [name, value] : e.facts)
                 if (answer(name) != value) {
@@ -79,6 +81,7 @@ public:
                CheckPositions positions);
     void clear() { entries_.clear(); }
     size_t size() const { return entries_.size(); }
+    size_t capacity() const { return entries_.capacity(); }
 
 private:
     struct Entry {
@@ -89,8 +92,10 @@ private:
         std::vector<std::pair<CheckPositions, ir::CheckMoves>> moved;
     };
     static FoundPlan at_positions(Entry& e, const CheckPositions& positions);
-    // A key's entries, one per set of answers (a few: an extent crossing a threshold).
-    std::unordered_map<std::string, std::vector<Entry>> entries_;
+    // A key's entries, one per set of answers (a few: an extent crossing a
+    // threshold); as many keys as the plan cache holds plans (each entry
+    // keeps its plan alive).
+    LruMap<std::string, std::vector<Entry>> entries_{PlanCache::kCapacity};
 };
 
 // What one probe of the operands encodes (structural_key.h): each operand's
