@@ -2,6 +2,7 @@
 
 #include <array>
 #include <charconv>
+#include <cmath>
 #include <cstdlib>
 
 #include "diagnostics.h"
@@ -127,6 +128,9 @@ private:
         Token t = make(is_float ? TokenKind::Float : TokenKind::Int, begin, spelled);
         if (is_float) {
             t.float_value = std::strtod(spelled.c_str(), nullptr);
+            // strtod gives inf for 1e999; a literal must not silently become infinity.
+            if (std::isinf(t.float_value))
+                fail(begin, pos_, "decimal literal " + spelled + " is too large: the largest double is about 1.8e308");
         } else {
             auto [ptr, ec] = std::from_chars(spelled.data(), spelled.data() + spelled.size(), t.int_value);
             if (ec != std::errc()) fail(begin, pos_, "integer literal " + spelled + " is too large");

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <functional>
 #include <optional>
 #include <set>
@@ -1427,6 +1428,8 @@ public:
             check_array_elements(e);
             if (e->kind == ExprKind::IntLit) check_int_literal(e, negated_literals_.count(e.get()) > 0);
         }
+        // A float literal's type may be fixed even in a generalised function (`\(x : float) -> x + 1e39`).
+        if (e->kind == ExprKind::FloatLit) check_float_literal(e);
     }
 
     // Arrays hold scalars (an array of tuples is a tuple of arrays); a
@@ -1461,6 +1464,14 @@ public:
         if (!fits)
             user_error(ErrorKind::Type, e->loc, "integer literal " + e->text + " does not fit in int",
                        {"write `(" + e->text + " : long)` for a 64-bit integer"});
+    }
+
+    // 1e39 is a double but no float: as a float it would silently be inf.
+    static void check_float_literal(const ExprPtr& e) {
+        Type t = prune(e->type);
+        if (t->kind == TypeKind::Prim && t->prim == Prim::Float && std::isinf(float_literal_value32(*e)))
+            user_error(ErrorKind::Type, e->loc, "decimal literal " + e->text + " does not fit in float",
+                       {"write `(" + e->text + " : double)` for a 64-bit float"});
     }
 
     // Finishes an expression statement or value binding: default and resolve.
