@@ -248,9 +248,14 @@ bool SessionCommands::set(const CommandInfo& c, std::string_view arg) {
         return true;
     }
     if (key == "arch") {
-        const bool ok = value.size() > 3 && value.substr(0, 3) == "sm_" &&
-                        std::all_of(value.begin() + 3, value.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
-        if (!ok) bad_setting(key, value, "an architecture sm_XY", ":set arch sm_XY  (e.g. sm_80, sm_90)");
+        // A compute capability: major (5 to 12) and minor digit, as nvcc spells it (sm_50 .. sm_120).
+        const std::string_view digits = value.substr(std::min<size_t>(3, value.size()));
+        const bool ok = value.starts_with("sm_") && (digits.size() == 2 || digits.size() == 3) &&
+                        std::all_of(digits.begin(), digits.end(), [](char ch) { return ch >= '0' && ch <= '9'; }) &&
+                        digits[0] != '0' && (digits.size() == 2 ? digits[0] >= '5' : digits.substr(0, 2) <= "12");
+        if (!ok)
+            bad_setting(key, value, "a compute capability from sm_50 to sm_120",
+                        ":set arch sm_XY  (e.g. sm_80, sm_90, sm_120)");
         s.settings_.arch = std::string(value);
         return true;
     }
