@@ -503,14 +503,16 @@ public:
             const ExprPtr& arg = app->kids[1];
             Type at = infer(arg);
             Type f = prune(ft);
-            if (f->kind == TypeKind::Var && (f->classes || f->scalar_only || f->is_rank) && i > 0) {
-                user_error(ErrorKind::Type, arg->loc,
-                           fname + " takes " + std::to_string(i) + " argument" + (i == 1 ? "" : "s") +
-                               " but is given " + std::to_string(spine.size()));
-            } else if (f->kind == TypeKind::Var && (f->classes || f->scalar_only || f->is_rank)) {
+            // A number, bool, string, array or tuple (or a variable that can only be a number).
+            const bool constrained = f->kind == TypeKind::Var && (f->classes || f->scalar_only || f->is_rank);
+            if (i == 0 && (constrained || (f->kind != TypeKind::Var && f->kind != TypeKind::Func))) {
                 user_error(ErrorKind::Type, head->loc,
                            (head->kind == ExprKind::Var ? fname : "this") + " is not a function, it is " +
                                describe(f) + "; it cannot be applied to an argument");
+            } else if (constrained) {
+                user_error(ErrorKind::Type, arg->loc,
+                           fname + " takes " + std::to_string(i) + " argument" + (i == 1 ? "" : "s") +
+                               " but is given " + std::to_string(spine.size()));
             } else if (f->kind == TypeKind::Var) {
                 Type r = fresh();
                 expect(f, t_func(at, r), app->loc, "applied value");
