@@ -121,7 +121,14 @@ void write_atomically(const std::string& path, const std::vector<std::string_vie
         io_error(loc, "cannot write " + quoted(path) + ": " + std::strerror(err));
     };
     std::FILE* f = std::fopen(tmp.c_str(), "wbx");  // x: never clobber an existing file
-    if (!f) io_error(loc, "cannot write " + quoted(path) + ": " + std::strerror(errno));
+    if (!f) {
+        // The file exists, so the failing step is the temporary one beside it
+        // (a directory one may not create files in, such as /proc): say so.
+        const int err = errno;
+        const bool exists = ::stat(target.c_str(), &st) == 0;
+        io_error(loc, "cannot write " + quoted(path) + ": " +
+                          (exists ? "cannot create a temporary file beside it: " : "") + std::strerror(err));
+    }
     int err = 0;
     for (std::string_view p : pieces)
         if (!err && !p.empty() && std::fwrite(p.data(), 1, p.size(), f) != p.size()) err = errno;
