@@ -166,7 +166,20 @@ CompiledBackend* SessionCommands::require_compiled() const {
 }
 
 bool SessionCommands::load(const CommandInfo& c, std::string_view arg) {
-    if (arg.size() >= 2 && arg.front() == '"' && arg.back() == '"') arg = arg.substr(1, arg.size() - 2);
+    // The file name may be quoted, as a string literal is.
+    if (!arg.empty() && arg.front() == '"') {
+        const size_t close = arg.find('"', 1);
+        if (close == std::string_view::npos)
+            user_error(ErrorKind::Usage, part_loc(arg),
+                       "unterminated string: expected '\"' after the file name, found end of line",
+                       {"usage: " + command_usage(c)});
+        if (close + 1 != arg.size())
+            user_error(ErrorKind::Usage, part_loc(trim(arg.substr(close + 1))),
+                       "expected the end of the line after the file name, found '" +
+                           std::string(trim(arg.substr(close + 1))) + "'",
+                       {"usage: " + command_usage(c)});
+        arg = arg.substr(1, close - 1);
+    }
     if (arg.empty()) usage(c);
     if (I.depth >= kMaxLoadDepth)
         user_error(ErrorKind::Usage, stmt.loc,
