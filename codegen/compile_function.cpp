@@ -3,6 +3,7 @@
 #include "codegen/compile_function.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -497,7 +498,8 @@ private:
                 decline("an out-of-range literal");  // the reference reports it
             s = convert_scalar(Scalar::of_long(v), p);
         } else {
-            float f = e.text.empty() ? static_cast<float>(e.float_value) : std::strtof(e.text.c_str(), nullptr);
+            const float f = float_literal_value32(e);
+            if (p == Prim::Float && std::isinf(f)) decline("an out-of-range literal");  // the reference reports it
             s = p == Prim::Float ? Scalar::of_float(negative ? -f : f)
                                  : Scalar::of_double(negative ? -e.float_value : e.float_value);
         }

@@ -9,6 +9,10 @@ ExprPtr make_expr(ExprKind kind, Loc loc) {
     return e;
 }
 
+float float_literal_value32(const Expr& e) {
+    return e.text.empty() ? static_cast<float>(e.float_value) : e.float_value32;
+}
+
 PatternPtr make_pattern(PatternKind kind, Loc loc) {
     auto p = std::make_shared<Pattern>();
     p->kind = kind;

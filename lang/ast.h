@@ -110,6 +110,11 @@ struct Expr {
     mutable std::string instance_key;
 };
 
+// A decimal literal as a float: the text read as a float, so that it is
+// rounded once (as the literal written in C would be). It is infinite when
+// the literal does not fit in a float (1e39), which is an error.
+float float_literal_value32(const Expr& e);
+
 ExprPtr make_expr(ExprKind kind, Loc loc);
 PatternPtr make_pattern(PatternKind kind, Loc loc);
 

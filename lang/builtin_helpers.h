@@ -36,9 +36,16 @@ inline Value shape_value(const Shape& s) {
 
 // Applies builtin `name` through the context (its backend computes it, fusing
 // what it can): how a composite (BuiltinDef::composite) is written.
+// Its errors name the composite, the builtin the user called.
 inline Value apply_named(const BuiltinCall& c, const char* name, std::initializer_list<Value> args,
                          const Type& type = nullptr) {
-    return apply_builtin(*find_builtin(name), type, std::span<const Value>(args.begin(), args.size()), c.ctx, c.loc);
+    try {
+        return apply_builtin(*find_builtin(name), type, std::span<const Value>(args.begin(), args.size()), c.ctx,
+                             c.loc);
+    } catch (Error& e) {
+        rename_builtin_error(e, name, c.def.name);
+        throw;
+    }
 }
 
 // The composite builtins (builtins_statistics.cpp): statistics, order and

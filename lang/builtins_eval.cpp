@@ -708,6 +708,12 @@ namespace {
 
 }  // namespace
 
+void rename_builtin_error(Error& e, std::string_view inner, std::string_view outer) {
+    const std::string prefix = std::string(inner) + ": ";
+    if (e.message.starts_with(prefix))
+        e.message = std::string(outer) + ": " + e.message.substr(prefix.size());
+}
+
 Value apply_scalar_builtin(const BuiltinDef& def, const Type& type, std::span<const Value> args, EvalContext& ctx,
                            const Loc& loc) {
     try {

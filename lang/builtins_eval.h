@@ -94,6 +94,11 @@ std::vector<std::string> builtin_names();
 // fewer than its arity gives a partial application).
 Value apply_builtin(const BuiltinDef& def, const Type& type, std::span<const Value> args, EvalContext& ctx,
                     const Loc& loc);
+// An error that builtin `inner` raised (its message starts "inner: ") told
+// as `outer`'s, the builtin the user called (linspace is built on iota,
+// whose errors then say linspace).
+void rename_builtin_error(Error& e, std::string_view inner, std::string_view outer);
+
 // Applies a builtin to exactly its arity of scalars giving a scalar (an
 // operator, a math function, a conversion) without asking the backend,
 // which has nothing to compile for it: host scalar code at interpreter speed.

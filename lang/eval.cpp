@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <climits>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
@@ -144,12 +145,15 @@ Scalar int_literal(const Expr& e, bool negative) {
     internal_error(__FILE__, __LINE__, "integer literal of type bool");
 }
 
-// A decimal literal: a float is read from the text itself, so that it is
-// rounded once (as the literal written in C would be).
+// A decimal literal of its inferred type; a float that overflows is an error
+// (in a generalised function the type checker could not see the type).
 Scalar float_literal(const Expr& e, bool negative) {
-    double d = e.float_value;
-    const float f = e.text.empty() ? static_cast<float>(d) : e.float_value32;
-    if (prim_of(e.type) == Prim::Float) return Scalar::of_float(negative ? -f : f);
+    const double d = e.float_value;
+    if (prim_of(e.type) == Prim::Float) {
+        const float f = float_literal_value32(e);
+        if (std::isinf(f)) runtime_error(e.loc, "decimal literal " + e.text + " does not fit in float");
+        return Scalar::of_float(negative ? -f : f);
+    }
     return Scalar::of_double(negative ? -d : d);
 }
 

@@ -121,7 +121,14 @@ void write_atomically(const std::string& path, const std::vector<std::string_vie
         io_error(loc, "cannot write " + quoted(path) + ": " + std::strerror(err));
     };
     std::FILE* f = std::fopen(tmp.c_str(), "wbx");  // x: never clobber an existing file
-    if (!f) io_error(loc, "cannot write " + quoted(path) + ": " + std::strerror(errno));
+    if (!f) {
+        // The file exists, so the failing step is the temporary one beside it
+        // (a directory one may not create files in, such as /proc): say so.
+        const int err = errno;
+        const bool exists = ::stat(target.c_str(), &st) == 0;
+        io_error(loc, "cannot write " + quoted(path) + ": " +
+                          (exists ? "cannot create a temporary file beside it: " : "") + std::strerror(err));
+    }
     int err = 0;
     for (std::string_view p : pieces)
         if (!err && !p.empty() && std::fwrite(p.data(), 1, p.size(), f) != p.size()) err = errno;
@@ -478,8 +485,40 @@ namespace {
 
 std::string plural(size_t n, const char* one, const char* many) { return std::to_string(n) + " " + (n == 1 ? one : many); }
 
+// The fields of a CSV line. A field may be quoted, as spreadsheets and
+// pandas write them: "1.5" is read as 1.5 (as pandas reads it), "" inside
+// stands for one quote, and a comma inside does not split.
+std::vector<std::string> csv_fields(std::string_view line, const std::string& where, const Loc& loc) {
+    std::vector<std::string> fields;
+    auto fail = [&](const std::string& what) {
+        io_error(loc, where + ", field " + std::to_string(fields.size() + 1) + ": " + what);
+    };
+    size_t i = 0;
+    for (;;) {
+        std::string field;
+        size_t end = std::min(line.find(',', i), line.size());
+        if (std::string_view start = trim(line.substr(i)); !start.empty() && start.front() == '"') {
+            const size_t open = static_cast<size_t>(start.data() - line.data());
+            for (i = open + 1;; ++i) {
+                if (i >= line.size()) fail("the quote at column " + std::to_string(open + 1) + " is never closed");
+                if (line[i] == '"' && (i + 1 == line.size() || line[i + 1] != '"')) break;
+                if (line[i] == '"') ++i;  // "" is one quote
+                field += line[i];
+            }
+            end = std::min(line.find(',', i), line.size());
+            if (std::string_view rest = trim(line.substr(i + 1, end - i - 1)); !rest.empty())
+                fail("expected ',' after the closing quote, found '" + std::string(rest) + "'");
+        } else {
+            field = line.substr(i, end - i);
+        }
+        fields.push_back(std::move(field));
+        if (end == line.size()) return fields;
+        i = end + 1;
+    }
+}
+
 // Whether no field of a line reads as a number: a header ("x,y,label").
-bool is_header(const std::vector<std::string_view>& fields) {
+bool is_header(const std::vector<std::string>& fields) {
     for (std::string_view f : fields) {
         f = trim(f);
         if (f.empty()) return false;
@@ -506,24 +545,24 @@ ArrayPtr load_csv(const std::string& path, const Loc& loc, bool vector) {
     for (size_t k = 0; k < lines.size(); ++k) {
         if (trim(lines[k]).empty()) continue;  // blank lines (and the final newline) carry no row
         int line_no = static_cast<int>(k) + 1;
-        std::vector<std::string_view> fields = split(lines[k], ',');
+        const std::string where = quoted(path) + " line " + std::to_string(line_no);
+        std::vector<std::string> fields = csv_fields(lines[k], where, loc);
         // A first line with no number in it is a header: skipped.
         if (std::exchange(first, false) && is_header(fields)) continue;
         if (rows == 0) {
             cols = fields.size();
             first_line = line_no;
             if (vector && cols != 1)
-                io_error(loc, quoted(path) + " line " + std::to_string(line_no) + " has " +
+                io_error(loc, where + " has " +
                                   plural(cols, "field", "fields") +
                                   ": loadCsv1 reads one value per line (use loadCsv for a matrix)");
         } else if (fields.size() != cols) {
-            io_error(loc, quoted(path) + " line " + std::to_string(line_no) + " has " +
+            io_error(loc, where + " has " +
                               plural(fields.size(), "field", "fields") + ", but line " + std::to_string(first_line) +
                               " has " + std::to_string(cols));
         }
         for (size_t c = 0; c < fields.size(); ++c)
-            values.push_back(parse_field(fields[c], quoted(path) + " line " + std::to_string(line_no) + ", field " +
-                                                        std::to_string(c + 1), loc));
+            values.push_back(parse_field(fields[c], where + ", field " + std::to_string(c + 1), loc));
         ++rows;
     }
     if (rows == 0) io_error(loc, quoted(path) + " is empty (no rows of numbers)");

@@ -2,6 +2,7 @@
 
 #include <array>
 #include <charconv>
+#include <cmath>
 #include <cstdlib>
 
 #include "diagnostics.h"
@@ -56,8 +57,8 @@ public:
 private:
     char peek(size_t ahead = 0) const { return pos_ + ahead < end_ ? text_[pos_ + ahead] : '\0'; }
 
-    [[noreturn]] void fail(size_t begin, size_t end, std::string message) const {
-        user_error(ErrorKind::Syntax, source_loc(src_, begin, end), std::move(message));
+    [[noreturn]] void fail(size_t begin, size_t end, std::string message, std::vector<std::string> notes = {}) const {
+        user_error(ErrorKind::Syntax, source_loc(src_, begin, end), std::move(message), std::move(notes));
     }
 
     // Returns true if it skipped anything.
@@ -127,6 +128,9 @@ private:
         Token t = make(is_float ? TokenKind::Float : TokenKind::Int, begin, spelled);
         if (is_float) {
             t.float_value = std::strtod(spelled.c_str(), nullptr);
+            // strtod gives inf for 1e999; a literal must not silently become infinity.
+            if (std::isinf(t.float_value))
+                fail(begin, pos_, "decimal literal " + spelled + " is too large: the largest double is about 1.8e308");
         } else {
             auto [ptr, ec] = std::from_chars(spelled.data(), spelled.data() + spelled.size(), t.int_value);
             if (ec != std::errc()) fail(begin, pos_, "integer literal " + spelled + " is too large");
@@ -169,6 +173,7 @@ private:
 
     Token symbol() {
         size_t begin = pos_;
+        reject_foreign_spelling();
         for (std::string_view two : kTwoCharSymbols) {
             if (peek() == two[0] && peek(1) == two[1]) {
                 pos_ += 2;
@@ -182,6 +187,33 @@ private:
         size_t len = utf8_length(static_cast<unsigned char>(peek()));
         if (begin + len > end_) len = end_ - begin;
         fail(begin, begin + len, "unexpected character '" + text_.substr(begin, len) + "'");
+    }
+
+    // Spellings from other languages that would otherwise read as two
+    // tokens (`<>` as `<` `>`) or an unexpected character: say what Shoal writes.
+    void reject_foreign_spelling() {
+        static constexpr std::array<std::pair<std::string_view, std::string_view>, 3> kOperators = {{
+            {"<>", "not equal is written '!='"},
+            {"=<", "less than or equal is written '<='"},
+            {"=>", "greater than or equal is written '>='; a lambda is \\x -> e"},
+        }};
+        for (const auto& [op, instead] : kOperators)
+            if (peek() == op[0] && peek(1) == op[1])
+                fail(pos_, pos_ + 2, "unknown operator '" + std::string(op) + "'", {std::string(instead)});
+        // .5: C allows it; Shoal's decimal literals start with a digit.
+        if (peek() == '.' && is_digit(peek(1)) && (pos_ == 0 || !is_ident_char(text_[pos_ - 1]))) {
+            size_t end = pos_ + 1;
+            while (end < end_ && is_digit(text_[end])) ++end;
+            const std::string spelled = text_.substr(pos_, end - pos_);
+            fail(pos_, end, "expected a digit before '.' in a decimal literal, found '" + spelled + "'",
+                 {"write 0" + spelled});
+        }
+        if (peek() == '\'') {
+            const size_t close = text_.find_first_of("'\n", pos_ + 1);
+            const bool closed = close < end_ && text_[close] == '\'';
+            fail(pos_, closed ? close + 1 : pos_ + 1, "unexpected character \"'\": Shoal strings use double quotes",
+                 {closed ? "write \"" + text_.substr(pos_ + 1, close - pos_ - 1) + "\"" : "write \"text\""});
+        }
     }
 
     const SourcePtr& src_;

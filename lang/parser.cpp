@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <array>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "builtins.h"
 #include "lexer.h"
@@ -190,6 +191,7 @@ private:
     static bool starts_pattern(const Token& t);
     PatternPtr parse_pattern();
     PatternPtr parse_annotated_pattern();
+    static void reject_repeated_names(const std::vector<PatternPtr>& patterns);
     Type parse_type();
     Type parse_type_atom();
     Type parse_named_type();
@@ -620,6 +622,7 @@ ExprPtr Parser::parse_lambda() {
     auto e = make_expr(ExprKind::Lambda, Loc{});
     while (starts_pattern(tok())) e->params.push_back(parse_pattern());
     if (e->params.empty()) fail_expected("a parameter after '\\'");
+    reject_repeated_names(e->params);
     if (!tok().is_symbol("->")) {
         if (tok().is_symbol(":"))
             fail_at(tok(), "expected '->' after the parameters of the lambda, found ':'",
@@ -661,6 +664,7 @@ Parser::Binding Parser::parse_binding() {
     if (!starts_pattern(tok())) fail_expected("a name or a pattern after 'let'");
     Binding b;
     b.pattern = parse_pattern();
+    reject_repeated_names({b.pattern});
     if (accept_symbol(":")) b.pattern->annotation = parse_type();
     expect_symbol("=", "in the 'let' binding");
     b.value = parse_expr();
@@ -675,6 +679,7 @@ Parser::Binding Parser::parse_function_binding() {
     b.pattern->name = name.text;
     auto lambda = make_expr(ExprKind::Lambda, loc_of(name));
     while (starts_pattern(tok())) lambda->params.push_back(parse_pattern());
+    reject_repeated_names(lambda->params);
     if (accept_symbol(":")) lambda->annotation = parse_type();
     expect_symbol("=", "in the definition of '" + name.text + "'");
     lambda->kids = {parse_expr()};
@@ -687,6 +692,7 @@ ExprPtr Parser::parse_loop() {
     Token loop_tok = advance();
     if (!starts_pattern(tok())) fail_expected("a name or a pattern after 'loop'");
     PatternPtr pattern = parse_pattern();
+    reject_repeated_names({pattern});
     if (accept_symbol(":")) pattern->annotation = parse_type();
     expect_symbol("=", "after the pattern of 'loop'");
     ExprPtr init = parse_expr();
@@ -743,6 +749,19 @@ PatternPtr Parser::parse_pattern() {
     expect_symbol(")", "after the last element of the tuple pattern");
     tuple->loc = span_from(begin);
     return tuple;
+}
+
+// `\x x -> x`, `let (a, a) = ...`: which of the two a use of the name
+// means would be arbitrary, so the second one is an error.
+void Parser::reject_repeated_names(const std::vector<PatternPtr>& patterns) {
+    std::unordered_set<std::string_view> seen;
+    auto walk = [&](auto& self, const PatternPtr& p) -> void {
+        if (p->kind == PatternKind::Var && !seen.insert(p->name).second)
+            user_error(ErrorKind::Syntax, p->loc, "`" + p->name + "` is bound twice in this pattern",
+                       {"give each a name of its own; `_` ignores a value"});
+        for (const PatternPtr& e : p->elems) self(self, e);
+    };
+    for (const PatternPtr& p : patterns) walk(walk, p);
 }
 
 PatternPtr Parser::parse_annotated_pattern() {

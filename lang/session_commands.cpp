@@ -124,10 +124,12 @@ std::optional<std::string_view> SessionCommands::leading_option(std::string_view
 }
 
 // Where the option at the start of `arg` (a view into stmt.argument) is.
-Loc SessionCommands::option_loc(std::string_view arg) const {
+Loc SessionCommands::option_loc(std::string_view arg) const { return part_loc(*leading_option(arg)); }
+
+Loc SessionCommands::part_loc(std::string_view part) const {
     Loc loc = stmt.argument_loc;
-    loc.col += static_cast<int>(arg.data() - trim(stmt.argument).data());
-    loc.length = static_cast<int>(leading_option(arg)->size());
+    loc.col += static_cast<int>(part.data() - trim(stmt.argument).data());
+    loc.length = static_cast<int>(std::max<size_t>(part.size(), 1));
     return loc;
 }
 
@@ -165,7 +167,20 @@ CompiledBackend* SessionCommands::require_compiled() const {
 }
 
 bool SessionCommands::load(const CommandInfo& c, std::string_view arg) {
-    if (arg.size() >= 2 && arg.front() == '"' && arg.back() == '"') arg = arg.substr(1, arg.size() - 2);
+    // The file name may be quoted, as a string literal is.
+    if (!arg.empty() && arg.front() == '"') {
+        const size_t close = arg.find('"', 1);
+        if (close == std::string_view::npos)
+            user_error(ErrorKind::Usage, part_loc(arg),
+                       "unterminated string: expected '\"' after the file name, found end of line",
+                       {"usage: " + command_usage(c)});
+        if (close + 1 != arg.size())
+            user_error(ErrorKind::Usage, part_loc(trim(arg.substr(close + 1))),
+                       "expected the end of the line after the file name, found '" +
+                           std::string(trim(arg.substr(close + 1))) + "'",
+                       {"usage: " + command_usage(c)});
+        arg = arg.substr(1, close - 1);
+    }
     if (arg.empty()) usage(c);
     if (I.depth >= kMaxLoadDepth)
         user_error(ErrorKind::Usage, stmt.loc,
@@ -192,7 +207,11 @@ bool SessionCommands::seed(const CommandInfo& c, std::string_view arg) {
         return true;
     }
     uint64_t v = 0;
-    if (!parse_u64(arg, v)) usage(c);
+    if (!parse_u64(arg, v))
+        user_error(ErrorKind::Usage, part_loc(arg),
+                   "expected a whole number from 0 to " + std::to_string(UINT64_MAX) + ", found '" + std::string(arg) +
+                       "'",
+                   {"usage: " + command_usage(c)});
     s.settings_.seed = v;
     I.random_stream = 0;
     return true;
@@ -215,11 +234,13 @@ bool SessionCommands::set(const CommandInfo& c, std::string_view arg) {
     std::string_view key = arg.substr(0, sp);
     std::string_view value = sp == std::string_view::npos ? std::string_view{} : trim(arg.substr(sp));
     if (key == "print") {
+        constexpr uint64_t kMaxPrintThreshold = 1000000;
         uint64_t n = 0;
-        if (!parse_u64(value, n) || n < kMinPrintThreshold || n > 1000000)
-            user_error(ErrorKind::Usage, stmt.loc,
-                       "usage: :set print N  (N is the longest axis printed in full, at least " +
-                           std::to_string(kMinPrintThreshold) + ")");
+        if (!parse_u64(value, n) || n < kMinPrintThreshold || n > kMaxPrintThreshold)
+            bad_setting(key, value,
+                        "a whole number from " + std::to_string(kMinPrintThreshold) + " to " +
+                            std::to_string(kMaxPrintThreshold),
+                        ":set print N  (N is the longest axis printed in full)");
         s.settings_.print_threshold = static_cast<int>(n);
         return true;
     }
@@ -231,27 +252,36 @@ bool SessionCommands::set(const CommandInfo& c, std::string_view arg) {
             *flag = value == "on";
             return true;
         }
-        user_error(ErrorKind::Usage, stmt.loc, "usage: :set " + std::string(name) + " on|off");
+        bad_setting(key, value, "on or off", ":set " + std::string(name) + " on|off");
     }
     if (key == "backend") {
         if (value != "reference" && value != "compiled")
-            user_error(ErrorKind::Usage, stmt.loc, "usage: :set backend reference|compiled");
+            bad_setting(key, value, "reference or compiled", ":set backend reference|compiled");
         if (value == "compiled") require_compiled();
         s.settings_.compiled = value == "compiled";
         return true;
     }
     if (key == "arch") {
-        const bool ok = value.size() > 3 && value.substr(0, 3) == "sm_" &&
-                        std::all_of(value.begin() + 3, value.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
-        if (!ok) user_error(ErrorKind::Usage, stmt.loc, "usage: :set arch sm_XY  (e.g. sm_80, sm_90)");
+        // A compute capability: major (5 to 12) and minor digit, as nvcc spells it (sm_50 .. sm_120).
+        const std::string_view digits = value.substr(std::min<size_t>(3, value.size()));
+        const bool ok = value.starts_with("sm_") && (digits.size() == 2 || digits.size() == 3) &&
+                        std::all_of(digits.begin(), digits.end(), [](char ch) { return ch >= '0' && ch <= '9'; }) &&
+                        digits[0] != '0' && (digits.size() == 2 ? digits[0] >= '5' : digits.substr(0, 2) <= "12");
+        if (!ok)
+            bad_setting(key, value, "a compute capability from sm_50 to sm_120",
+                        ":set arch sm_XY  (e.g. sm_80, sm_90, sm_120)");
         s.settings_.arch = std::string(value);
         return true;
     }
     if (key == "gpu") {
         if (!find_gpu_model(std::string(value))) {
-            std::string names;
-            for (const GpuModel& g : gpu_models()) names += (names.empty() ? "" : "|") + std::string(g.name);
-            user_error(ErrorKind::Usage, stmt.loc, "usage: :set gpu " + names + "  (the GPU :profile estimates times for)");
+            std::string names, usage_names;
+            for (const GpuModel& g : gpu_models()) {
+                names += (names.empty() ? "" : ", ") + std::string(g.name);
+                usage_names += (usage_names.empty() ? "" : "|") + std::string(g.name);
+            }
+            bad_setting(key, value, "one of " + names,
+                        ":set gpu " + usage_names + "  (the GPU :profile estimates times for)");
         }
         s.settings_.gpu = std::string(value);
         return true;
@@ -259,14 +289,13 @@ bool SessionCommands::set(const CommandInfo& c, std::string_view arg) {
     if (key == "memlimit") {
         const int64_t bytes = value == "off" ? 0 : parse_byte_size(std::string(value));
         if (bytes < 0 || (bytes == 0 && value != "off"))
-            user_error(ErrorKind::Usage, stmt.loc,
-                       "usage: :set memlimit N|off  (N in bytes or with a unit: 512MiB, 8GiB; off: the machine's free "
-                       "memory)");
+            bad_setting(key, value, "a size (in bytes or with a unit: 512MiB, 8GiB) or off",
+                        ":set memlimit N|off  (off: the machine's free memory)");
         set_memory_limit(bytes);
         return true;
     }
     if (key == "executor") {
-        if (value != "cpu" && value != "cuda") user_error(ErrorKind::Usage, stmt.loc, "usage: :set executor cpu|cuda");
+        if (value != "cpu" && value != "cuda") bad_setting(key, value, "cpu or cuda", ":set executor cpu|cuda");
         CompiledBackend* b = require_compiled();
         try {
             b->use_executor(std::string(value));
@@ -277,7 +306,18 @@ bool SessionCommands::set(const CommandInfo& c, std::string_view arg) {
         out.text("kernels run on " + b->description().substr(b->description().find(" on ") + 4));
         return true;
     }
-    usage(c);
+    user_error(ErrorKind::Usage, part_loc(key),
+               "expected a setting (print, check, backend, executor, arch, fusion, sharedmem, hoist, blas, gpu or "
+               "memlimit), found '" + std::string(key) + "'",
+               {"usage: " + command_usage(c)});
+}
+
+void SessionCommands::bad_setting(std::string_view key, std::string_view value, const std::string& expected,
+                                  const std::string& usage) const {
+    user_error(ErrorKind::Usage, part_loc(value.empty() ? key : value),
+               "expected " + expected + " after ':set " + std::string(key) + "', found " +
+                   (value.empty() ? std::string("nothing") : "'" + std::string(value) + "'"),
+               {"usage: " + usage});
 }
 
 }  // namespace shoal

@@ -9,6 +9,7 @@ bool SessionCommands::help(std::string_view topic) {
         return true;
     }
     std::string t(topic);
+    if (t.size() > 1 && t.front() == '"' && t.back() == '"') t = t.substr(1, t.size() - 2);  // :help "map"
     if (t.size() > 1 && t.front() == '(' && t.back() == ')') t = t.substr(1, t.size() - 2);  // (+)
     if (!t.empty() && t[0] == ':') {
         t.erase(0, 1);

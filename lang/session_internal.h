@@ -385,6 +385,8 @@ struct SessionCommands {
 
     // Where the option at the start of `arg` (a view into stmt.argument) is.
     Loc option_loc(std::string_view arg) const;
+    // Where `part`, a non-empty view into stmt.argument, is.
+    Loc part_loc(std::string_view part) const;
 
     // The command's argument parsed as an expression (positions in the
     // statement's source), after its first `skip` bytes (an option).
@@ -502,6 +504,10 @@ struct SessionCommands {
     static std::string on_off(bool on) { return on ? "on" : "off"; }
 
     bool set(const CommandInfo& c, std::string_view arg);
+    // `:set key value` with a bad value: the error points at the value (at
+    // the key when there is none) and says what the key takes.
+    [[noreturn]] void bad_setting(std::string_view key, std::string_view value, const std::string& expected,
+                                  const std::string& usage) const;
 };
 
 }  // namespace shoal

@@ -11,7 +11,9 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <functional>
+#include <map>
 #include <optional>
 #include <set>
 #include <unordered_map>
@@ -493,7 +495,7 @@ public:
         std::reverse(spine.begin(), spine.end());
         Type ft = infer(head);
         std::string fname = head->kind == ExprKind::Var ? "`" + head->text + "`" : "this function";
-        if (Type r = infer_data_first(spine, ft, fname)) {
+        if (Type r = infer_data_first(spine, ft, fname, head)) {
             type_load_literal(head, spine, r);
             return r;
         }
@@ -502,14 +504,16 @@ public:
             const ExprPtr& arg = app->kids[1];
             Type at = infer(arg);
             Type f = prune(ft);
-            if (f->kind == TypeKind::Var && (f->classes || f->scalar_only || f->is_rank) && i > 0) {
-                user_error(ErrorKind::Type, arg->loc,
-                           fname + " takes " + std::to_string(i) + " argument" + (i == 1 ? "" : "s") +
-                               " but is given " + std::to_string(spine.size()));
-            } else if (f->kind == TypeKind::Var && (f->classes || f->scalar_only || f->is_rank)) {
+            // A number, bool, string, array or tuple (or a variable that can only be a number).
+            const bool constrained = f->kind == TypeKind::Var && (f->classes || f->scalar_only || f->is_rank);
+            if (i == 0 && (constrained || (f->kind != TypeKind::Var && f->kind != TypeKind::Func))) {
                 user_error(ErrorKind::Type, head->loc,
                            (head->kind == ExprKind::Var ? fname : "this") + " is not a function, it is " +
                                describe(f) + "; it cannot be applied to an argument");
+            } else if (constrained) {
+                user_error(ErrorKind::Type, arg->loc,
+                           fname + " takes " + std::to_string(i) + " argument" + (i == 1 ? "" : "s") +
+                               " but is given " + std::to_string(spine.size()));
             } else if (f->kind == TypeKind::Var) {
                 Type r = fresh();
                 expect(f, t_func(at, r), app->loc, "applied value");
@@ -530,10 +534,44 @@ public:
         return ft;
     }
 
+    // Mistakes that unification would only report later, as an array of
+    // functions or of arrays: a function of too many parameters
+    // (`map (\a b -> a) xs`), an array where a fold's initial value goes
+    // (`reduce (+) xs`). Says what the builtin takes instead.
+    void check_builtin_argument(const std::string& name, const Type& param, const Type& at, const ExprPtr& arg,
+                                size_t i) {
+        auto arity = [](Type t) {
+            int n = 0;
+            for (t = prune(t); t->kind == TypeKind::Func; t = prune(t->args[1])) ++n;
+            return n;
+        };
+        // iterate's value may itself be a function, which its function then returns.
+        const int wanted = arity(param), given = arity(at);
+        if (wanted > 0 && given > wanted && name != "iterate") {
+            static const char* const kCounts[] = {"", "one argument", "two arguments", "three arguments"};
+            user_error(ErrorKind::Type, arg->loc,
+                       "`" + name + "` applies its function to " +
+                           (wanted < 4 ? std::string(kCounts[wanted]) : std::to_string(wanted) + " arguments") +
+                           ", but this function takes " + std::to_string(given));
+        }
+        static const std::map<std::string, std::string> kFolds = {
+            {"reduce", "an initial value and an array: reduce (+) 0 xs"},
+            {"scan", "an initial value and an array: scan (+) 0 xs"},
+            {"scanExclusive", "an initial value and an array: scanExclusive (+) 0 xs"},
+            {"segscan", "an initial value, the flags and an array: segscan (+) 0 flags xs"},
+        };
+        if (auto fold = kFolds.find(name); fold != kFolds.end() && i == 1 && prune(at)->kind == TypeKind::Array)
+            user_error(ErrorKind::Type, arg->loc,
+                       "argument 2 of `" + name + "` should be its initial value (an element), found " + describe(at),
+                       {"`" + name + "` takes an operator, " + fold->second});
+    }
+
     // Unifies argument i (0-based) of fname, of type `at`, with the
     // parameter type `param`; a mismatch names both, blamed on the argument.
     void unify_argument(const Type& param, const Type& at, const ExprPtr& arg, size_t i, const std::string& fname,
                         const ExprPtr& head = nullptr) {
+        if (head && head->kind == ExprKind::Var && is_global_builtin(head->text))
+            check_builtin_argument(head->text, param, at, arg, i);
         try {
             unify(param, at);
         } catch (const Mismatch& m) {
@@ -565,7 +603,8 @@ public:
     // fixed, so an error inside the lambda is reported where it is (`if x`,
     // x being float), with the argument that made it so as a note. Null when
     // the application does not have that shape (then arguments go in order).
-    Type infer_data_first(const std::vector<ExprPtr>& spine, const Type& ft, const std::string& fname) {
+    Type infer_data_first(const std::vector<ExprPtr>& spine, const Type& ft, const std::string& fname,
+                          const ExprPtr& head) {
         std::vector<Type> params, rests;
         Type f = prune(ft);
         for (size_t i = 0; i < spine.size(); ++i, f = prune(f->args[1])) {
@@ -579,7 +618,9 @@ public:
             if (is_lambda(i))
                 for (size_t j = i + 1; j < spine.size(); ++j) lambda_before_data = lambda_before_data || !is_lambda(j);
         if (!lambda_before_data) return nullptr;
-        auto check = [&](size_t i, const Type& at) { unify_argument(params[i], at, spine[i]->kids[1], i, fname); };
+        auto check = [&](size_t i, const Type& at) {
+            unify_argument(params[i], at, spine[i]->kids[1], i, fname, head);
+        };
         std::string data;  // "argument 2 of `map` is [float]", for the lambdas' errors
         for (size_t i = 0; i < spine.size(); ++i) {
             if (is_lambda(i)) continue;
@@ -984,7 +1025,8 @@ public:
                     // Count the parameters for a clearer message than a unifier failure.
                     int params = 0;
                     for (Type f = actual; f->kind == TypeKind::Func; f = prune(f->args[1])) ++params;
-                    if (params != rank->rank && prune(c.types[2])->kind != TypeKind::Var)
+                    // More parameters than indices would make the elements functions.
+                    if (params != rank->rank && (params > rank->rank || prune(c.types[2])->kind != TypeKind::Var))
                         user_error(ErrorKind::Type, c.loc,
                                    "`" + c.what + "` of rank " + std::to_string(rank->rank) + " needs a function of " +
                                        std::to_string(rank->rank) + " int index" + (rank->rank > 1 ? "es" : "") +
@@ -1427,6 +1469,8 @@ public:
             check_array_elements(e);
             if (e->kind == ExprKind::IntLit) check_int_literal(e, negated_literals_.count(e.get()) > 0);
         }
+        // A float literal's type may be fixed even in a generalised function (`\(x : float) -> x + 1e39`).
+        if (e->kind == ExprKind::FloatLit) check_float_literal(e);
     }
 
     // Arrays hold scalars (an array of tuples is a tuple of arrays); a
@@ -1461,6 +1505,14 @@ public:
         if (!fits)
             user_error(ErrorKind::Type, e->loc, "integer literal " + e->text + " does not fit in int",
                        {"write `(" + e->text + " : long)` for a 64-bit integer"});
+    }
+
+    // 1e39 is a double but no float: as a float it would silently be inf.
+    static void check_float_literal(const ExprPtr& e) {
+        Type t = prune(e->type);
+        if (t->kind == TypeKind::Prim && t->prim == Prim::Float && std::isinf(float_literal_value32(*e)))
+            user_error(ErrorKind::Type, e->loc, "decimal literal " + e->text + " does not fit in float",
+                       {"write `(" + e->text + " : double)` for a 64-bit float"});
     }
 
     // Finishes an expression statement or value binding: default and resolve.

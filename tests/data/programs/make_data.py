@@ -104,6 +104,17 @@ with open("hostile_overflow.csv", "w") as f:
     f.write("1e999,2\n3,4\n")
 with open("hostile_ragged_long.csv", "w") as f:
     f.write("1,2\n3,4,5\n")
+# quoted fields, as spreadsheets and pandas write them
+with open("quoted_numbers.csv", "w") as f:
+    f.write('"1","2.5"\n"3", 4\n')
+with open("quoted_header.csv", "w") as f:
+    f.write('"x","y"\n1,2\n')
+with open("hostile_quote_unclosed.csv", "w") as f:
+    f.write('1,2\n3,"4\n')
+with open("hostile_quote_trailing.csv", "w") as f:
+    f.write('"1"x,2\n')
+with open("hostile_quoted_comma.csv", "w") as f:
+    f.write('"1,000",2\n')
 
 # hostile scripts for :load (tests/programs/hostile_commands.shoal)
 with open("hostile_self_load.shoal", "w") as f:
