@@ -25,10 +25,10 @@ namespace shoal::ops {
 
 // ---------------------------------------------------------------- typed access
 template <class T> constexpr Prim prim_v = Prim::Bool;
-template <> constexpr Prim prim_v<int32_t> = Prim::Int;
-template <> constexpr Prim prim_v<int64_t> = Prim::Long;
-template <> constexpr Prim prim_v<float> = Prim::Float;
-template <> constexpr Prim prim_v<double> = Prim::Double;
+template <> inline constexpr Prim prim_v<int32_t> = Prim::Int;
+template <> inline constexpr Prim prim_v<int64_t> = Prim::Long;
+template <> inline constexpr Prim prim_v<float> = Prim::Float;
+template <> inline constexpr Prim prim_v<double> = Prim::Double;
 
 template <class T> T scalar_as(const Scalar& s);  // s.type must be prim_v<T>
 template <> inline bool scalar_as<bool>(const Scalar& s) { return s.b; }

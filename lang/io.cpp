@@ -461,6 +461,11 @@ ArrayPtr load_npy(const std::string& path, const Loc& loc) {
         io_error(loc, quoted(path) + " is truncated: shape " + shape_to_string(h.shape) + " of " +
                           numpy_name(h.elem) + " needs " + std::to_string(expected) + " bytes of data, the file has " +
                           std::to_string(actual));
+    try {  // an extent beyond int, or more than the memory left: named with the file
+        check_array_size(h.elem, h.shape);
+    } catch (const Error& e) {
+        io_error(loc, quoted(path) + ": " + e.message);
+    }
     auto a = std::make_shared<Array>(h.elem, h.shape);
     if (!a->bytes.empty() && std::fread(a->bytes.data(), 1, a->bytes.size(), f.get()) != a->bytes.size())
         io_error(loc, "cannot read " + quoted(path) + ": " + std::strerror(errno));

@@ -8,8 +8,9 @@
 
 // A lane loop function worth vectorising wider than baseline x86-64 (SSE2):
 // compiled a second time for AVX2, and the dynamic loader picks the version
-// the CPU runs (GNU ifunc, hence glibc). Elsewhere one baseline version.
-#if defined(__x86_64__) && defined(__ELF__) && defined(__GNUC__) && defined(__GLIBC__)
+// the CPU runs (GNU ifunc, hence glibc; GCC only: clang clones no templates).
+// Elsewhere one baseline version.
+#if defined(__x86_64__) && defined(__ELF__) && defined(__GNUC__) && !defined(__clang__) && defined(__GLIBC__)
 #define SHOAL_LANE_LOOP __attribute__((target_clones("avx2", "default")))
 #else
 #define SHOAL_LANE_LOOP

@@ -30,28 +30,14 @@
 #include <unistd.h>
 
 #include "lang/session.h"
+#include "targets/fuzz_common.h"
 
 namespace {
 
 using namespace shoal;
 using Clock = std::chrono::steady_clock;
 
-const char* kPrelude = R"(let a = iota 10
-let e = iota 0
-let xs = [1.0, 2.5, -3.0, 0.0 / 0.0, 1.0 / 0.0]
-let d = double xs
-let m = generate (3, 4) (\i j -> float (i * 4 + j))
-let m0 = fill (0, 3) 1
-let m1 = fill (3, 0) 1.0
-let t = generate (2, 3, 4) (\i j k -> i + j + k)
-let b = [true, false, true]
-let l = long a
-let f x = x + 1
-let g = \x y -> x * y
-let p = (a, a)
-let n = 5
-let x = 2.5
-)";
+using fuzz::kPrelude;  // the libFuzzer targets' prelude (targets/fuzz_common.h)
 
 class Collect final : public SessionOutput {
 public:
@@ -101,12 +87,7 @@ bool read_record(std::string& out) {
     return n == 0 || std::fread(out.data(), 1, n, stdin) == n;
 }
 
-// "name : type" of every binding: what a failed statement must not change.
-std::string snapshot(const Session& s) {
-    std::string out;
-    for (const std::string& name : s.binding_names()) out += s.inspect(name) + "\n";
-    return out;
-}
+std::string snapshot(const Session& s) { return fuzz::bindings(s); }
 
 std::unique_ptr<Session> fresh_session() {
     auto s = std::make_unique<Session>();

@@ -62,7 +62,9 @@ inline shoal::cpu::KernelError run_both(const shoal::ir::Kernel& k, const shoal:
         CHECK(compiled.index == interpreted.index);
         CHECK(compiled.extent == interpreted.extent);
     }
-    for (auto& [name, bytes] : memory) {
+    for (auto& entry : memory) {
+        auto& name = entry.first;
+        auto& bytes = entry.second;
         const auto* expected = static_cast<const unsigned char*>(args.buffers.at(name).data);
         if (unordered.count(name)) {  // 8-byte elements, compared as sorted words
             std::vector<uint64_t> a(bytes.size() / 8), b(bytes.size() / 8);

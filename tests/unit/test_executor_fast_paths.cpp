@@ -164,7 +164,9 @@ TEST_CASE("executor: if on an affine comparison, in either order, and its else b
         {BinaryOp::Gt, [](int64_t a, int64_t b) { return a > b; }}, {BinaryOp::Ge, [](int64_t a, int64_t b) { return a >= b; }},
         {BinaryOp::Eq, [](int64_t a, int64_t b) { return a == b; }}, {BinaryOp::Ne, [](int64_t a, int64_t b) { return a != b; }},
     };
-    for (const auto& [op, holds] : ops) {
+    for (const auto& entry : ops) {
+        const auto& op = entry.first;  // not a structured binding: clang 14 cannot capture those
+        const auto& holds = entry.second;
         for (bool affine_left : {true, false}) {
             for (int64_t m : {int64_t(-5), int64_t(0), int64_t(77), int64_t(128), int64_t(1000)}) {
                 CAPTURE(int(op));

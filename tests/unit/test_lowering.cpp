@@ -134,8 +134,10 @@ TEST_CASE("reduce: sum, min, max of vectors (exact for integers, tolerance for f
 }
 
 TEST_CASE("reduce: rank 2 gives one value per row, empty rows give the neutral element") {
-    for (auto [rows, cols] :
+    for (auto entry :
          std::vector<std::pair<int64_t, int64_t>>{{0, 5}, {3, 0}, {1, 1}, {7, 255}, {5, 2049}, {300, 33}, {40, 1024}, {9, 1025}}) {
+        auto rows = entry.first;  // not a structured binding: clang 14 cannot capture those
+        auto cols = entry.second;
         CAPTURE(rows);
         CAPTURE(cols);
         auto x = random_vector<int32_t>(rows * cols, 3, -100, 100);
@@ -292,7 +294,9 @@ TEST_CASE("scan: float sums within tolerance; a non-commutative operator in orde
 }
 
 TEST_CASE("scan: rank 2 scans each row (inclusive and exclusive)") {
-    for (auto [rows, cols] : std::vector<std::pair<int64_t, int64_t>>{{0, 4}, {4, 0}, {1, 1}, {3, 2049}, {513, 7}, {40, 300}}) {
+    for (auto entry : std::vector<std::pair<int64_t, int64_t>>{{0, 4}, {4, 0}, {1, 1}, {3, 2049}, {513, 7}, {40, 300}}) {
+        auto rows = entry.first;  // not a structured binding: clang 14 cannot capture those
+        auto cols = entry.second;
         CAPTURE(rows);
         CAPTURE(cols);
         auto x = random_vector<int64_t>(rows * cols, 8, -50, 50);
@@ -630,7 +634,9 @@ struct SelectCounter : IRVisitor {
 }  // namespace
 
 TEST_CASE("++ and interleave are push arrays without a source-selecting conditional") {
-    for (auto [na, nb] : std::vector<std::pair<int64_t, int64_t>>{{0, 0}, {0, 3}, {5, 0}, {1, 1}, {300, 1000}, {100000, 7}}) {
+    for (auto entry : std::vector<std::pair<int64_t, int64_t>>{{0, 0}, {0, 3}, {5, 0}, {1, 1}, {300, 1000}, {100000, 7}}) {
+        auto na = entry.first;  // not a structured binding: clang 14 cannot capture those
+        auto nb = entry.second;
         CAPTURE(na);
         CAPTURE(nb);
         auto a = random_vector<int32_t>(na, 71, -9, 9);
@@ -672,7 +678,9 @@ TEST_CASE("++ and interleave are push arrays without a source-selecting conditio
 
 // ---------------------------------------------------------------- transpose
 TEST_CASE("transpose through shared tiles: correct at ragged edges, coalesced") {
-    for (auto [rows, cols] : std::vector<std::pair<int64_t, int64_t>>{{0, 3}, {1, 1}, {33, 31}, {100, 257}, {1024, 1024}}) {
+    for (auto entry : std::vector<std::pair<int64_t, int64_t>>{{0, 3}, {1, 1}, {33, 31}, {100, 257}, {1024, 1024}}) {
+        auto rows = entry.first;  // not a structured binding: clang 14 cannot capture those
+        auto cols = entry.second;
         CAPTURE(rows);
         CAPTURE(cols);
         auto a = random_vector<float>(rows * cols, 81, -1, 1);

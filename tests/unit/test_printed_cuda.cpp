@@ -133,7 +133,9 @@ TEST_CASE("printed CUDA: each broken GPU rule fails with the kernel and the line
     // every atomic, and the host's timer for one that never reaches any.
     const std::pair<const char*, const char*> spins[] = {{"spin", "atomicAdd(&out[0], 0) == 0"},
                                                          {"tight", "*(volatile int*)&out[0] == 0"}};
-    for (const auto& [name, condition] : spins) {
+    for (const auto& entry : spins) {
+        const auto& name = entry.first;  // not a structured binding: clang 14 cannot capture those
+        const auto& condition = entry.second;
         CAPTURE(name);
         auto u = unit(std::string("\nextern \"C\" __global__ void __launch_bounds__(32) ") + name +
                           "(int* __restrict__ out) {\n    while (" + condition + ") {\n    }\n}\n",
