@@ -491,8 +491,9 @@ std::optional<Value> FusionEngine::tiny_product(std::span<const Value> args, con
     };
     const ir::PlanOutcome r = run("matmul", fc, {"matmul as a reduction per element", {ir::tuple_of(src)}},
                                   [&](ir::PlanBuilder& pb) {
+        const ir::LoweringFacts facts = fc.facts(pb);
         ir::lower_reduce(pb, "matmul", src, ir::known_combine(ir::AssocOp::Add, ir::scalar_of(elem)), "out",
-                         lowering_options(fc.facts(pb)));
+                         lowering_options(facts));
     });
     if (shape.result.empty()) return Value(first_element(r.outputs.at("out"), elem));
     return result(r.outputs.at("out"), elem, shape.result);
@@ -542,7 +543,8 @@ std::vector<Value> FusionEngine::kept_elements(const std::string& name, FuseCont
     const std::vector<std::string> outs = leaf_buffers("out", prims.size(), true);
     ir::PlanOutcome r = run(name, fc, {name, {ir::tuple_of(keep), ir::tuple_of(x)}},
                             [&](ir::PlanBuilder& pb) {
-        ir::lower_filter(pb, name, keep, x, outs, "count", lowering_options(fc.facts(pb)));
+        const ir::LoweringFacts facts = fc.facts(pb);
+        ir::lower_filter(pb, name, keep, x, outs, "count", lowering_options(facts));
     });
     return results(r, outs, prims, {r.scalars.at("count").i});
 }
@@ -686,7 +688,8 @@ std::optional<Value> FusionEngine::scatter(std::span<const Value> args, EvalCont
     const PullArray i = pull_of(idx, fc);
     const ir::PlanOutcome r =
         run("scatter", fc, {"scatter", {ir::tuple_of(d), ir::tuple_of(i), ir::tuple_of(v)}}, [&](ir::PlanBuilder& pb) {
-            const ir::LoweringOptions opt = lowering_options(fc.facts(pb));
+            const ir::LoweringFacts facts = fc.facts(pb);
+            const ir::LoweringOptions opt = lowering_options(facts);
             for (size_t k = 0; k < d.size(); ++k)
                 ir::lower_scatter(pb, pb.fresh("scatter"), d[k], i, v[k], outs[k], opt);
         });

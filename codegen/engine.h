@@ -228,6 +228,7 @@ private:
         opt.facts = &facts;
         return opt;
     }
+    ir::LoweringOptions lowering_options(ir::LoweringFacts&&) const = delete;  // it would dangle (found by ASan)
     void record_profile(const ir::LaunchPlan& plan, const ir::PlanOutcome& r, const RunSource& source);
     StepRecording* step_recording_ = nullptr;
     RowValues row_values_;  // reductions' results: one value per row of which matrix (row_values.h)

@@ -99,9 +99,11 @@ struct FloatFn {
     template <Floating T> T operator()(T x) const { return F(x); }
 };
 // floor / ceil / round: identity on integers.
+// (Both overloads here: clang 14 hides a base's constrained overload that a
+// using-declaration brings in.)
 template <auto F>
-struct RoundingFn : FloatFn<F> {
-    using FloatFn<F>::operator();
+struct RoundingFn {
+    template <Floating T> T operator()(T x) const { return F(x); }
     template <Integral T> T operator()(T x) const { return x; }
 };
 

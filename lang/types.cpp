@@ -286,7 +286,10 @@ struct TypePrinter {
                 return s + ")";
             }
             case TypeKind::Func: {
-                std::string s = print(p->args[0], true) + " -> " + print(p->args[1]);
+                // Parameter first: printing names variables as it meets them
+                // (in one expression the order would be the compiler's).
+                const std::string from = print(p->args[0], true);
+                std::string s = from + " -> " + print(p->args[1]);
                 return in_func_param ? "(" + s + ")" : s;
             }
         }

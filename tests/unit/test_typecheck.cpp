@@ -109,7 +109,7 @@ TEST_CASE("top-level functions are generalised and instantiated per use") {
           "[float] -> [float] -> float");
     CHECK(t.run("let inc = map (\\x -> x + 1)") == "Num a => [a] -> [a]  (also elementwise over arrays)");
     CHECK(t.run("let fwd2 x = x[1:] - x[:-1]") == "Num a => [a] -> [a]");
-    CHECK(t.run("let g f xs = map f xs") == "(b -> a) -> [b] -> [a]");
+    CHECK(t.run("let g f xs = map f xs") == "(a -> b) -> [a] -> [b]");
     CHECK(t.run("let add2 x y = x + y") == "Num a => a -> a -> a  (also elementwise over arrays)");
 }
 
