@@ -125,4 +125,10 @@ void check_array_fits(int64_t elem_bytes, const Shape& shape, const MemoryRoomQu
                    "and :env list them)"});
 }
 
+std::string without_memory_state(const std::string& message) {
+    const size_t at = message.find(" is too large: ");
+    if (at == std::string::npos || message.find(" but ", at) == std::string::npos) return message;
+    return message.substr(0, at) + " is too large";
+}
+
 }  // namespace shoal

@@ -49,4 +49,8 @@ int64_t nested_array_bytes_limit();
 // elements and `shape` may not be created in `room` (the host when null).
 void check_array_fits(int64_t elem_bytes, const std::vector<int64_t>& shape, const MemoryRoomQuery& room = {});
 
+// `message` up to the memory it names ("array of shape (n) is too large"):
+// the memory left moves between two runs of one statement, the error does not.
+std::string without_memory_state(const std::string& message);
+
 }  // namespace shoal

@@ -658,7 +658,9 @@ Histogram histogram_of(const Samples& xs) {
     h.counts.assign(size_t(bins), 0);
     for (size_t i = 0; i < xs.size(); ++i) {
         const double v = xs[i];
-        if (std::isfinite(v)) ++h.counts[size_t(std::clamp(static_cast<int>((v - h.lo) / h.width), 0, bins - 1))];
+        if (!std::isfinite(v)) continue;
+        const double at = (v - h.lo) / h.width;  // 0 / 0 when all values are one: the first bin
+        ++h.counts[std::isnan(at) ? 0 : size_t(std::clamp(at, 0.0, double(bins - 1)))];
     }
     return h;
 }

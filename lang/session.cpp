@@ -119,6 +119,7 @@ bool Session::execute(std::string_view text, const std::string& name, SessionOut
         }
         if (std::optional<size_t> resume = recover_unclosed_bracket(src, span, out)) {
             ok = false;
+            if (single_statement) break;  // one statement (the REPL's): nothing after it runs
             const std::vector<StatementSpan> rest = split_statements(*src, *resume, span.end);
             spans.insert(spans.begin() + static_cast<std::ptrdiff_t>(i) + 1, rest.begin(), rest.end());
             continue;

@@ -1611,6 +1611,8 @@ DisplayInstance display_instance(const Scheme& s) {
         c.settle_for_display(d.lifts, d.broadcasts);
     } catch (const Error&) {
         d.settled = false;
+    } catch (const Mismatch&) {  // a constraint no instance satisfies (found by fuzz_typecheck)
+        d.settled = false;
     }
     std::set<const TypeNode*> seen;
     Checker::free_vars(d.type, d.vars, seen);

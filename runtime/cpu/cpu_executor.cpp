@@ -178,7 +178,10 @@ private:
     static std::string differences(const ir::LaunchPlan& plan, const std::optional<ir::PlanOutcome>& a,
                                    const std::optional<ir::PlanOutcome>& b, const std::string& a_error,
                                    const std::string& b_error) {
-        if (!a || !b) return a_error == b_error ? "" : "errors: interpreter '" + a_error + "', native '" + b_error + "'";
+        if (!a || !b)
+            return without_memory_state(a_error) == without_memory_state(b_error)
+                       ? ""
+                       : "errors: interpreter '" + a_error + "', native '" + b_error + "'";
         for (const auto& [name, data] : a->outputs) {
             auto it = b->outputs.find(name);
             if (it == b->outputs.end()) return "output " + name + " missing";

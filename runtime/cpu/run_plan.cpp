@@ -1,3 +1,4 @@
+#include "lang/scalar_semantics.h"
 #include "runtime/cpu/run_plan.h"
 
 #include "runtime/cpu/blas.h"
@@ -98,7 +99,7 @@ private:
         ScalarArg a;
         a.type = t;
         if (ir::is_float(t)) a.f = ir::is_float(v.type) ? v.f : static_cast<double>(v.i);
-        else a.i = ir::is_float(v.type) ? static_cast<int64_t>(v.f) : v.i;
+        else a.i = ir::is_float(v.type) ? scalar::saturate<int64_t>(v.f) : v.i;  // NaN, inf: no UB
         return a;
     }
 

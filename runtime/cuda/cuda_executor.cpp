@@ -14,6 +14,7 @@
 #include "codegen/thread_levels.h"
 #include "lang/diagnostics.h"
 #include "lang/lru_map.h"
+#include "lang/scalar_semantics.h"
 
 namespace shoal::cuda {
 
@@ -113,6 +114,17 @@ public:
         }
         check(e, "cudaMallocFromPoolAsync");
         return p;
+    }
+    // The memory left for Shoal's arrays (lang/memory_limit.h): the device's
+    // free memory and what the pool keeps for reuse.
+    MemoryRoom room() {
+        size_t free = 0, total = 0;
+        uint64_t reserved = 0, used = 0;
+        if (lost() || api_->memGetInfo(&free, &total) != cudaSuccess) return {"GPU memory", -1, bytes_held()};
+        if (api_->memPoolGetAttribute(pool_, cudaMemPoolAttrReservedMemCurrent, &reserved) != cudaSuccess ||
+            api_->memPoolGetAttribute(pool_, cudaMemPoolAttrUsedMemCurrent, &used) != cudaSuccess)
+            reserved = used = 0;
+        return {"GPU memory", static_cast<int64_t>(free + reserved - std::min(reserved, used)), bytes_held()};
     }
     // Every array in device memory, for `:mem`.
     void track(const ir::DeviceArray* a) { live_.insert(a); }
@@ -390,6 +402,9 @@ private:
     void allocate(const std::string& name) {
         const ir::PlanBuffer* b = plan_.find_buffer(name);
         const int64_t n = std::max<int64_t>(0, ir::eval_host_int(b->count, lookup_));
+        // Sized now (a filter's or tally's output): refused before it is
+        // attempted, with the message the CPU executor gives.
+        check_array_size(ir::buffer_prim(b->elem), Shape{n}, [this] { return device_.room(); });
         auto memory = std::make_shared<DeviceMemory>(owner_, b->elem, n);
         // Check mode: fresh memory reads as NaN / -1, as on the CPU executor.
         if (options_.check && memory->bytes() > 0)
@@ -410,7 +425,7 @@ private:
         std::array<std::byte, 8> bytes{};
         auto put = [&bytes](auto x) { std::memcpy(bytes.data(), &x, sizeof x); };
         const bool from_float = ir::is_float(v.type);
-        const int64_t i = from_float ? static_cast<int64_t>(v.f) : v.i;
+        const int64_t i = from_float ? scalar::saturate<int64_t>(v.f) : v.i;  // NaN, inf: no UB
         const double f = from_float ? v.f : static_cast<double>(v.i);
         switch (t) {
             case ir::ScalarType::Bool: put(static_cast<bool>(i)); break;
@@ -654,17 +669,7 @@ public:
         if (arrays.size() > kShown) text += "\n  ... and " + std::to_string(arrays.size() - kShown) + " smaller";
         return text;
     }
-    MemoryRoom memory_room() const override {
-        Device& d = *device_;
-        size_t free = 0, total = 0;
-        uint64_t reserved = 0, used = 0;
-        if (d.lost() || d.api().memGetInfo(&free, &total) != cudaSuccess) return {"GPU memory", -1, d.bytes_held()};
-        // What the pool keeps for reuse is free to Shoal.
-        if (d.api().memPoolGetAttribute(d.pool(), cudaMemPoolAttrReservedMemCurrent, &reserved) != cudaSuccess ||
-            d.api().memPoolGetAttribute(d.pool(), cudaMemPoolAttrUsedMemCurrent, &used) != cudaSuccess)
-            reserved = used = 0;
-        return {"GPU memory", static_cast<int64_t>(free + reserved - std::min(reserved, used)), d.bytes_held()};
-    }
+    MemoryRoom memory_room() const override { return device_->room(); }
     std::string device_report() const override {
         const DeviceInfo& d = device_->info();
         size_t free = 0, total = 0;
