@@ -622,7 +622,11 @@ TEST_CASE("compiled backend: random well-typed programs agree with the reference
     // SHOAL_RANDOM_PROGRAMS=F-N seeds F..N (one shard of a parallel run).
     const char* count = std::getenv("SHOAL_RANDOM_PROGRAMS");
     char* rest = nullptr;
-    uint32_t first = 1, last = count ? static_cast<uint32_t>(std::strtoul(count, &rest, 10)) : 350;
+    // SHOAL_RANDOM_FIXED: how many fixed seeds precede the fresh ones (350;
+    // fewer in the sanitized build, where a program runs about 3x slower).
+    const char* fixed = std::getenv("SHOAL_RANDOM_FIXED");
+    uint32_t first = 1, last = count ? static_cast<uint32_t>(std::strtoul(count, &rest, 10))
+                                     : fixed ? static_cast<uint32_t>(std::strtoul(fixed, nullptr, 10)) : 350;
     if (rest && *rest == '-') first = std::exchange(last, static_cast<uint32_t>(std::strtoul(rest + 1, nullptr, 10)));
     std::vector<uint32_t> seeds;
     for (uint32_t seed = first; seed <= last; ++seed) seeds.push_back(seed);
@@ -647,7 +651,7 @@ TEST_CASE("compiled backend: random well-typed programs agree with the reference
     }
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     MESSAGE(programs << " random programs, " << failures << " mismatches, " << secs << " s");
-    CHECK(programs >= (count ? 1 : 200));
+    CHECK(programs >= (count ? 1 : fixed ? 50 : 200));
 }
 
 TEST_CASE("the differential shrinker keeps only the lines a mismatch needs") {
