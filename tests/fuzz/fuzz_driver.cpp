@@ -39,37 +39,18 @@ using Clock = std::chrono::steady_clock;
 
 using fuzz::kPrelude;  // the libFuzzer targets' prelude (targets/fuzz_common.h)
 
-class Collect final : public SessionOutput {
+// The targets' output, its findings printed for fuzz_statements.py.
+class Collect final : public fuzz::StrictOutput {
 public:
+    Collect() : StrictOutput([this](const char* kind, const std::string& detail) { finding(kind, detail); }) {}
     int index = 0;
-    int errors = 0;
-    bool interrupted = false;
-    void value(const Value&, const Type&, const std::string& text) override { sink_ += text.size(); }
-    void text(const std::string& s) override { sink_ += s.size(); }
-    void warning(const std::string& s) override { sink_ += s.size(); }
-    void error(const Error& e) override {
-        ++errors;
-        const std::string shown = format_error(e);  // exercise the caret rendering
-        sink_ += shown.size();
-        if (e.kind == ErrorKind::Interrupted) {
-            interrupted = true;
-            return;
-        }
-        if (e.kind == ErrorKind::Internal || shown.find("internal error") != std::string::npos)
-            finding("internal", e.message);
-        else if (!e.loc.valid())
-            finding("no-location", e.message);
-    }
-    void finding(const char* kind, const std::string& detail) {
+    void finding(const char* kind, const std::string& detail) const {
         std::string d = detail.substr(0, 300);
         for (char& c : d)
             if (c == '\n' || c == '\r' || c == '\0') c = ' ';
         std::printf("FINDING %d %s %s\n", index, kind, d.c_str());
         std::fflush(stdout);
     }
-
-private:
-    size_t sink_ = 0;
 };
 
 // Reads one "<n>\n<n bytes>" record; false at the end of input.

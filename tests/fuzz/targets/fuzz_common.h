@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -25,9 +26,13 @@ namespace shoal::fuzz {
     std::abort();
 }
 
-// Keeps nothing it is shown; an error that is a bug in Shoal is a finding.
-class StrictOutput final : public SessionOutput {
+// Keeps nothing it is shown; an error that is a bug in Shoal is a finding
+// (by default a crash libFuzzer keeps; the statement fuzzer's driver prints it).
+class StrictOutput : public SessionOutput {
 public:
+    using OnFinding = std::function<void(const char* kind, const std::string& detail)>;
+    explicit StrictOutput(OnFinding on_finding = [](const char* kind, const std::string& d) { finding(kind, d); })
+        : on_finding_(std::move(on_finding)) {}
     int errors = 0;
     bool interrupted = false;
     void value(const Value&, const Type&, const std::string& text) override { sink_ += text.size(); }
@@ -41,11 +46,14 @@ public:
             interrupted = true;
             return;
         }
-        if (e.kind == ErrorKind::Internal) finding("internal error", shown);
-        if (!e.loc.valid()) finding("error without a location", shown);
+        if (e.kind == ErrorKind::Internal || shown.find("internal error") != std::string::npos)
+            on_finding_("internal", shown);
+        else if (!e.loc.valid())
+            on_finding_("no-location", shown);
     }
 
 private:
+    OnFinding on_finding_;
     size_t sink_ = 0;
 };
 
