@@ -197,6 +197,40 @@ PullArray pull_of(const Value& v, FuseContext& fc) {
     return ir::shaped_buffer_array(in->buffer, ir::scalar_of(elem_of(v)), in->extents);
 }
 
+namespace {
+// Builds the node's element code in a scratch kernel and looks for checks
+// (error statements): the code of any element is the code of every element.
+bool element_may_raise(const Node& n, const EvalContext& ctx) {
+    if (n.group().may_raise) return *n.group().may_raise;
+    bool raises = false;
+    try {
+        FuseContext probe(ctx);
+        ir::KernelBuilder kb("probe");
+        const PullArray p = n.pull(probe);
+        p.at(kb, std::vector<ir::ExprPtr>(p.shape.size(), ir::i64(0)));
+        raises = !kb.kernel().checks.empty();
+    } catch (const Decline&) {
+        // The function does not compile: the consumer declines too, and the
+        // reference evaluator computes the whole operand.
+    }
+    if (!n.computed()) n.group().may_raise = raises;
+    return raises;
+}
+}  // namespace
+
+void materialise_if_skipped_may_raise(const Value& v, const EvalContext& ctx, const std::string& reader) {
+    const auto* n = v.is_delayed() ? dynamic_cast<const Node*>(v.delayed().get()) : nullptr;
+    if (!n || n->computed() || pending_product(v) || shape_size(n->shape()) == 0) return;
+    if (element_may_raise(*n, ctx))
+        n->compute_because("`" + reader + "` reads only some of its elements, and an element can raise an error: "
+                           "materialised so that one it does not read still raises it");
+}
+
+PullArray partial_pull_of(const Value& v, FuseContext& fc, const std::string& reader) {
+    materialise_if_skipped_may_raise(v, fc.eval_context(), reader);
+    return pull_of(v, fc);
+}
+
 std::string memory_buffer(const Value& v, FuseContext& fc) {
     if (v.is_array()) return fc.input(ir::ArrayData{v.array(), nullptr}, v.array()->elem, v.array()->shape, v.array().get()).buffer;
     const Node& n = static_cast<const Node&>(*v.delayed());

@@ -69,6 +69,9 @@ struct NodeGroup {
     // put the gemm call into their own plan instead (FusionEngine::
     // product_node). Unset for every other node, and once it is computed.
     mutable std::optional<std::pair<Value, Value>> product_of = std::nullopt;
+    // Whether reading an element can raise an error (materialise_if_skipped_may_raise
+    // asks once: it builds the pull to see).
+    mutable std::optional<bool> may_raise = std::nullopt;
 };
 
 // A node of the delayed graph: shape and element type known eagerly, the
@@ -168,6 +171,16 @@ Value per_leaf(const Value& v, const std::function<Value(const Value& leaf, size
 // host or device memory) is an input buffer; a node not computed fuses.
 PullArray pull_of(const Value& v, FuseContext& fc);
 std::vector<PullArray> pulls_of(const Value& v, FuseContext& fc);
+// The pull array of an operand that the reader reads only in part (a slice,
+// take, drop, the source of a gather, scanExclusive, which skips each row's
+// last element). Where reading an element of it can raise an error (a
+// gather's bounds, an index in a function), the operand is materialised
+// first: an element the reader skips must still raise the error the
+// reference evaluator raises, never give a result in silence. `reader`
+// names the reader for `:profile`.
+PullArray partial_pull_of(const Value& v, FuseContext& fc, const std::string& reader);
+// Only the decision of partial_pull_of (for readers that pull later).
+void materialise_if_skipped_may_raise(const Value& v, const EvalContext& ctx, const std::string& reader);
 // The input buffer holding an operand's elements (row-major) when they are
 // in memory (a host array, a computed node); "" for a node that would fuse.
 std::string memory_buffer(const Value& v, FuseContext& fc);

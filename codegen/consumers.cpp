@@ -279,11 +279,14 @@ std::optional<Value> FusionEngine::scan(const std::string& name, std::span<const
         return std::nullopt;
     const std::vector<Prim> prims = prims_of(xs);
     if (zs.size() != prims.size()) return std::nullopt;
-    const std::optional<ir::AssocOp> known = prims.size() == 1 ? operator_arg(f) : std::nullopt;
+    std::optional<ir::AssocOp> known;  // (assigned, not a conditional expression: gcc 12 then warns of a maybe-uninitialized read)
+    if (prims.size() == 1) known = operator_arg(f);
     auto zkeep = std::make_shared<const std::vector<Scalar>>(zs);
     const Type et = elem_type(xs);
     FuseContext fc(ctx);
     const std::vector<std::string> outs = leaf_buffers("out", prims.size(), false);
+    if (name == "scanExclusive")  // each row's last element is not read
+        for (const Value& leaf : leaves(xs)) materialise_if_skipped_may_raise(leaf, ctx, name);
     const std::vector<PullArray> x = pulls_of(xs, fc);
     std::optional<PullArray> flags;
     if (segmented) flags = pull_of(args[2], fc);

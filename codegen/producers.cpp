@@ -115,13 +115,16 @@ std::optional<Value> FusionEngine::slice(const Value& a, std::span<const ops::Ax
     for (size_t k = 0; k < in.size(); ++k)
         if (k >= sel.size() || !sel[k].drops) out_shape.push_back(k < sel.size() ? sel[k].count : in[k]);
     if (out_shape.empty()) return std::nullopt;  // an element: scalar code reads it
+    bool whole_selected = true;  // every element read (then an error of any element is raised)
+    for (size_t k = 0; k < sel.size(); ++k)
+        whole_selected = whole_selected && !sel[k].drops && sel[k].start == 0 && sel[k].step == 1 && sel[k].count == in[k];
     const Replay whole = [a, sel] {
         return per_leaf(force(a), [&](const Value& l, size_t) { return Value(ops::index_array(*l.array(), sel)); });
     };
     return per_leaf(a, [&](const Value& leaf, size_t k) {
         // Source index along axis k: start_k (a plain index) or start_k + i * step_k.
-        auto pull = [leaf, sel](FuseContext& fc) {
-            const PullArray src = pull_of(leaf, fc);
+        auto pull = [leaf, sel, whole_selected](FuseContext& fc) {
+            const PullArray src = whole_selected ? pull_of(leaf, fc) : partial_pull_of(leaf, fc, "slice");
             PullArray out{{}, src.elem, nullptr};
             std::vector<ir::ExprPtr> starts, steps;
             for (size_t axis = 0; axis < sel.size(); ++axis) {
@@ -274,6 +277,7 @@ std::optional<Value> FusionEngine::index_map(const std::string& name, const Type
     if (!is_like(src)) return std::nullopt;
     Shape s = like_shape(src);
     std::function<PullArray(FuseContext&, const PullArray&)> map;
+    bool partial = false;  // it reads only some of src's elements
     if (name == "reverse") {
         map = [](FuseContext&, const PullArray& x) { return ir::reverse_array(x); };
     } else if (name == "gather") {
@@ -282,11 +286,13 @@ std::optional<Value> FusionEngine::index_map(const std::string& name, const Type
         map = [idx = a[0], loc](FuseContext& fc, const PullArray& x) {
             return ir::gather_array(pull_of(idx, fc), x, loc);
         };
+        partial = true;
     } else if (name == "take" || name == "drop") {
         if (!a[0].is_scalar()) return std::nullopt;
         const int64_t n = a[0].scalar().as_long();
         const int64_t kept = std::clamp<int64_t>(n, 0, s[0]);
         s[0] = name == "take" ? kept : s[0] - kept;
+        partial = s[0] != like_shape(src)[0];
         // n itself is the parameter (the index map clamps it), so the kernel
         // does not depend on its value.
         map = [take = name == "take", n](FuseContext& fc, const PullArray& x) {
@@ -311,7 +317,9 @@ std::optional<Value> FusionEngine::index_map(const std::string& name, const Type
     std::vector<Value> operands = {src};
     if (name == "gather") operands.push_back(a[0]);
     return per_leaf(src, [&](const Value& leaf, size_t k) {
-        auto pull = [leaf, map](FuseContext& fc) { return map(fc, pull_of(leaf, fc)); };
+        auto pull = [leaf, map, partial, name](FuseContext& fc) {
+            return map(fc, partial ? partial_pull_of(leaf, fc, name) : pull_of(leaf, fc));
+        };
         operands[0] = leaf;
         return node(elem_of(leaf), s, pull, leaf_replay(whole, k), ctx, operands);
     });

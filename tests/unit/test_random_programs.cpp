@@ -647,13 +647,10 @@ TEST_CASE("compiled backend: random well-typed programs agree with the reference
         if (k < fixed_seeds) {
             if (!shoal::testing::differential(p)) ++failures;
         } else if (!shoal::testing::backends_agree(p, "")) {
-            // A fresh seed's mismatch is reported with the program shrunk, not
-            // failed: CI must not turn red by chance while a known mismatch
-            // (issue 25's note: seed 409811801) is open. Replay it with
-            // SHOAL_RANDOM_PROGRAMS=seed-seed, which checks.
+            // A fresh seed's mismatch fails, shrunk, with the command that replays it.
             ++failures;
-            MESSAGE("MISMATCH on fresh seed " << seed << " (replay: SHOAL_RANDOM_PROGRAMS=" << seed << "-" << seed
-                                              << "); shrunk:\n" << shoal::testing::shrink(p));
+            FAIL_CHECK("MISMATCH on fresh seed " << seed << " (replay: SHOAL_RANDOM_PROGRAMS=" << seed << "-" << seed
+                                                 << "); shrunk:\n" << shoal::testing::shrink(p));
         }
         if (const char* dump = std::getenv("SHOAL_RANDOM_PROGRAMS_DUMP")) {  // to inspect what is generated
             std::ofstream(dump, std::ios::app) << "-- seed " << seed << "\n" << p << "-- reference:\n"
