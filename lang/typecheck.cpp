@@ -980,6 +980,17 @@ public:
         }
     }
 
+    // An index's result (types[1]) is an element or a part of an array, never
+    // a function: applied to an argument (`\i -> xs[i] 5`, before i's type is
+    // known) it is an error where it is written, not at each call.
+    void not_applied(const Constraint& c) {
+        const Type result = prune(c.types[1]);
+        if (result->kind == TypeKind::Func)
+            user_error(ErrorKind::Type, c.loc,
+                       "an indexed value is an element or a part of an array, not a function; it cannot be applied "
+                       "to an argument");
+    }
+
     bool try_solve(const Constraint& c, bool force) {
         switch (c.kind) {
             case Constraint::Kind::Lift: return solve_lift(c, force);
@@ -1036,6 +1047,7 @@ public:
                 return true;
             }
             case Constraint::Kind::IndexResult: {
+                not_applied(c);
                 Type arr = prune(c.types[0]);
                 Type rank = prune(arr->args[0]);
                 if (rank->kind != TypeKind::Rank) {
@@ -1053,6 +1065,7 @@ public:
                 return true;
             }
             case Constraint::Kind::MaskOrIndex: {
+                not_applied(c);
                 const Type index = prune(c.types[2]);
                 if (index->kind == TypeKind::Var && !force) return false;
                 if (index->kind == TypeKind::Array) {

@@ -482,16 +482,36 @@ template <class... P> struct Launch {
 extern "C" char __start_shoal_shared[] __attribute__((weak));
 extern "C" char __stop_shoal_shared[] __attribute__((weak));
 
+// A launch's own memory, kept where the host can free it when a fault ends
+// the launch: the host then jumps out of it, past launch's frees
+// (printed_kernels.cpp), and calls shoal_sim_release.
+struct LaunchMemory {
+    Fiber* fibers = nullptr;
+    unsigned* order = nullptr;
+    unsigned* blocks = nullptr;
+    Block* block = nullptr;
+};
+inline thread_local LaunchMemory launch_memory;
+inline void release_launch_memory() {
+    free(launch_memory.block);
+    free(launch_memory.blocks);
+    free(launch_memory.order);
+    free(launch_memory.fibers);
+    launch_memory = LaunchMemory{};
+}
+
 template <class... P>
 int launch(const char* name, void (*kernel)(P...), unsigned grid, unsigned threads, void** args, const Options& o,
            char* error, size_t error_size) {
     Launch<P...> l{kernel, args};
     const Stacks stacks{o.stacks};
-    Fiber* fibers = static_cast<Fiber*>(malloc(sizeof(Fiber) * threads));
-    unsigned* order = static_cast<unsigned*>(malloc(sizeof(unsigned) * threads));
-    unsigned* blocks = static_cast<unsigned*>(malloc(sizeof(unsigned) * grid));
+    release_launch_memory();  // what a launch a fault ended left
+    LaunchMemory& m = launch_memory;
+    Fiber* fibers = m.fibers = static_cast<Fiber*>(malloc(sizeof(Fiber) * threads));
+    unsigned* order = m.order = static_cast<unsigned*>(malloc(sizeof(unsigned) * threads));
+    unsigned* blocks = m.blocks = static_cast<unsigned*>(malloc(sizeof(unsigned) * grid));
     order_of(grid, o, 0, blocks);
-    Block* b = static_cast<Block*>(malloc(sizeof(Block)));
+    Block* b = m.block = static_cast<Block*>(malloc(sizeof(Block)));
     *b = Block{};
     b->kernel = name;
     b->block_dim = dim3{threads, 1, 1};
@@ -511,10 +531,7 @@ int launch(const char* name, void (*kernel)(P...), unsigned grid, unsigned threa
     }
     current = nullptr;
     block = nullptr;
-    free(b);
-    free(blocks);
-    free(order);
-    free(fibers);
+    release_launch_memory();
     return status;
 }
 
@@ -527,6 +544,13 @@ extern "C" __attribute__((visibility("default"))) void shoal_sim_where(char* out
     if (::shoal_sim::block && ::shoal_sim::current)
         snprintf(out, size, "%s (block %u, thread %u)", ::shoal_sim::block->kernel, ::shoal_sim::block->block_idx.x,
                  ::shoal_sim::current->thread_idx.x);
+}
+
+// Frees the memory of a launch a fault ended (the host calls it then).
+extern "C" __attribute__((visibility("default"))) void shoal_sim_release() {
+    ::shoal_sim::current = nullptr;
+    ::shoal_sim::block = nullptr;
+    ::shoal_sim::release_launch_memory();
 }
 
 // ---------------------------------------------------------------- indices

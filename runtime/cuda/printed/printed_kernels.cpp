@@ -166,11 +166,12 @@ std::shared_ptr<const PrintedUnit> compile_printed_unit(const std::string& cuda,
     }
     void* entry = b.module->symbol(kEntry);
     void* where = b.module->symbol("shoal_sim_where");
-    if (!entry || !where) {
-        *error = std::string("the compiled unit has no ") + kEntry + " or shoal_sim_where";
+    void* release = b.module->symbol("shoal_sim_release");
+    if (!entry || !where || !release) {
+        *error = std::string("the compiled unit has no ") + kEntry + ", shoal_sim_where or shoal_sim_release";
         return nullptr;
     }
-    return std::make_shared<const PrintedUnit>(std::move(b.module), entry, where);
+    return std::make_shared<const PrintedUnit>(std::move(b.module), entry, where, release);
 }
 
 std::string PrintedUnit::launch(const std::string& kernel, unsigned grid, unsigned block, void** args,
@@ -217,6 +218,7 @@ std::string PrintedUnit::launch(const std::string& kernel, unsigned grid, unsign
         // The kernel's fibers are abandoned; the shim still knows which thread ran.
         char where[256] = "";
         reinterpret_cast<void (*)(char*, unsigned long)>(where_)(where, sizeof where);
+        reinterpret_cast<void (*)()>(release_)();
         faulted = std::string(where[0] ? where : kernel.c_str()) + ": " +
                   fault_text(t_fault_signal, t_fault_address, options.watchdog_seconds);
     }

@@ -40,8 +40,8 @@ const std::string& cuda_shim_text();
 // One printed unit (one NVRTC program) compiled with the shim.
 class PrintedUnit {
 public:
-    PrintedUnit(std::shared_ptr<native::NativeModule> module, void* entry, void* where)
-        : module_(std::move(module)), entry_(entry), where_(where) {}
+    PrintedUnit(std::shared_ptr<native::NativeModule> module, void* entry, void* where, void* release)
+        : module_(std::move(module)), entry_(entry), where_(where), release_(release) {}
     // Runs `kernel` over grid x block threads with the CUDA argument array;
     // "" or why it failed (a broken rule of the GPU: divergent barrier,
     // shuffle, a hang; a fault: a guard page, a division by zero), naming
@@ -53,6 +53,7 @@ private:
     std::shared_ptr<native::NativeModule> module_;
     void* entry_;
     void* where_;  // the unit's shoal_sim_where: which thread runs
+    void* release_;  // the unit's shoal_sim_release: frees what a faulted launch held
 };
 
 // The C++ the compiler is given: the shim, the unit with its entry
