@@ -3,6 +3,7 @@
 #include <array>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 
 #include "diagnostics.h"
@@ -186,6 +187,12 @@ private:
         }
         size_t len = utf8_length(static_cast<unsigned char>(peek()));
         if (begin + len > end_) len = end_ - begin;
+        const unsigned char c = static_cast<unsigned char>(text_[begin]);
+        if (len == 1 && (c < 0x20 || c == 0x7f)) {  // a control character: shown as its code, not raw
+            char code[8];
+            std::snprintf(code, sizeof code, "%02X", c);
+            fail(begin, begin + 1, std::string("unexpected control character U+00") + code);
+        }
         fail(begin, begin + len, "unexpected character '" + text_.substr(begin, len) + "'");
     }
 

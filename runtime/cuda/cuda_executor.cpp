@@ -63,6 +63,10 @@ public:
         const std::string what = std::string(api_->getErrorName(e)) + " (" + api_->getErrorString(e) + ")";
         if (!is_sticky(e)) user_error(ErrorKind::Runtime, Loc{}, std::string("CUDA error in ") + call + ": " + what);
         lost_ = e;
+        // The queued copies will never run. Their host sources would stay
+        // held here, and a host array holds its device copy, which holds
+        // this device: a cycle that nothing would free.
+        uploading_.clear();
         std::string culprit;
         if (!launched_.empty()) {
             const auto& [name, origin] = launched_.back();

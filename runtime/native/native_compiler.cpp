@@ -96,6 +96,11 @@ std::string cpu_description() {
 
 }  // namespace
 
+std::vector<std::string> Toolchain::gcc_only_flags() const {
+    if (identity.find("clang") != std::string::npos) return {};
+    return {"-fvect-cost-model=dynamic", "-fno-gnu-unique"};
+}
+
 Toolchain probe_toolchain() {
     Toolchain t;
     std::vector<std::string> candidates;
@@ -131,8 +136,9 @@ Toolchain probe_toolchain() {
         // glibc's oldest, slowest version of it;
         // -ffp-contract=off: no fused multiply-add, the same bits as the
         // interpreter; -fno-math-errno: sqrt as an instruction.
-        t.flags = {"-std=c++20", "-O2", "-fvect-cost-model=dynamic", "-march=native", "-fPIC", "-shared", "-fno-math-errno",
-                   "-fno-trapping-math", "-ffp-contract=off", "-fno-exceptions", "-fno-rtti", "-fno-gnu-unique", "-nostdlib", "-w"};
+        t.flags = {"-std=c++20", "-O2", "-march=native", "-fPIC", "-shared", "-fno-math-errno",
+                   "-fno-trapping-math", "-ffp-contract=off", "-fno-exceptions", "-fno-rtti", "-nostdlib", "-w"};
+        for (const std::string& f : t.gcc_only_flags()) t.flags.push_back(f);
         t.libraries = {"-lm"};
         if (const char* extra = std::getenv("SHOAL_NATIVE_FLAGS")) {
             std::istringstream words(extra);

@@ -35,6 +35,9 @@ struct Toolchain {
     std::vector<std::string> flags;
     std::vector<std::string> libraries;  // after the source ("-lm")
     std::string why_not;   // non-empty: no usable compiler (then the rest is empty)
+    // The GCC-only flags (-fno-gnu-unique, -fvect-cost-model) for `compiler`:
+    // none for clang, which refuses or ignores them (and has no unique symbols).
+    std::vector<std::string> gcc_only_flags() const;
 };
 
 // Probed on first use ($SHOAL_CXX is read then).

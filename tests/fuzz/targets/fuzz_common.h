@@ -46,7 +46,10 @@ public:
             interrupted = true;
             return;
         }
-        if (e.kind == ErrorKind::Internal || shown.find("internal error") != std::string::npos)
+        // (An internal error re-raised as another kind keeps its text at the
+        // start of the message; the source line the rendering echoes may hold
+        // the words too, so `shown` is not searched.)
+        if (e.kind == ErrorKind::Internal || e.message.find("internal error") != std::string::npos)
             on_finding_("internal", shown);
         else if (!e.loc.valid())
             on_finding_("no-location", shown);
