@@ -46,10 +46,9 @@ public:
             interrupted = true;
             return;
         }
-        // (An internal error re-raised as another kind keeps its text at the
-        // start of the message; the source line the rendering echoes may hold
-        // the words too, so `shown` is not searched.)
-        if (e.kind == ErrorKind::Internal || e.message.find("internal error") != std::string::npos)
+        // (An internal error re-raised as another kind starts its message
+        // with the words; elsewhere they may be the user's own text, quoted.)
+        if (e.kind == ErrorKind::Internal || e.message.rfind("internal error", 0) == 0)
             on_finding_("internal", shown);
         else if (!e.loc.valid())
             on_finding_("no-location", shown);
