@@ -63,7 +63,7 @@ public:
         std::shared_ptr<const NativePlan> native;
         // A plan of library calls alone (a product) has nothing to build.
         const bool builds = !options.check && !options.counters && !plan->kernels.empty();
-        if (builds) native = tier_.for_run(plan);
+        if (builds) native = tier_.for_run(plan, options.cancel);
         args.native = native.get();
         std::shared_ptr<const NativePlan> switched;  // built while this run was interpreted
         if (!native && builds && tier_.tier() == Tier::Auto)
@@ -143,7 +143,7 @@ private:
     // the same error. The interpreter's outcome is returned (its counters).
     ir::PlanOutcome run_compared(const std::shared_ptr<const ir::LaunchPlan>& plan, PlanArgs args, ExecOptions exec) {
         exec.check = true;
-        const std::shared_ptr<const NativePlan> native = tier_.for_run(plan);
+        const std::shared_ptr<const NativePlan> native = tier_.for_run(plan, exec.cancel);
         // A run's outcome or its error (a failed check: the user's error).
         struct Ran {
             std::optional<ir::PlanOutcome> outcome;

@@ -1,9 +1,11 @@
 #include "runtime/cpu/native_tier.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 #include <utility>
 #include <exception>
 
@@ -183,6 +185,7 @@ struct NativeTier::PlanState {
     std::weak_ptr<const ir::LaunchPlan> plan;
     int runs = 0;
     bool started = false;  // a build was started (or is done)
+    bool finished = false;  // the build is over (native set, or it failed)
     std::shared_ptr<const NativePlan> native;  // set once built
 };
 
@@ -263,6 +266,14 @@ std::shared_ptr<NativePlan> NativePlan::build(const std::vector<ir::Kernel>& ker
 // Builds the plan's native form; on any failure the plan stays interpreted
 // with a notice.
 void NativeTier::build(const std::shared_ptr<PlanState>& s, const std::shared_ptr<const ir::LaunchPlan>& plan) {
+    struct Finished {  // however the build ends (a run waiting for it looks)
+        NativeTier& tier;
+        PlanState& state;
+        ~Finished() {
+            std::lock_guard hold(tier.mutex_);
+            state.finished = true;
+        }
+    } finished{*this, *s};
     const native::Toolchain& toolchain = native::shared_native_compiler().toolchain();
     if (!toolchain.why_not.empty()) {
         notice("native code: no C++ compiler (" + toolchain.why_not +
@@ -297,6 +308,10 @@ void NativeTier::start_background_build(const std::shared_ptr<PlanState>& s,
                                         const std::shared_ptr<const ir::LaunchPlan>& plan) {
     std::lock_guard hold(mutex_);
     if (!claim_build(*s)) return;
+    spawn_builder(s, plan);
+}
+
+void NativeTier::spawn_builder(const std::shared_ptr<PlanState>& s, const std::shared_ptr<const ir::LaunchPlan>& plan) {
     std::erase_if(builders_, [](Builder& b) {
         if (!b.done->load()) return false;
         b.thread.join();
@@ -315,7 +330,8 @@ void NativeTier::start_background_build(const std::shared_ptr<PlanState>& s,
                                 done});
 }
 
-std::shared_ptr<const NativePlan> NativeTier::for_run(const std::shared_ptr<const ir::LaunchPlan>& plan) {
+std::shared_ptr<const NativePlan> NativeTier::for_run(const std::shared_ptr<const ir::LaunchPlan>& plan,
+                                                     const std::atomic<bool>* cancel) {
     if (tier_ == Tier::Interpret) return nullptr;
     const std::shared_ptr<PlanState> s = state_of(plan);
     if (tier_ == Tier::Native || tier_ == Tier::Compare) {
@@ -323,9 +339,22 @@ std::shared_ptr<const NativePlan> NativeTier::for_run(const std::shared_ptr<cons
         {
             std::lock_guard hold(mutex_);
             first = claim_build(*s);
+            // Ctrl-C can stop the wait, not the compiler: the build runs on a
+            // thread of its own (and a later run finds it done, or waits again).
+            if (first && cancel) spawn_builder(s, plan);
+        }
+        if (first && !cancel) build(s, plan);
+        if (cancel) {
+            for (;;) {
+                {
+                    std::lock_guard hold(mutex_);
+                    if (s->finished) break;
+                }
+                if (cancel->load(std::memory_order_relaxed)) throw Error(ErrorKind::Interrupted, Loc{}, "interrupted");
+                std::this_thread::sleep_for(std::chrono::milliseconds(2));
+            }
         }
         if (first) {
-            build(s, plan);
             std::lock_guard hold(mutex_);
             if (s->native) {
                 const auto kernels = int64_t(plan->kernels.size());

@@ -99,7 +99,11 @@ public:
     Tier tier() const { return tier_; }
     // The native form to run `plan` with now, or null (interpret). Native:
     // builds it first. Auto: counts the run and may start a background build.
-    std::shared_ptr<const NativePlan> for_run(const std::shared_ptr<const ir::LaunchPlan>& plan);
+    // `cancel` (Ctrl-C) abandons the wait for a build: the build goes on in
+    // the background, the run throws Error(Interrupted), and the next run of
+    // the plan waits for it again.
+    std::shared_ptr<const NativePlan> for_run(const std::shared_ptr<const ir::LaunchPlan>& plan,
+                                              const std::atomic<bool>* cancel = nullptr);
     // Auto: during an interpreted run that has taken `seconds` so far: the
     // native form if it is ready (the rest of the run switches to it), else
     // null; a long run starts its build now.
@@ -125,6 +129,8 @@ private:
     void build(const std::shared_ptr<PlanState>& s, const std::shared_ptr<const ir::LaunchPlan>& plan);
     bool claim_build(PlanState& s);
     void start_background_build(const std::shared_ptr<PlanState>& s, const std::shared_ptr<const ir::LaunchPlan>& plan);
+    // The build thread itself, for a plan whose build was claimed; under mutex_.
+    void spawn_builder(const std::shared_ptr<PlanState>& s, const std::shared_ptr<const ir::LaunchPlan>& plan);
     void notice(const std::string& text);
 
     Tier tier_;

@@ -7,8 +7,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
+#include <exception>
 #include <map>
 #include <set>
+#include <thread>
 
 #include "codegen/cuda_printer.h"
 #include "codegen/thread_levels.h"
@@ -628,6 +630,9 @@ class CudaExecutor final : public ir::PlanExecutor {
 public:
     CudaExecutor(std::shared_ptr<Device> device, std::shared_ptr<KernelCompiler> compiler)
         : device_(std::move(device)), compiler_(std::move(compiler)) {}
+    ~CudaExecutor() override {
+        for (auto& [worker, compiling] : abandoned_) worker.join();
+    }
 
     std::string name() const override { return "cuda"; }
     // Products call cuBLAS where it loads; else they stay generated kernels.
@@ -696,7 +701,7 @@ public:
     ir::PlanOutcome run(const std::shared_ptr<const ir::LaunchPlan>& plan, const ir::PlanBindings& bindings,
                         const ir::RunOptions& options) override {
         if (device_->lost()) user_error(ErrorKind::Runtime, Loc{}, device_->lost_reason());
-        const LoadedKernels kernels = load(plan, options.origin);  // a copy: the cache may evict
+        const LoadedKernels kernels = load(plan, options.origin, options.cancel);  // a copy: the cache may evict
         return PlanRun(*device_, device_, *plan, kernels, bindings, options).run();
     }
 
@@ -709,8 +714,8 @@ private:
     // device code and shares the original's entry: printing and verifying
     // a plan's kernels to find them loaded took ~1 ms a plan on an H100's
     // host, more than the kernels of most statements.
-    LoadedKernels load(const std::shared_ptr<const ir::LaunchPlan>& running,
-                                                   const Loc& origin) {
+    LoadedKernels load(const std::shared_ptr<const ir::LaunchPlan>& running, const Loc& origin,
+                       const std::atomic<bool>* cancel) {
         const std::shared_ptr<const ir::LaunchPlan>& plan = running->relocated_from ? running->relocated_from : running;
         Prepared* found = prepared_.find(plan.get());
         if (found && found->plan.lock() == plan) return found->kernels;
@@ -727,7 +732,7 @@ private:
             where.push_back(k);
         }
         if (!missing.empty()) {
-            const std::vector<CompiledKernel> images = compiler_->compile(missing, device_->info().arch());
+            const std::vector<CompiledKernel> images = compile(missing, cancel);
             SHOAL_INTERNAL_ASSERT(images.size() == missing.size(), "cuda executor: the compiler returned too few images");
             for (size_t m = 0; m < missing.size(); ++m)
                 p.kernels[where[m]] = device_->load(sources[where[m]], images[m].image, plan->kernels[where[m]]);
@@ -740,6 +745,47 @@ private:
         std::weak_ptr<const ir::LaunchPlan> plan;
         LoadedKernels kernels;
     };
+
+    // NVRTC on a thread of its own while this one watches `cancel`: Ctrl-C
+    // abandons the wait, not the compile, whose images land in the
+    // compiler's caches for the next run (NVRTC cannot be stopped midway).
+    struct Compiling {
+        std::vector<KernelSource> kernels;
+        std::vector<CompiledKernel> images;
+        std::exception_ptr error;
+        std::atomic<bool> done{false};
+    };
+    std::vector<CompiledKernel> compile(const std::vector<KernelSource>& kernels, const std::atomic<bool>* cancel) {
+        const std::string arch = device_->info().arch();
+        if (!cancel) return compiler_->compile(kernels, arch);
+        std::erase_if(abandoned_, [](std::pair<std::thread, std::shared_ptr<Compiling>>& a) {
+            if (!a.second->done) return false;
+            a.first.join();
+            return true;
+        });
+        auto c = std::make_shared<Compiling>();
+        c->kernels = kernels;
+        std::thread worker([compiler = compiler_, arch, c] {
+            try {
+                c->images = compiler->compile(c->kernels, arch);
+            } catch (...) {
+                c->error = std::current_exception();
+            }
+            c->done = true;
+        });
+        while (!c->done) {
+            if (cancel->load(std::memory_order_relaxed)) {
+                abandoned_.emplace_back(std::move(worker), c);
+                throw Error(ErrorKind::Interrupted, Loc{}, "interrupted");
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+        worker.join();
+        if (c->error) std::rethrow_exception(c->error);
+        return std::move(c->images);
+    }
+    // Compiles Ctrl-C abandoned: joined once done, or when the executor ends.
+    std::vector<std::pair<std::thread, std::shared_ptr<Compiling>>> abandoned_;
 
     std::shared_ptr<Device> device_;
     std::shared_ptr<KernelCompiler> compiler_;

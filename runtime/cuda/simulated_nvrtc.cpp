@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 namespace shoal::cuda {
 
@@ -83,6 +85,8 @@ nvrtcResult compile(State& state, SimulatedProgram& program, int num_options, co
         return NVRTC_ERROR_INVALID_OPTION;
     }
     const int nth = ++state.compiles;
+    if (state.options.compile_seconds > 0)
+        std::this_thread::sleep_for(std::chrono::duration<double>(state.options.compile_seconds));
     const std::string& marker = state.options.fail_sources_containing;
     if (nth == state.options.compile_failure_at || (!marker.empty() && program.source.find(marker) != std::string::npos)) {
         program.log = state.options.failure_log;

@@ -32,6 +32,8 @@ struct SimulatedNvrtcOptions {
     int compile_failure_at = 0;
     std::string fail_sources_containing;
     std::string failure_log = "shoal_kernels.cu(1): error: simulated NVRTC failure";
+    // Each compile takes at least this long (a slow compile, for Ctrl-C).
+    double compile_seconds = 0;
 };
 
 std::shared_ptr<NvrtcApi> simulated_nvrtc(SimulatedNvrtcOptions options = {});

@@ -376,6 +376,27 @@ TEST_CASE("cuda executor: Ctrl-C stops a kernel that loops forever, on the IR an
     }
 }
 
+// Ctrl-C during a slow NVRTC compile: the statement is interrupted within a
+// few milliseconds, not when NVRTC returns; the compile goes on in the
+// background and the next run of the statement finds its images.
+TEST_CASE("cuda executor: Ctrl-C abandons the wait for a slow NVRTC compile") {
+    cuda::SimulatedNvrtcOptions nvrtc;
+    nvrtc.compile_seconds = 1.5;
+    SimulatedSession s({}, nvrtc);
+    std::thread ctrl_c([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        s.session.request_cancel();
+    });
+    const auto start = std::chrono::steady_clock::now();
+    const std::string out = s.run("map (\\v -> v * 7 + 1) (iota 5)");
+    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    ctrl_c.join();
+    INFO(out);
+    CHECK(out.find("interrupted") != std::string::npos);
+    CHECK(waited < 1.0);  // not the compile's 1.5 s
+    CHECK(s.run("map (\\v -> v * 7 + 1) (iota 5)") == "[1, 8, 15, 22, 29]\n");
+}
+
 }  // namespace shoal
 #endif
 

@@ -238,6 +238,37 @@ TEST_CASE("native: Ctrl-C stops a native kernel that would never end") {
     CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(2));
 }
 
+// Ctrl-C while a run waits for its plan's build (the native and compare
+// tiers build before they run): the wait ends at once, the build goes on,
+// and the next run finds it. The kernel is new to the cache (a constant no
+// other run uses), so its build takes the C++ compiler's tenths of a second.
+TEST_CASE("native: Ctrl-C abandons the wait for a build, which a later run finds") {
+    if (!native::system_toolchain().why_not.empty()) return;
+    using ST = ir::ScalarType;
+    ir::Kernel k;
+    k.name = "fill_unique";
+    k.block_size = 32;
+    k.params = {ir::Param{"out", ir::ParamKind::Buffer, ST::I64, ir::Access::Write}};
+    const int64_t unique = std::chrono::steady_clock::now().time_since_epoch().count();
+    k.body = {ir::phase(ir::store("out", ir::const_int(0), ir::const_int(unique)))};
+    auto plan = std::make_shared<ir::LaunchPlan>();
+    plan->name = "fill_unique";
+    plan->kernels = {k};
+    cpu::NativeTier tier(cpu::Tier::Native);
+    std::atomic<bool> cancel{true};
+    const auto start = std::chrono::steady_clock::now();
+    bool interrupted = false;
+    try {
+        tier.for_run(plan, &cancel);
+    } catch (const Error& e) {
+        interrupted = e.kind == ErrorKind::Interrupted;
+    }
+    CHECK(interrupted);
+    CHECK(std::chrono::steady_clock::now() - start < std::chrono::milliseconds(50));
+    cancel = false;
+    CHECK(tier.for_run(plan, &cancel) != nullptr);  // waits for the build started before
+}
+
 TEST_CASE("native: checked code stops at an index outside its buffer, with a message") {
     if (!native::system_toolchain().why_not.empty()) return;
     using ST = ir::ScalarType;
