@@ -600,8 +600,12 @@ private:
     // from the end). With slices or fewer indices than axes (a[lo:hi],
     // a[i, :], b[:, j], m[i]) the result is a nested array.
     CVal index(const Expr& e, Scope& s) {
-        if (is_mask_index(e) && prim_of(e.indices[0].index->type) == Prim::Int)  // xs[idx]: a gather
-            return pull_val(ir::gather_array(vector_arg(expr(*e.indices[0].index, s)), as_pull(expr(*e.kids[0], s)), loc_));
+        if (is_mask_index(e) && prim_of(e.indices[0].index->type) == Prim::Int) {  // xs[idx]: a gather
+            const ir::PullArray indices = vector_arg(expr(*e.indices[0].index, s));
+            const ir::PullArray source = as_pull(expr(*e.kids[0], s));
+            check_every_element(source);
+            return pull_val(ir::gather_array(indices, source, loc_));
+        }
         if (is_mask_index(e)) return masked(expr(*e.indices[0].index, s), expr(*e.kids[0], s));
         return index_of(expr(*e.kids[0], s), e, s);
     }
@@ -626,6 +630,31 @@ private:
         return out;
     }
 
+    // A reader of only some of a nested array's elements (an index, a slice,
+    // take, drop, a gather's source): when reading an element can raise an
+    // error (its code holds a check: a gather's bounds, an index), every
+    // element is read here first, in a loop in the thread, so that one the
+    // reader skips still raises the reference evaluator's error
+    // (docs/semantics.md). An array in memory, or one whose elements cannot
+    // fail, costs nothing.
+    void check_every_element(const ir::PullArray& arr) {
+        // (A nested function's element code is built with this kernel's
+        // builder whatever builder it is given, so its checks land here.)
+        KernelBuilder probe("probe");
+        const size_t checks = kb_.kernel().checks.size();
+        arr.at(probe, std::vector<IExpr>(arr.shape.size(), const_int(0)));
+        if (probe.kernel().checks.empty() && kb_.kernel().checks.size() == checks) return;
+        std::vector<IExpr> shape;
+        IExpr total = const_int(1);
+        for (const IExpr& n : arr.shape) {
+            shape.push_back(kb_.bind("n", ir::use_params(kb_, n)));
+            total = kb_.bind("n", binary(BinaryOp::Mul, total, shape.back()));
+        }
+        ir::lowering::thread_loop(kb_, "every", const_int(0), total, const_int(1), [&](IExpr j) {
+            kb_.bind("unread", arr.at(kb_, ir::lowering::unflatten(kb_, j, shape)));
+        });
+    }
+
     // An array of tuples is a tuple of arrays (`zip xs ys`): each is indexed.
     CVal index_of(const CVal& a, const Expr& e, Scope& s) {
         if (a.is_tuple) {
@@ -637,6 +666,7 @@ private:
         if (!is_array_val(a)) decline("indexing something other than an array");
         const ir::PullArray arr = as_pull(a);
         if (e.indices.size() > static_cast<size_t>(arr.rank())) decline("more indices than axes");
+        check_every_element(arr);
         const bool whole = e.indices.size() == static_cast<size_t>(arr.rank()) &&
                            std::none_of(e.indices.begin(), e.indices.end(), [](const IndexArg& i) { return i.is_slice; });
         std::vector<size_t> axes;
@@ -857,6 +887,7 @@ private:
         if (name == "take" || name == "drop") {
             if (!args[0].scalar) decline("a non-scalar count");
             const ir::PullArray a = as_pull(args[1]);
+            check_every_element(a);
             return pull_val(name == "take" ? ir::take_array(a, args[0].scalar) : ir::drop_array(a, args[0].scalar));
         }
         if (name == "reverse") return pull_val(ir::reverse_array(as_pull(args[0])));
@@ -958,7 +989,11 @@ private:
             };
             return pull_val(out);
         }
-        if (name == "gather") return pull_val(ir::gather_array(vector_arg(args[0]), as_pull(args[1]), loc_));
+        if (name == "gather") {
+            const ir::PullArray source = as_pull(args[1]);
+            check_every_element(source);
+            return pull_val(ir::gather_array(vector_arg(args[0]), source, loc_));
+        }
         if (name == "map" || name == "zipWith" || name == "zipWith3") return nested_map(name, args);
         if ((name == "iota" || name == "fill" || name == "generate") && args[0].scalar) {
             ir::PullArray out{{kb_.bind("n", cast(ScalarType::I64, args[0].scalar))}, ScalarType::I32, nullptr};

@@ -380,6 +380,10 @@ TEST_CASE("cuda executor: Ctrl-C stops a kernel that loops forever, on the IR an
 // few milliseconds, not when NVRTC returns; the compile goes on in the
 // background and the next run of the statement finds its images.
 TEST_CASE("cuda executor: Ctrl-C abandons the wait for a slow NVRTC compile") {
+    // No disk cache, where an earlier run left the kernel: it is compiled now.
+    const char* cache = std::getenv("SHOAL_CACHE_DIR");
+    const std::string kept = cache ? cache : "";
+    unsetenv("SHOAL_CACHE_DIR");
     cuda::SimulatedNvrtcOptions nvrtc;
     nvrtc.compile_seconds = 1.5;
     SimulatedSession s({}, nvrtc);
@@ -395,6 +399,7 @@ TEST_CASE("cuda executor: Ctrl-C abandons the wait for a slow NVRTC compile") {
     CHECK(out.find("interrupted") != std::string::npos);
     CHECK(waited < 1.0);  // not the compile's 1.5 s
     CHECK(s.run("map (\\v -> v * 7 + 1) (iota 5)") == "[1, 8, 15, 22, 29]\n");
+    if (cache) setenv("SHOAL_CACHE_DIR", kept.c_str(), 1);
 }
 
 }  // namespace shoal
