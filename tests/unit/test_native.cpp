@@ -256,15 +256,13 @@ TEST_CASE("native: Ctrl-C abandons the wait for a build, which a later run finds
     plan->kernels = {k};
     cpu::NativeTier tier(cpu::Tier::Native);
     std::atomic<bool> cancel{true};
-    const auto start = std::chrono::steady_clock::now();
     bool interrupted = false;
     try {
         tier.for_run(plan, &cancel);
     } catch (const Error& e) {
         interrupted = e.kind == ErrorKind::Interrupted;
     }
-    CHECK(interrupted);
-    CHECK(std::chrono::steady_clock::now() - start < std::chrono::milliseconds(50));
+    CHECK(interrupted);  // waiting for the build (the old way) would return the plan, not throw
     cancel = false;
     CHECK(tier.for_run(plan, &cancel) != nullptr);  // waits for the build started before
 }
