@@ -205,10 +205,7 @@ bool element_may_raise(const Node& n, const EvalContext& ctx) {
     bool raises = false;
     try {
         FuseContext probe(ctx);
-        ir::KernelBuilder kb("probe");
-        const PullArray p = n.pull(probe);
-        p.at(kb, std::vector<ir::ExprPtr>(p.shape.size(), ir::i64(0)));
-        raises = !kb.kernel().checks.empty();
+        raises = ir::element_code_checks(n.pull(probe));
     } catch (const Decline&) {
         // The function does not compile: the consumer declines too, and the
         // reference evaluator computes the whole operand.

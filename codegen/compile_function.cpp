@@ -638,12 +638,7 @@ private:
     // (docs/semantics.md). An array in memory, or one whose elements cannot
     // fail, costs nothing.
     void check_every_element(const ir::PullArray& arr) {
-        // (A nested function's element code is built with this kernel's
-        // builder whatever builder it is given, so its checks land here.)
-        KernelBuilder probe("probe");
-        const size_t checks = kb_.kernel().checks.size();
-        arr.at(probe, std::vector<IExpr>(arr.shape.size(), const_int(0)));
-        if (probe.kernel().checks.empty() && kb_.kernel().checks.size() == checks) return;
+        if (!ir::element_code_checks(arr, &kb_)) return;
         std::vector<IExpr> shape;
         IExpr total = const_int(1);
         for (const IExpr& n : arr.shape) {

@@ -193,4 +193,11 @@ Kernel KernelBuilder::finish(bool verify_it) {
     return std::move(kernel_);  // the builder is spent: every plan's probe builds one
 }
 
+bool element_code_checks(const PullArray& arr, const KernelBuilder* also_watch) {
+    KernelBuilder probe("probe");
+    const size_t watched = also_watch ? also_watch->kernel().checks.size() : 0;
+    arr.at(probe, std::vector<ExprPtr>(arr.shape.size(), const_int(0)));
+    return !probe.kernel().checks.empty() || (also_watch && also_watch->kernel().checks.size() != watched);
+}
+
 }  // namespace shoal::ir

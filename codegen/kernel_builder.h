@@ -91,4 +91,10 @@ struct PullArray {
     int rank() const { return static_cast<int>(shape.size()); }
 };
 
+// Whether computing an element of `arr` can raise an error: its code, built
+// once into a scratch builder, holds a check (a gather's bounds, an index).
+// `also_watch`: a builder whose new checks count too (a nested function's
+// element code is built into its kernel's builder, whatever it is given).
+bool element_code_checks(const PullArray& arr, const KernelBuilder* also_watch = nullptr);
+
 }  // namespace shoal::ir

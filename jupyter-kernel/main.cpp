@@ -34,6 +34,7 @@
 
 #include "lang/session.h"
 #include "runtime/executors.h"
+#include "runtime/mpi/mpi_world.h"
 #include "shoal_interpreter.h"
 #include "shoal_kernel_logos.h"  // generated: kLogo32, kLogo64 (PNG bytes)
 
@@ -182,6 +183,13 @@ int main(int argc, char** argv) {
     }
 
     shoal::runtime::install_compiled_backend();
+    // `:set ranks N` spawns workers running the terminal front end, installed beside this program.
+    {
+        char self[4096];
+        const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+        const std::string path = n > 0 ? std::string(self, static_cast<size_t>(n)) : std::string(argv[0]);
+        shoal::runtime::install_rank_world_factory(path.substr(0, path.rfind('/') + 1) + "shoal");
+    }
     start_interrupt_thread(sigint);
 
     std::string file_name = xeus::extract_filename(argc, argv);

@@ -10,6 +10,8 @@
 
 #include <xeus/xhelper.hpp>
 
+#include "runtime/mpi/mpi_world.h"
+
 #include "lang/diagnostics.h"
 #include "lang/display.h"
 
@@ -140,6 +142,7 @@ std::string banner(Session& session) {
 }
 
 Interpreter::Interpreter() : session_(std::make_unique<Session>()) {}
+Interpreter::~Interpreter() { runtime::leave_world(*session_); }
 
 void Interpreter::request_cancel() {
     std::lock_guard<std::mutex> lock(session_mutex_);
@@ -162,6 +165,7 @@ nl::json Interpreter::execute_request_impl(int execution_counter, const std::str
     if (quit) {
         {
             std::lock_guard<std::mutex> lock(session_mutex_);
+            session_->start_ranks(1);  // its other ranks leave with it
             session_ = std::make_unique<Session>();
         }
         // Front ends that support it (jupyter console, qtconsole) exit.

@@ -25,6 +25,7 @@ std::string banner(Session& session);
 class Interpreter : public xeus::xinterpreter {
 public:
     Interpreter();
+    ~Interpreter() override;  // the session's other ranks (`:set ranks`) leave with it
     Session& session() { return *session_; }
 
     // Cancels the running cell (the interrupt thread calls it on SIGINT; an

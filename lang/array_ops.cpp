@@ -301,7 +301,7 @@ ArrayPtr transpose_array(const Array& a) {
     return out;
 }
 
-ArrayPtr matmul_array(const Array& a, const Array& b, const Loc& loc) {
+ArrayPtr matmul_array(const Array& a, const Array& b, const Loc& loc, const std::function<void()>& each_row) {
     const bool ranks = a.rank() >= 1 && a.rank() <= 2 && b.rank() >= 1 && b.rank() <= 2;
     if (!ranks || a.shape.back() != b.shape.front())
         runtime_error(loc, "matmul: inner extents differ: " + shape_to_string(a.shape) + " @ " + shape_to_string(b.shape));
@@ -316,12 +316,14 @@ ArrayPtr matmul_array(const Array& a, const Array& b, const Loc& loc) {
             const T* x = a.data<T>();
             const T* y = b.data<T>();
             T* z = out->data<T>();
-            for (int64_t i = 0; i < n; ++i)
+            for (int64_t i = 0; i < n; ++i) {
+                if (each_row) each_row();
                 for (int64_t j = 0; j < m; ++j) {
                     T acc = 0;
                     for (int64_t l = 0; l < k; ++l) acc = scalar::add(acc, scalar::mul(x[i * k + l], y[l * m + j]));
                     z[i * m + j] = acc;
                 }
+            }
         }
     });
     return out;

@@ -197,7 +197,9 @@ ArrayPtr transpose_array(const Array& a);
 // (i, j) sums a[i, l] * b[l, j] for l = 0, 1, ... in order, from 0. Mismatched
 // inner extents: "matmul: inner extents differ: (2, 3) @ (4, 5)".
 // Ranks 1 and 2 (NumPy's matmul); vector @ vector is a rank-0 array of one element.
-ArrayPtr matmul_array(const Array& a, const Array& b, const Loc& loc);  // rank 2: swap axes; rank 3: reverse them; rank 1: copy
+// `each_row` runs before every row of the result (the evaluator's Ctrl-C check:
+// a 2000^3 product takes seconds in this loop).
+ArrayPtr matmul_array(const Array& a, const Array& b, const Loc& loc, const std::function<void()>& each_row = {});  // rank 2: swap axes; rank 3: reverse them; rank 1: copy
 
 // ---------------------------------------------------------------- indexing
 // One axis of an index expression: a single position (the axis is dropped) or

@@ -95,14 +95,20 @@ Value b_iota(const BuiltinCall& c, Args a) {
     const Shape s = shape_arg(c, a[0]);
     auto out = std::make_shared<Array>(Prim::Int, s);
     int32_t* x = out->data<int32_t>();
-    for (int64_t i = 0; i < s[0]; ++i) x[i] = static_cast<int32_t>(i);
+    for (int64_t i = 0; i < s[0]; ++i) {
+        check_cancel_every(c.ctx, c.loc, i);
+        x[i] = static_cast<int32_t>(i);
+    }
     return Value(std::move(out));
 }
 
 Value b_fill(const BuiltinCall& c, Args a) {
     const Shape s = shape_arg(c, a[0]);
     ops::ArrayLikeBuffer out(c.result_type(), s);
-    for (int64_t i = 0, n = shape_size(s); i < n; ++i) out.set(i, a[1]);
+    for (int64_t i = 0, n = shape_size(s); i < n; ++i) {
+        check_cancel_every(c.ctx, c.loc, i);
+        out.set(i, a[1]);
+    }
     return out.finish();
 }
 
@@ -128,8 +134,10 @@ Value b_random(const BuiltinCall& c, Args a) {
     const uint64_t stream = c.ctx.random_stream++;
     auto out = std::make_shared<Array>(Prim::Float, s);
     float* x = out->data<float>();
-    for (int64_t i = 0, n = out->size(); i < n; ++i)
+    for (int64_t i = 0, n = out->size(); i < n; ++i) {
+        check_cancel_every(c.ctx, c.loc, i);
         x[i] = random_uniform(c.ctx.seed, stream, static_cast<uint64_t>(i));
+    }
     return Value(std::move(out));
 }
 
@@ -173,7 +181,7 @@ Value b_col_row(const BuiltinCall& c, Args a) {
 }
 
 Value b_matmul(const BuiltinCall& c, Args a) {
-    ArrayPtr r = ops::matmul_array(*a[0].array(), *a[1].array(), c.loc);
+    ArrayPtr r = ops::matmul_array(*a[0].array(), *a[1].array(), c.loc, [&] { check_cancel(c.ctx, c.loc); });
     if (r->rank() == 0) return Value(r->get(0));  // vector @ vector: the dot product
     return Value(std::move(r));
 }
@@ -444,7 +452,8 @@ Value b_load(const BuiltinCall& c, Args a) {
 }
 
 Value b_save(const BuiltinCall& c, Args a) {
-    save_npy(a[0].str(), savable(c, a[1]), c.loc);
+    const Array& array = savable(c, a[1]);
+    if (c.ctx.writes_files) save_npy(a[0].str(), array, c.loc);
     return Value();
 }
 
@@ -452,7 +461,8 @@ Value b_load_csv(const BuiltinCall& c, Args a) { return Value(load_csv(a[0].str(
 Value b_load_csv1(const BuiltinCall& c, Args a) { return Value(load_csv(a[0].str(), c.loc, true)); }
 
 Value b_save_csv(const BuiltinCall& c, Args a) {
-    save_csv(a[0].str(), savable(c, a[1]), c.loc);
+    const Array& array = savable(c, a[1]);
+    if (c.ctx.writes_files) save_csv(a[0].str(), array, c.loc);
     return Value();
 }
 

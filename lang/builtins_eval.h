@@ -61,6 +61,11 @@ Value apply_value(const Value& f, std::span<const Value> args, EvalContext& ctx,
 
 // Throws ErrorKind::Interrupted when ctx.cancel has been set.
 void check_cancel(const EvalContext& ctx, const Loc& loc);
+// The same once every 2^16 iterations of a long element loop (`fill`,
+// `random` of a gigabyte): Ctrl-C within a second, an atomic load per 64 K elements.
+inline void check_cancel_every(const EvalContext& ctx, const Loc& loc, int64_t i) {
+    if ((i & 0xffff) == 0) check_cancel(ctx, loc);
+}
 
 // What a builtin implementation sees besides its arguments.
 struct BuiltinCall {

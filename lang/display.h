@@ -54,6 +54,8 @@ struct TimeBreakdown {
     int64_t plans = 0;             // launch plans run
     int64_t plans_found = 0;       // of those, found before lowering (nothing lowered or printed)
     int64_t plans_replayed = 0;    // of those, run by a replayed loop step (the body not evaluated)
+    int ranks = 1;                 // the ranks that ran it (docs/scale-out.md)
+    double agreement_seconds = 0;  // on several: the wait for their agreement, after the computation
 };
 // `advice`: performance_advice's lines, each shown as "advice: ...".
 DisplayData time_display(const std::vector<KernelProfile>& kernels, double wall_seconds, bool compiled,

@@ -156,6 +156,9 @@ struct EvalContext {
     Tracer* tracer = nullptr;  // `:emit`'s trace; null otherwise
     uint64_t effects = 0;      // builtins with effects applied (save, load): such a loop step is not replayed
     bool check = false;        // `:set check on`: an int sum that wraps is an error (both evaluators)
+    // False on the ranks other than 0 of a session on several (docs/scale-out.md):
+    // rank 0 writes the files (save, saveCsv) every rank computed.
+    bool writes_files = true;
 };
 
 // Whether an Index (or With) node is `xs[mask]`, NumPy's boolean index, or

@@ -28,6 +28,7 @@ std::string Session::engine_description() {
 EvalContext Session::eval_context() {
     EvalContext ctx{&impl_->globals, &cancel_, settings_.seed, impl_->random_stream, nullptr, &impl_->warnings};
     ctx.check = settings_.check;
+    ctx.writes_files = impl_->writes_files();
     if (settings_.compiled && compiled_backend()) {
         impl_->compiled->set_check(settings_.check);
         impl_->compiled->set_optimisations(settings_.optimisations);
@@ -124,6 +125,8 @@ bool Session::execute(std::string_view text, const std::string& name, SessionOut
             spans.insert(spans.begin() + static_cast<std::ptrdiff_t>(i) + 1, rest.begin(), rest.end());
             continue;
         }
+        // On several ranks, every rank runs each top-level statement.
+        if (I.depth == 1 && I.world && I.world->running() && I.world->rank() == 0) I.world->begin_statement(src, span);
         if (!SessionCommands::run_statement(*this, src, span, out)) ok = false;
         if (quit_ || I.interrupt_reported) break;
     }
@@ -237,6 +240,7 @@ void SessionCommands::run_let(Session& s, const CheckedStatement& let, const std
     const bool reads_later = generic || std::any_of(names.begin(), names.end(), [](const auto& p) {
                                             return mentions_function(p.second->type);
                                         });
+    I.agree_success(s.cancel_);  // every rank computed it
     I.commit(fresh, reads_later ? used : std::set<std::string>{}, text);
     I.random_stream = stream;
 }
@@ -267,6 +271,11 @@ bool SessionCommands::run_statement_reporting_errors(Session& s, const SourcePtr
     Session::Impl& I = *s.impl_;
     const SessionSettings& settings = s.settings_;
     Loc stmt_loc = source_loc(src, span.begin, span.end);
+    // A top-level statement on several ranks ends with their agreement.
+    I.statement_world = I.depth == 1 && I.world && I.world->running() && I.world->size() > 1 ? I.world : nullptr;
+    I.agreed = false;
+    I.statement_source = src;
+    std::optional<Error> failure;
     try {
         const std::shared_ptr<const CheckedStatement> checked = I.front_end(src, span.begin, span.end);
         const StmtPtr& stmt = checked->stmt;
@@ -278,17 +287,45 @@ bool SessionCommands::run_statement_reporting_errors(Session& s, const SourcePtr
                 const Type& t = checked->type;
                 EvalContext ctx = s.eval_context();
                 Value v = I.materialise(evaluate(stmt->expr, ctx), "printed", false);
+                I.agree_success(s.cancel_);
                 I.random_stream = ctx.random_stream;
                 if (!v.is_unit()) out.value(v, t, format_value(v, settings.print_threshold));
                 if (v.is_function()) note_partial_builtin(v, stmt_loc, I.warnings);
                 return true;
             }
-            case StmtKind::Command:
-                return SessionCommands{s, I, out, *stmt, src}.run();
+            case StmtKind::Command: {
+                const bool ran = SessionCommands{s, I, out, *stmt, src}.run();
+                I.agree_success(s.cancel_);
+                return ran;
+            }
         }
         internal_error(__FILE__, __LINE__, "unknown statement kind");
     } catch (const Error& caught) {
-        Error e = caught;
+        failure = caught;
+    } catch (const std::bad_alloc&) {
+        failure = Error(ErrorKind::Runtime, stmt_loc, "out of memory");
+    } catch (const std::length_error&) {
+        failure = Error(ErrorKind::Runtime, stmt_loc, "out of memory (an array is too large)");
+    } catch (const std::exception& e) {
+        failure = Error(ErrorKind::Internal, stmt_loc,
+                        std::string("internal error: ") + e.what() + " -- this is a bug in Shoal, please report it");
+    } catch (...) {
+        // Nothing may escape a statement: the session must survive any bug.
+        failure = Error(ErrorKind::Internal, stmt_loc,
+                        "internal error: an unexpected exception -- this is a bug in Shoal, please report it");
+    }
+    {
+        // The other ranks learn of the failure (and this one may learn of
+        // an earlier rank's): the statement fails alike everywhere.
+        if (I.statement_world && !I.agreed) {
+            I.agreed = true;
+            try {
+                if (std::optional<Error> verdict = I.statement_world->agree(failure, src, s.cancel_)) failure = *verdict;
+            } catch (const Error& lost) {
+                failure = lost;  // the exchange itself failed (a rank lost)
+            }
+        }
+        Error e = *failure;
         if (e.kind == ErrorKind::Interrupted) I.interrupt_reported = true;
         // A GPU that stopped (a sticky CUDA error) is given up for the CPU;
         // the arrays only it held are gone, every other binding stays.
@@ -308,17 +345,6 @@ bool SessionCommands::run_statement_reporting_errors(Session& s, const SourcePtr
             // Point at the statement at least, so a script says which one failed.
             out.error(Error(e.kind, stmt_loc, e.message, e.notes));
         }
-    } catch (const std::bad_alloc&) {
-        out.error(Error(ErrorKind::Runtime, stmt_loc, "out of memory"));
-    } catch (const std::length_error&) {
-        out.error(Error(ErrorKind::Runtime, stmt_loc, "out of memory (an array is too large)"));
-    } catch (const std::exception& e) {
-        out.error(Error(ErrorKind::Internal, stmt_loc,
-                        std::string("internal error: ") + e.what() + " -- this is a bug in Shoal, please report it"));
-    } catch (...) {
-        // Nothing may escape a statement: the session must survive any bug.
-        out.error(Error(ErrorKind::Internal, stmt_loc,
-                        "internal error: an unexpected exception -- this is a bug in Shoal, please report it"));
     }
     return false;
 }

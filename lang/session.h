@@ -15,6 +15,7 @@
 #include "diagnostics.h"
 #include "profile.h"
 #include "eval.h"
+#include "rank_world.h"
 #include "parser.h"
 #include "typecheck.h"
 #include "value.h"
@@ -215,6 +216,23 @@ public:
     // Statements whose parsing and type checking were reused from an earlier
     // run of the same text (lang/front_end_cache.h).
     uint64_t front_end_reuses() const;
+
+    // ---------------------------------------------------------------- ranks (docs/scale-out.md)
+    // Runs this session as one rank of `world`: rank 0 hands its top-level
+    // statements to the others, every rank agrees on each statement's outcome.
+    void join_world(std::shared_ptr<RankWorld> world);
+    const std::shared_ptr<RankWorld>& world() const;
+    // Rank 0: starts a world of n ranks through the installed factory
+    // (`shoal --ranks N`, `:set ranks N`); n = 1 stops the other ranks.
+    // Throws Error(Runtime|Usage) when it cannot: no MPI, bindings that the
+    // new ranks would not have.
+    void start_ranks(int n, const Loc& loc = {});
+    // A rank other than 0: runs one statement rank 0 handed over, as
+    // execute() runs it there (its output is this rank's: usually discarded).
+    bool run_handed_statement(const SourcePtr& source, StatementSpan span, SessionOutput& out);
+    // What a new rank adopts so that its session matches this one, and the adoption.
+    RankState rank_state() const;
+    void adopt_rank_state(const RankState& state);
 
 private:
     // The context a statement is evaluated in (the current backend included).

@@ -55,6 +55,10 @@ bool SessionCommands::run() {
                  std::to_string(I.front_ends.capacity()) + ")\n" + require_compiled()->cache_report());
         return true;
     }
+    if (name == "ranks") {
+        no_argument(*cmd, arg);
+        return ranks();
+    }
     if (name == "device") {
         no_argument(*cmd, arg);
         out.text(require_compiled()->device_report());
@@ -294,6 +298,7 @@ bool SessionCommands::set(const CommandInfo& c, std::string_view arg) {
         set_memory_limit(bytes);
         return true;
     }
+    if (key == "ranks" || key == "timeout") return set_ranks(key, value);
     if (key == "executor") {
         if (value != "cpu" && value != "cuda") bad_setting(key, value, "cpu or cuda", ":set executor cpu|cuda");
         CompiledBackend* b = require_compiled();
@@ -307,8 +312,8 @@ bool SessionCommands::set(const CommandInfo& c, std::string_view arg) {
         return true;
     }
     user_error(ErrorKind::Usage, part_loc(key),
-               "expected a setting (print, check, backend, executor, arch, fusion, sharedmem, hoist, blas, gpu or "
-               "memlimit), found '" + std::string(key) + "'",
+               "expected a setting (print, check, backend, executor, arch, fusion, sharedmem, hoist, blas, gpu, "
+               "memlimit, ranks or timeout), found '" + std::string(key) + "'",
                {"usage: " + command_usage(c)});
 }
 

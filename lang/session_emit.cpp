@@ -142,6 +142,7 @@ bool SessionCommands::emit(const CommandInfo& c, std::string_view arg) {
     request.context = ctx;
     const std::vector<EmittedFile> files = backend->emit(request);
     const std::filesystem::path dir = target.parent_path();
+    if (!I.writes_files()) return true;  // rank 0 writes them
     const std::string written =
         I.emit_writer ? I.emit_writer(dir.string(), files, path_loc) : write_all(dir, files, path_loc);
     out.text(written);

@@ -143,7 +143,12 @@ bool SessionCommands::measure(const CommandInfo& c, std::string_view arg, bool p
         if (wall < 0) wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     } else {
         measured([&] { v = I.materialise(evaluate(e, ctx), per_kernel ? "the profiled value" : "printed", false); });
+        I.agree_success(s.cancel_);  // every rank computed it: shown only then
         I.random_stream = ctx.random_stream;
+    }
+    if (I.statement_world) {
+        breakdown.ranks = I.statement_world->size();
+        breakdown.agreement_seconds = I.agreement_seconds;
     }
     if (backend) {
         breakdown.moved = backend->transfers() - moved_before;

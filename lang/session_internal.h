@@ -199,6 +199,28 @@ struct Session::Impl {
     bool interrupt_reported = false;  // one "interrupted" per Ctrl-C
     EmitWriter emit_writer;           // null: write the files
     FrontEndCache front_ends;         // statements checked before, by text
+    std::shared_ptr<RankWorld> world;  // the ranks this session runs on (null: this process alone)
+    // The top-level statement running on several ranks: the world it agrees
+    // with (null when alone, or nested in a :load), whether it has agreed
+    // yet, and its source.
+    std::shared_ptr<RankWorld> statement_world;
+    bool agreed = false;
+    SourcePtr statement_source;
+
+    // Rank 0 writes the files every rank computed (save, :emit); alone, this process does.
+    bool writes_files() const { return !world || world->rank() == 0; }
+
+    // A statement that succeeded on this rank, before it commits or prints:
+    // throws the statement's error when it failed on another rank.
+    void agree_success(std::atomic<bool>& cancel) {
+        if (!statement_world || agreed) return;
+        agreed = true;
+        const auto start = std::chrono::steady_clock::now();
+        std::optional<Error> e = statement_world->agree(std::nullopt, statement_source, cancel);
+        agreement_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        if (e) throw *e;
+    }
+    double agreement_seconds = 0;  // the last agreement's wait (`:time` on several ranks)
 
     // v forced (or settled) where the statement needs it whole; `why` is
     // what :profile says about materialising it.
@@ -378,6 +400,10 @@ struct SessionCommands {
     std::string overview() const;
 
     bool type(const CommandInfo& c, std::string_view arg);
+
+    // `:ranks`, `:set ranks N` and `:set timeout S` (lang/session_ranks.cpp).
+    bool ranks();
+    bool set_ranks(std::string_view key, std::string_view value);
 
     // The `--word` a command's argument starts with (the parser keeps such
     // options out of comments: lang/parser.cpp command_options_end).

@@ -35,6 +35,7 @@ extern "C" const char* __lsan_default_suppressions() { return "leak:libedit.so\n
 #include "repl/host_sampler.h"
 #include "lang/session.h"
 #include "runtime/executors.h"
+#include "runtime/mpi/mpi_world.h"
 
 #ifndef SHOAL_VERSION
 #define SHOAL_VERSION "unknown"
@@ -327,6 +328,8 @@ void usage(std::FILE* to) {
         "  -e TEXT     run TEXT as statements (may be repeated; in order with the files)\n"
         "  -i          interactive prompt after the scripts and -e texts\n"
         "  -           read statements from standard input at this point\n"
+        "  --ranks N   run the session on N MPI ranks (docs/scale-out.md); under\n"
+        "              `mpirun -np N shoal ...` the ranks are mpirun's\n"
         "  --help      this text\n"
         "  --version   the version\n"
         "\n"
@@ -343,11 +346,41 @@ std::string read_all(std::FILE* f) {
     return text;
 }
 
+// This program's own path: the workers `--ranks` spawns run it too.
+std::string own_program(const char* argv0) {
+    char path[4096];
+    const ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+    return n > 0 ? std::string(path, static_cast<size_t>(n)) : std::string(argv0);
+}
+
+// At every exit of a session's process: the other ranks leave with it.
+struct LeaveWorld {
+    Session& session;
+    ~LeaveWorld() { runtime::leave_world(session); }
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
-    shoal::repl::start_host_sampler();
     shoal::runtime::install_compiled_backend();  // the best executor this machine has
+    // A worker of `--ranks N` / `:set ranks N` serves rank 0 and nothing else.
+    if (argc == 2 && std::string(argv[1]) == "--rank-worker") return shoal::runtime::run_spawned_worker();
+    shoal::runtime::install_rank_world_factory(own_program(argv[0]));
+    std::shared_ptr<RankWorld> launched;  // under mpirun
+    if (shoal::runtime::launched_by_mpirun()) {
+        try {
+            launched = shoal::runtime::join_launched_world();
+        } catch (const Error& e) {
+            std::fprintf(stderr, "shoal: %s\n", format_error(e).c_str());
+            return 2;
+        }
+        if (launched->rank() != 0) {
+            Session worker;
+            worker.join_world(launched);
+            return shoal::runtime::serve_rank(worker, *launched);
+        }
+    }
+    shoal::repl::start_host_sampler();
     enum class Kind { File, Text, Stdin };
     struct Input {
         Kind kind;
@@ -356,6 +389,7 @@ int main(int argc, char** argv) {
     std::vector<Input> inputs;
     bool interactive_after = false;
     bool options_done = false;
+    int ranks = 0;  // --ranks N
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
         if (!options_done && a == "--") {
@@ -372,6 +406,14 @@ int main(int argc, char** argv) {
                 return 2;
             }
             inputs.push_back({Kind::Text, argv[++i]});
+        } else if (!options_done && a == "--ranks") {
+            const long n = i + 1 < argc ? std::strtol(argv[i + 1], nullptr, 10) : 0;
+            if (n < 1 || n > 1024) {
+                std::fputs("shoal: --ranks needs a number of ranks from 1 to 1024\n", stderr);
+                return 2;
+            }
+            ranks = static_cast<int>(n);
+            ++i;
         } else if (!options_done && a == "-i") {
             interactive_after = true;
         } else if (!options_done && a == "-") {
@@ -385,6 +427,16 @@ int main(int argc, char** argv) {
     }
 
     Session session;
+    LeaveWorld leave{session};
+    if (launched) session.join_world(launched);
+    if (ranks > 0) {
+        try {
+            session.start_ranks(ranks);
+        } catch (const Error& e) {
+            std::fprintf(stderr, "%s\n", format_error(e).c_str());
+            return 2;
+        }
+    }
     session.set_columns(terminal_width());
     bool tty = isatty(STDIN_FILENO);
     if (inputs.empty() && !tty) inputs.push_back({Kind::Stdin, {}});

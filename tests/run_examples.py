@@ -33,6 +33,8 @@ import re
 import subprocess
 import sys
 
+from launch import shoal_command  # alone, or on several MPI ranks (SHOAL_TEST_RANKS)
+
 TIMEOUT = 120
 REL_TOL = 1e-4
 ABS_TOL = 1e-9
@@ -133,7 +135,7 @@ def run_example(binary, examples, name, mode):
     if mode == "exact" and not os.path.exists(expected_path):
         return False, f"no expected output {expected_path} (run with --update to write it)"
     try:
-        proc = subprocess.run([binary, name + ".shoal"], cwd=examples,
+        proc = subprocess.run(shoal_command(binary, name + ".shoal"), cwd=examples,
                               stdin=subprocess.DEVNULL, capture_output=True, timeout=TIMEOUT)
     except subprocess.TimeoutExpired:
         return False, f"timed out after {TIMEOUT} s"

@@ -45,6 +45,8 @@ import subprocess
 import sys
 import tempfile
 
+from launch import shoal_command  # alone, or on several MPI ranks (SHOAL_TEST_RANKS)
+
 TIMEOUT = 60
 HERE = os.path.dirname(os.path.abspath(__file__))
 TEST_DATA = os.path.join(HERE, "data")
@@ -146,7 +148,7 @@ def run_test(binary, path):
     # (the session reports an internal error otherwise).
     env["SHOAL_CHECK_BINDINGS"] = "1"
     try:
-        proc = subprocess.run([binary, path], cwd=workdir, env=env, stdin=subprocess.DEVNULL,
+        proc = subprocess.run(shoal_command(binary, path), cwd=workdir, env=env, stdin=subprocess.DEVNULL,
                               capture_output=True, timeout=TIMEOUT)
     except subprocess.TimeoutExpired:
         return "FAIL", [f"timed out after {TIMEOUT} s"]

@@ -25,7 +25,7 @@ public:
     explicit CpuExecutor(std::string why_no_gpu) : why_no_gpu_(std::move(why_no_gpu)) {}
     std::string name() const override { return "cpu"; }
     std::string description() const override {
-        const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+        const int threads = thread_budget();
         return "the CPU executor (" + std::to_string(threads) + " thread" + (threads == 1 ? "" : "s") +
                ", " + tier_name(tier_.tier()) + " tier" + (why_no_gpu_.empty() ? ")" : "; no GPU: " + why_no_gpu_ + ")");
     }

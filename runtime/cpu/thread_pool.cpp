@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <exception>
 #include <memory>
 #include <mutex>
@@ -137,10 +138,19 @@ void run_in_chunks(int64_t count, int workers, int64_t chunk, const std::functio
     if (job->failure) std::rethrow_exception(job->failure);
 }
 
-int worker_count(int threads, int64_t blocks) {
+int thread_budget() {
     // Asked once: glibc reads a sysfs file for every call.
-    static const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
-    return int(std::max<int64_t>(1, std::min<int64_t>(threads > 0 ? threads : cores, blocks)));
+    static const int budget = [] {
+        const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
+        const char* env = std::getenv("SHOAL_THREADS");
+        const int asked = env ? std::atoi(env) : 0;
+        return asked >= 1 && asked <= 4096 ? asked : cores;
+    }();
+    return budget;
+}
+
+int worker_count(int threads, int64_t blocks) {
+    return int(std::max<int64_t>(1, std::min<int64_t>(threads > 0 ? threads : thread_budget(), blocks)));
 }
 
 }  // namespace shoal::cpu

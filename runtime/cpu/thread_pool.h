@@ -54,5 +54,8 @@ void run_in_chunks(int64_t count, int workers, int64_t chunk, const std::functio
 // The worker threads a launch of `blocks` uses: `threads` (0: every core),
 // at most one per block.
 int worker_count(int threads, int64_t blocks);
+// The threads a session's CPU work uses: the cores, or SHOAL_THREADS (a rank
+// of a session on several shares the machine with the others: docs/scale-out.md).
+int thread_budget();
 
 }  // namespace shoal::cpu

@@ -96,8 +96,10 @@ std::string cpu_description() {
 
 }  // namespace
 
+bool Toolchain::is_gcc() const { return identity.find("clang") == std::string::npos; }
+
 std::vector<std::string> Toolchain::gcc_only_flags() const {
-    if (identity.find("clang") != std::string::npos) return {};
+    if (!is_gcc()) return {};
     return {"-fvect-cost-model=dynamic", "-fno-gnu-unique"};
 }
 

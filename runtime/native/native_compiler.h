@@ -35,8 +35,10 @@ struct Toolchain {
     std::vector<std::string> flags;
     std::vector<std::string> libraries;  // after the source ("-lm")
     std::string why_not;   // non-empty: no usable compiler (then the rest is empty)
-    // The GCC-only flags (-fno-gnu-unique, -fvect-cost-model) for `compiler`:
-    // none for clang, which refuses or ignores them (and has no unique symbols).
+    // Whether `compiler` is GCC (clang refuses or ignores GCC's own flags,
+    // and has no unique symbols to switch off).
+    bool is_gcc() const;
+    // The GCC-only flags (-fno-gnu-unique, -fvect-cost-model) for `compiler`: none for clang.
     std::vector<std::string> gcc_only_flags() const;
 };
 

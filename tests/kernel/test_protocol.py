@@ -328,6 +328,53 @@ class ShoalExtraTests(unittest.TestCase):
         self.assertEqual(self.result_text(outs), "6")
 
 
+class ShoalRanksTests(unittest.TestCase):
+    """`:set ranks N` from a notebook (docs/scale-out.md): the kernel spawns
+    workers running build/shoal beside it; Interrupt reaches every rank."""
+    flush = ShoalExtraTests.flush
+    wait_reply = ShoalExtraTests.wait_reply
+    outputs = ShoalExtraTests.outputs
+    run_cell = ShoalExtraTests.run_cell
+    result_text = ShoalExtraTests.result_text
+
+    @classmethod
+    def setUpClass(cls):
+        cls.km, cls.kc = start_new_kernel(kernel_name="shoal", startup_timeout=TIMEOUT)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.kc.stop_channels()
+        cls.km.shutdown_kernel(now=True)
+
+    def test_ranks_in_a_notebook(self):
+        content, outs = self.run_cell(":set ranks 3")
+        if content["status"] == "error" and "built without MPI" in content.get("evalue", ""):
+            self.skipTest("Shoal was built without MPI")
+        self.assertEqual(content["status"], "ok", content)
+        text = "".join(m["content"].get("text", "") for m in outs if m["msg_type"] == "stream")
+        self.assertIn("3 ranks (workers spawned by this process over MPI)", text)
+        content, outs = self.run_cell("let xs = iota 10\nsum xs")
+        self.assertEqual(self.result_text(outs), "45")
+        content, outs = self.run_cell("xs[10]")
+        self.assertEqual(content["status"], "error")
+        self.assertEqual(content["ename"], "RuntimeError")
+        # Interrupt stops the cell on every rank; the session and its world stay.
+        self.flush()
+        msg_id = self.kc.execute(LONG_CELL)
+        time.sleep(2.0)
+        started = time.monotonic()
+        self.km.interrupt_kernel()
+        reply = self.wait_reply(msg_id, timeout=30)["content"]
+        self.assertLess(time.monotonic() - started, 20, "the interrupt took too long to stop the cell")
+        self.assertEqual(reply["ename"], "Interrupted")
+        self.outputs(msg_id)
+        content, outs = self.run_cell("sum xs + 1")
+        self.assertEqual(self.result_text(outs), "46")
+        content, outs = self.run_cell(":ranks")
+        text = "".join(m["content"].get("text", "") for m in outs if m["msg_type"] == "stream")
+        self.assertIn("3 ranks", text)
+
+
 class ShoalSecurityTests(unittest.TestCase):
     """Messages signed with another key are rejected (and logged); the kernel
     listens only where its connection file says."""

@@ -79,7 +79,7 @@ native::NativeCompiler& printed_compiler() {
         if (t.why_not.empty()) {
             t.flags = {"-std=c++20", "-O1", "-fPIC", "-shared", "-fno-math-errno", "-ffp-contract=off",
                        "-fno-exceptions", "-fno-rtti", "-nostdlib", "-w"};
-            if (!t.gcc_only_flags().empty()) t.flags.push_back("-fno-gnu-unique");
+            if (t.is_gcc()) t.flags.push_back("-fno-gnu-unique");
             t.libraries = {"-lm"};
             t.identity += " | printed CUDA";  // apart from the native tier's entries
             // SHOAL_SIMULATED_SANITIZE=1: the units with AddressSanitizer and

@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+"""The control plane of a session on several MPI ranks (docs/scale-out.md):
+starting ranks (`--ranks N`, `:set ranks N`, `mpirun -np N`), the agreement
+that ends every statement, Ctrl-C on rank 0 reaching every rank, and a rank
+that is late or stuck being named. The program tests and the examples run
+on several ranks too (SHOAL_TEST_RANKS, tests/launch.py).
+
+Usage: python3 run_ranks.py SHOAL_BINARY
+
+A rank is made slow, stuck, failing or dead at the statements that mention
+`stall_here` with SHOAL_TEST_STALL=RANK:slow|hang|fail|crash (runtime/mpi).
+Exits 77 (skipped) when Shoal was built without MPI. Standard library only.
+"""
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+TIMEOUT = 120
+failures = []
+
+
+def run(binary, args, stdin="", env=None, timeout=TIMEOUT):
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    start = time.monotonic()
+    proc = subprocess.run([binary, *args], input=stdin.encode(), capture_output=True, env=full_env,
+                          timeout=timeout, cwd=tempfile.gettempdir())
+    return (proc.returncode, proc.stdout.decode(errors="replace"), proc.stderr.decode(errors="replace"),
+            time.monotonic() - start)
+
+
+def check(name, condition, detail):
+    print(("PASS " if condition else "FAIL ") + name)
+    if not condition:
+        print("    " + detail.replace("\n", "\n    "))
+        failures.append(name)
+
+
+def workers_left():
+    """Workers still running a moment after their session ended."""
+    for _ in range(50):
+        out = subprocess.run(["pgrep", "-f", "--", "--rank-worker"], capture_output=True).stdout.decode()
+        if not out.strip():
+            return ""
+        time.sleep(0.1)
+    return out
+
+
+def main(argv):
+    if len(argv) != 2:
+        print("usage: run_ranks.py SHOAL_BINARY", file=sys.stderr)
+        return 2
+    binary = os.path.abspath(argv[1])
+    rc, out, err, _ = run(binary, ["--ranks", "2", "-e", ":ranks"])
+    if "built without MPI" in err:
+        print("SKIP: " + err.strip())
+        return 77
+
+    script = "let x = iota 10\nsum x\nlet r = random 4\nr\n:ranks\nx[20]\nx * 2\n"
+    alone = run(binary, [], stdin=script)
+    for ranks in ("2", "3", "4"):
+        rc, out, err, took = run(binary, ["--ranks", ranks], stdin=script)
+        lines = [l for l in out.splitlines() if not l.startswith("  rank ")]
+        check(f"--ranks {ranks}: the values and errors of one rank, the world in :ranks",
+              rc == 1 and lines[:2] == alone[1].splitlines()[:2] and lines[-1] == alone[1].splitlines()[-1]
+              and f"{ranks} ranks (workers spawned" in out and out.count("  rank ") == int(ranks)
+              and err == alone[2],
+              f"status {rc}\nstdout:\n{out}\nstderr:\n{err}\nalone:\n{alone[1]}{alone[2]}")
+    check("the workers leave with rank 0", not workers_left(), workers_left())
+
+    # One rank fails alone: the error once, on rank 0, naming the rank; nothing commits anywhere.
+    rc, out, err, _ = run(binary, ["--ranks", "3"], env={"SHOAL_TEST_STALL": "2:fail"},
+                          stdin="let stall_here = 5\nstall_here\nlet y = 2\ny\n")
+    check("an error on one rank is the statement's error on all, once",
+          err.count("error:") == 2 and "a failure on this rank alone" in err and "on rank 2 of 3" in err
+          and "unknown name `stall_here`" in err and out.strip() == "2",
+          f"status {rc}\nstdout:\n{out}\nstderr:\n{err}")
+
+    # Ctrl-C on rank 0 stops the statement on every rank and keeps the session.
+    full_env = dict(os.environ, SHOAL_TEST_STALL="1:slow")
+    proc = subprocess.Popen([binary, "--ranks", "3", "-e", "let a = 7", "-e", "let stall_here = 1"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=full_env,
+                            cwd=tempfile.gettempdir())
+    time.sleep(2.0)
+    sent = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    try:
+        out, err = proc.communicate(timeout=30)
+        took = time.monotonic() - sent
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+        took = 99
+    err = err.decode(errors="replace")
+    check("Ctrl-C on rank 0 stops a statement a worker is still running",
+          proc.returncode == 130 and "error: interrupted" in err and took < 5,
+          f"status {proc.returncode} after {took:.1f} s\nstderr:\n{err}")
+
+    # A late rank is named, stopped, and the world goes on.
+    rc, out, err, took = run(binary, ["--ranks", "3"], env={"SHOAL_TEST_STALL": "2:slow", "SHOAL_RANK_TIMEOUT": "2"},
+                             stdin="let a = 1\nlet stall_here = 2\na + 1\n:ranks\n")
+    check("a rank later than the timeout is named and stopped; the world goes on",
+          "rank 2 did not finish the statement within the timeout of 2 s: it was stopped on every rank" in err
+          and out.startswith("2\n3 ranks") and took < 30,
+          f"status {rc} after {took:.1f} s\nstdout:\n{out}\nstderr:\n{err}")
+
+    # A rank that does not even stop when asked is given up; the session goes on alone.
+    rc, out, err, took = run(binary, ["--ranks", "3"], env={"SHOAL_TEST_STALL": "1:hang", "SHOAL_RANK_TIMEOUT": "2"},
+                             stdin="let a = 1\nlet stall_here = 2\na + 1\n:ranks\n")
+    check("a stuck rank is given up and the session goes on alone with its bindings",
+          "rank 1 did not finish the statement within the timeout of 2 s, nor stop when asked" in err
+          and out.startswith("2\n1 rank: this process alone") and took < 30,
+          f"status {rc} after {took:.1f} s\nstdout:\n{out}\nstderr:\n{err}")
+    check("the stuck rank does not outlive the session", not workers_left(), workers_left())
+
+    # A rank that dies is noticed at once (on this machine), not at the timeout.
+    rc, out, err, took = run(binary, ["--ranks", "3"], env={"SHOAL_TEST_STALL": "2:crash"},
+                             stdin="let a = 1\nlet stall_here = 2\na + 1\n:ranks\n")
+    check("a rank that dies is named at once and the session goes on alone",
+          "rank 2 ended without finishing the statement (it crashed or was killed); the other ranks were let go" in err
+          and out.startswith("2\n1 rank: this process alone") and took < 20,
+          f"status {rc} after {took:.1f} s\nstdout:\n{out}\nstderr:\n{err}")
+    check("no rank outlives a session whose rank died", not workers_left(), workers_left())
+
+    # :set ranks in a running session; settings and the random stream carry over.
+    rc, out, err, _ = run(binary, [], stdin=":set print 8\n:seed 7\nrandom 2\n:set ranks 3\nlet r = random 12\nr\n"
+                                             ":set ranks 2\n:set ranks 1\n:ranks\nr\n")
+    alone_r = run(binary, [], stdin=":set print 8\n:seed 7\nrandom 2\nlet r = random 12\nr\n")[1].splitlines()
+    lines = out.splitlines()
+    check(":set ranks starts and stops ranks; settings and the random stream carry over",
+          rc == 1 and lines[0] == alone_r[0] and lines[5] == alone_r[1] and "3 ranks (workers spawned" in out
+          and "cannot start 2 ranks in a session that has bindings (r)" in err
+          and "1 rank: this process alone" in out and lines[-1] == alone_r[1],
+          f"status {rc}\nstdout:\n{out}\nstderr:\n{err}\nalone:\n{alone_r}")
+
+    # Usage errors.
+    rc, out, err, _ = run(binary, ["--ranks", "0", "-e", "1"])
+    check("--ranks 0 is refused", rc == 2 and "--ranks needs a number of ranks from 1 to 1024" in err, err)
+    rc, out, err, _ = run(binary, [], stdin=":set ranks many\n:set timeout 5\n")
+    check(":set ranks and :set timeout explain their arguments",
+          "expected a whole number of ranks from 1 to 1024 after ':set ranks', found 'many'" in err
+          and "the session runs on one rank: there is no exchange to time" in err, err)
+
+    # mpirun: the same session, its ranks fixed by mpirun.
+    root = ["--allow-run-as-root"] if os.geteuid() == 0 else []
+    proc = subprocess.run(["mpirun", "-q", "--oversubscribe", *root, "-np", "3", binary, "-e", ":ranks",
+                           "-e", "sum (iota 10)", "-e", ":set ranks 2"],
+                          capture_output=True, timeout=TIMEOUT, cwd=tempfile.gettempdir())
+    out, err = proc.stdout.decode(errors="replace"), proc.stderr.decode(errors="replace")
+    check("mpirun -np 3: rank 0 runs the front end; :set ranks says mpirun chose them",
+          "3 ranks (started by mpirun)" in out and "\n45\n" in out
+          and "this session was started by mpirun, which fixed its ranks" in err,
+          f"status {proc.returncode}\nstdout:\n{out}\nstderr:\n{err}")
+
+    print(f"{len(failures)} failed" if failures else "all passed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
