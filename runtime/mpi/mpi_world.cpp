@@ -28,7 +28,7 @@
 #include <vector>
 
 #ifdef SHOAL_HAVE_MPI
-#include <mpi.h>
+#include "runtime/mpi/mpi_wait.h"
 #endif
 
 namespace shoal::runtime {
@@ -130,21 +130,6 @@ void start_mpi(bool singleton) {
     // Errors come back as codes, reported as Shoal errors, instead of aborting every rank.
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
-}
-
-// Polls until `request` completes; false when `give_up` says so first (the
-// request is then left pending: the world is given up with it).
-template <class GiveUp>
-bool wait_polling(MPI_Request& request, GiveUp&& give_up) {
-    for (int spins = 0;; ++spins) {
-        int done = 0;
-        MPI_Test(&request, &done, MPI_STATUS_IGNORE);
-        if (done) return true;
-        if (give_up()) return false;
-        // A few hundred fast polls for the common quick answer, then sleeps
-        // that leave the core to the ranks still computing.
-        if (spins > 200) std::this_thread::sleep_for(std::chrono::microseconds(spins > 2000 ? 1000 : 100));
-    }
 }
 
 // ---------------------------------------------------------------- encoding
@@ -400,13 +385,13 @@ private:
     void broadcast_header(Header& h) {
         MPI_Request request;
         MPI_Ibcast(&h, sizeof h, MPI_BYTE, 0, comm_, &request);
-        wait_polling(request, [] { return false; });
+        mpi::wait_polling(request, [] { return false; });
     }
     bool receive_header(Header& h) {
         MPI_Request request;
         MPI_Ibcast(&h, sizeof h, MPI_BYTE, 0, comm_, &request);
         // Rank 0 may give the world up (a rank lost) while this one waits.
-        return wait_polling(request, [this] {
+        return mpi::wait_polling(request, [this] {
             poll_cancel_channel();
             return stop_requested_;
         });
@@ -477,7 +462,7 @@ private:
                 cancel_sent = true;
                 deadline = Clock::now() + std::chrono::duration<double>(std::min(timeout_, 5.0));
             }
-            if (spins > 200) std::this_thread::sleep_for(std::chrono::microseconds(spins > 2000 ? 1000 : 100));
+            mpi::pause_after(spins);
         }
         std::optional<Error> verdict;
         if (late) {

@@ -1,0 +1,49 @@
+// The folds of the collectives (comm.h), with Shoal's scalar semantics so
+// that a fold across ranks computes what the same fold on one rank does.
+#include "codegen/comm.h"
+
+#include <cstring>
+#include <type_traits>
+
+#include "lang/diagnostics.h"
+#include "lang/scalar_semantics.h"
+
+namespace shoal::ir {
+
+namespace {
+template <class T>
+void fold_typed(void* acc, const void* x, int64_t count, CommOp op) {
+    for (int64_t i = 0; i < count; ++i) {
+        T a, b;
+        std::memcpy(&a, static_cast<const char*>(acc) + i * sizeof(T), sizeof(T));
+        std::memcpy(&b, static_cast<const char*>(x) + i * sizeof(T), sizeof(T));
+        T r{};
+        if constexpr (std::is_same_v<T, bool>) {
+            r = op == CommOp::Sum || op == CommOp::Max ? (a || b) : (a && b);
+        } else {
+            switch (op) {
+                case CommOp::Sum: r = shoal::scalar::add(a, b); break;
+                case CommOp::Product: r = shoal::scalar::mul(a, b); break;
+                case CommOp::Min: r = shoal::scalar::min(a, b); break;
+                case CommOp::Max: r = shoal::scalar::max(a, b); break;
+            }
+        }
+        std::memcpy(static_cast<char*>(acc) + i * sizeof(T), &r, sizeof(T));
+    }
+}
+}  // namespace
+
+void fold_into(void* acc, const void* x, int64_t count, ScalarType type, CommOp op) {
+    switch (type) {
+        case ScalarType::Bool: return fold_typed<bool>(acc, x, count, op);
+        case ScalarType::I32: return fold_typed<int32_t>(acc, x, count, op);
+        case ScalarType::I64: return fold_typed<int64_t>(acc, x, count, op);
+        case ScalarType::U32: return fold_typed<uint32_t>(acc, x, count, op);
+        case ScalarType::U64: return fold_typed<uint64_t>(acc, x, count, op);
+        case ScalarType::F32: return fold_typed<float>(acc, x, count, op);
+        case ScalarType::F64: return fold_typed<double>(acc, x, count, op);
+    }
+    internal_error(__FILE__, __LINE__, "fold_into: unknown element type");
+}
+
+}  // namespace shoal::ir

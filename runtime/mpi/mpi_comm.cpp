@@ -1,0 +1,249 @@
+// The collectives of codegen/comm.h over MPI (mpi_comm.h).
+//
+// Every collective is point-to-point messages tagged with the statement.
+// MPI cannot cancel a collective, so a statement that abandons one (a
+// timeout, Ctrl-C) would leave an MPI_Iallgather pending forever and every
+// later collective on that communicator mismatched. Tagged messages of an
+// abandoned statement are simply never received.
+//
+// Folds go through an allgather and are done by every rank in rank order
+// (ir::fold_into), never by MPI_Allreduce, whose order MPI leaves open.
+// This suits the few values per rank that folds and scans exchange; bulk
+// data (sort, gather) goes through alltoall, one message per pair of ranks.
+#include "runtime/mpi/mpi_comm.h"
+
+#ifdef SHOAL_HAVE_MPI
+#include <algorithm>
+#include <climits>
+#include <cstring>
+
+#include "lang/diagnostics.h"
+#include "runtime/mpi/mpi_wait.h"
+
+namespace shoal::runtime {
+
+namespace {
+constexpr int kTagRoll = 11;  // roll call after a timeout: where a rank waits
+}  // namespace
+
+MpiComm::MpiComm(MPI_Comm comm, double timeout_seconds, const std::atomic<bool>* cancel)
+    : timeout_(timeout_seconds), cancel_(cancel) {
+    MPI_Comm_dup(comm, &base_);
+    MPI_Comm_dup(comm, &roll_);
+    MPI_Comm_set_errhandler(base_, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(base_, &rank_);
+    MPI_Comm_size(base_, &size_);
+}
+
+MpiComm::~MpiComm() {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (finalized) return;  // MPI took its communicators with it
+    MPI_Comm_free(&roll_);
+    MPI_Comm_free(&base_);
+}
+
+void MpiComm::begin_statement() {
+    abandoned_ = false;
+    ++at_.statement;
+    at_.collective = 0;
+}
+
+void MpiComm::arrive(const char* what) {
+    if (abandoned_)
+        user_error(ErrorKind::Runtime, {},
+                   "this statement's collectives were abandoned (a timeout or Ctrl-C): the next statement starts afresh");
+    ++at_.collective;
+    what_ = what;
+}
+
+void MpiComm::check_waiting(Clock::time_point deadline) {
+    if (cancel_ && cancel_->load()) {
+        abandoned_ = true;
+        throw Error(ErrorKind::Interrupted, {}, "interrupted");
+    }
+    if (Clock::now() <= deadline) return;
+    abandoned_ = true;
+    const std::string late = roll_call();
+    user_error(ErrorKind::Runtime, {},
+               (late.empty() ? std::string("the ranks' ") + what_ + " did not complete"
+                             : late + " did not arrive at the " + what_) +
+                   " within the timeout of " + std::to_string(static_cast<int64_t>(timeout_)) + " s",
+               {"`:set timeout S` waits longer; `:ranks` shows where each rank runs"});
+}
+
+int MpiComm::byte_count(size_t bytes) {
+    if (bytes > static_cast<size_t>(INT_MAX))
+        user_error(ErrorKind::Runtime, {},
+                   "a block of " + std::to_string(bytes) + " bytes is more than one MPI message carries (2 GiB)",
+                   {"more ranks make the blocks smaller"});
+    return static_cast<int>(bytes);
+}
+
+std::vector<std::vector<char>> MpiComm::exchange(const std::vector<const std::vector<char>*>& sends,
+                                                 const std::vector<bool>& from) {
+    const Clock::time_point deadline =
+        Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_));
+    std::vector<MPI_Request> sent;
+    for (int r = 0; r < size_; ++r) {
+        const std::vector<char>* block = sends[static_cast<size_t>(r)];
+        if (!block || r == rank_) continue;
+        sent.emplace_back();
+        MPI_Isend(block->data(), byte_count(block->size()), MPI_BYTE, r, tag(), base_, &sent.back());
+        bytes_moved_ += static_cast<int64_t>(block->size());
+    }
+    std::vector<std::vector<char>> got(static_cast<size_t>(size_));
+    std::vector<bool> waiting = from;
+    waiting[static_cast<size_t>(rank_)] = false;
+    int missing = static_cast<int>(std::count(waiting.begin(), waiting.end(), true));
+    for (int spins = 0; missing > 0; ++spins) {
+        bool any = false;
+        for (int r = 0; r < size_; ++r) {
+            if (!waiting[static_cast<size_t>(r)]) continue;
+            int flag = 0;
+            MPI_Status st;
+            MPI_Iprobe(r, tag(), base_, &flag, &st);
+            if (!flag) continue;
+            int count = 0;
+            MPI_Get_count(&st, MPI_BYTE, &count);
+            got[static_cast<size_t>(r)].resize(static_cast<size_t>(count));
+            MPI_Recv(got[static_cast<size_t>(r)].data(), count, MPI_BYTE, r, tag(), base_, MPI_STATUS_IGNORE);
+            bytes_moved_ += count;
+            waiting[static_cast<size_t>(r)] = false;
+            --missing;
+            any = true;
+        }
+        if (any) {
+            spins = 0;
+            continue;
+        }
+        check_waiting(deadline);
+        mpi::pause_after(spins);
+    }
+    // The sends complete once their receivers took them (large ones wait for that).
+    for (int spins = 0; !sent.empty(); ++spins) {
+        int done = 0;
+        MPI_Testall(static_cast<int>(sent.size()), sent.data(), &done, MPI_STATUSES_IGNORE);
+        if (done) break;
+        check_waiting(deadline);
+        mpi::pause_after(spins);
+    }
+    return got;
+}
+
+// Every rank that times out tells every other where it waits; a rank that
+// has not said the same within a grace period is not there.
+std::string MpiComm::roll_call() {
+    sent_mark_ = at_;
+    for (int r = 0; r < size_; ++r) {
+        if (r == rank_) continue;
+        MPI_Request request;
+        MPI_Isend(&sent_mark_, 2, MPI_UINT64_T, r, kTagRoll, roll_, &request);
+        MPI_Request_free(&request);
+    }
+    std::vector<bool> here(static_cast<size_t>(size_), false);
+    here[static_cast<size_t>(rank_)] = true;
+    int missing = size_ - 1;
+    const auto deadline = Clock::now() + std::chrono::duration<double>(std::min(timeout_, 5.0));
+    for (int spins = 0; missing > 0 && Clock::now() < deadline; ++spins) {
+        int flag = 0;
+        MPI_Status st;
+        MPI_Iprobe(MPI_ANY_SOURCE, kTagRoll, roll_, &flag, &st);
+        if (!flag) {
+            mpi::pause_after(spins);
+            continue;
+        }
+        Mark mark;
+        MPI_Recv(&mark, 2, MPI_UINT64_T, st.MPI_SOURCE, kTagRoll, roll_, MPI_STATUS_IGNORE);
+        if (mark.statement == at_.statement && mark.collective == at_.collective &&
+            !here[static_cast<size_t>(st.MPI_SOURCE)]) {
+            here[static_cast<size_t>(st.MPI_SOURCE)] = true;
+            --missing;
+        }
+    }
+    std::vector<int> late;
+    for (int r = 0; r < size_; ++r)
+        if (!here[static_cast<size_t>(r)]) late.push_back(r);
+    std::string s;
+    for (size_t i = 0; i < late.size(); ++i)
+        s += (i == 0 ? (late.size() == 1 ? "rank " : "ranks ") : i + 1 == late.size() ? " and " : ", ") +
+             std::to_string(late[i]);
+    return s;
+}
+
+std::vector<char> MpiComm::allgather(const void* mine, int64_t bytes, std::vector<int64_t>& offsets) {
+    arrive("allgather");
+    return gather_blocks(mine, bytes, offsets);
+}
+
+std::vector<char> MpiComm::gather_blocks(const void* mine, int64_t bytes, std::vector<int64_t>& offsets) {
+    const std::vector<char> block(static_cast<const char*>(mine), static_cast<const char*>(mine) + bytes);
+    std::vector<std::vector<char>> got =
+        exchange(std::vector<const std::vector<char>*>(static_cast<size_t>(size_), &block),
+                 std::vector<bool>(static_cast<size_t>(size_), true));
+    got[static_cast<size_t>(rank_)] = block;
+    offsets.assign(static_cast<size_t>(size_) + 1, 0);
+    std::vector<char> all;
+    for (int r = 0; r < size_; ++r) {
+        all.insert(all.end(), got[static_cast<size_t>(r)].begin(), got[static_cast<size_t>(r)].end());
+        offsets[static_cast<size_t>(r) + 1] = static_cast<int64_t>(all.size());
+    }
+    return all;
+}
+
+void MpiComm::allreduce(void* data, int64_t count, ir::ScalarType type, ir::CommOp op) {
+    const int64_t bytes = count * static_cast<int64_t>(ir::scalar_size(type));
+    std::vector<int64_t> offsets;
+    arrive("allreduce");
+    const std::vector<char> all = gather_blocks(data, bytes, offsets);
+    std::memcpy(data, all.data(), static_cast<size_t>(bytes));
+    for (int r = 1; r < size_; ++r) ir::fold_into(data, all.data() + offsets[static_cast<size_t>(r)], count, type, op);
+}
+
+void MpiComm::exclusive_scan(void* data, int64_t count, ir::ScalarType type, ir::CommOp op, const void* identity) {
+    const size_t element = ir::scalar_size(type);
+    const int64_t bytes = count * static_cast<int64_t>(element);
+    std::vector<int64_t> offsets;
+    arrive("exclusive scan");
+    const std::vector<char> all = gather_blocks(data, bytes, offsets);
+    char* out = static_cast<char*>(data);
+    if (rank_ == 0) {
+        for (int64_t i = 0; i < count; ++i) std::memcpy(out + i * static_cast<int64_t>(element), identity, element);
+        return;
+    }
+    std::memcpy(out, all.data(), static_cast<size_t>(bytes));
+    for (int r = 1; r < rank_; ++r) ir::fold_into(out, all.data() + offsets[static_cast<size_t>(r)], count, type, op);
+}
+
+std::vector<std::vector<char>> MpiComm::alltoall(const std::vector<std::vector<char>>& sends) {
+    if (static_cast<int>(sends.size()) != size_)
+        internal_error(__FILE__, __LINE__, "alltoall: one block per rank expected");
+    arrive("all-to-all exchange");
+    std::vector<const std::vector<char>*> blocks;
+    for (const std::vector<char>& b : sends) blocks.push_back(&b);
+    std::vector<std::vector<char>> got = exchange(blocks, std::vector<bool>(static_cast<size_t>(size_), true));
+    got[static_cast<size_t>(rank_)] = sends[static_cast<size_t>(rank_)];
+    return got;
+}
+
+std::pair<std::vector<char>, std::vector<char>> MpiComm::exchange_with_neighbours(const std::vector<char>& to_previous,
+                                                                                  const std::vector<char>& to_next) {
+    arrive("halo exchange");
+    const size_t n = static_cast<size_t>(size_);
+    std::vector<const std::vector<char>*> blocks(n, nullptr);
+    std::vector<bool> from(n, false);
+    if (rank_ > 0) {
+        blocks[static_cast<size_t>(rank_ - 1)] = &to_previous;
+        from[static_cast<size_t>(rank_ - 1)] = true;
+    }
+    if (rank_ + 1 < size_) {
+        blocks[static_cast<size_t>(rank_ + 1)] = &to_next;
+        from[static_cast<size_t>(rank_ + 1)] = true;
+    }
+    std::vector<std::vector<char>> got = exchange(blocks, from);
+    return {rank_ > 0 ? std::move(got[static_cast<size_t>(rank_ - 1)]) : std::vector<char>{},
+            rank_ + 1 < size_ ? std::move(got[static_cast<size_t>(rank_ + 1)]) : std::vector<char>{}};
+}
+
+}  // namespace shoal::runtime
+#endif

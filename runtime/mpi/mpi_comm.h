@@ -1,0 +1,73 @@
+// The collectives of codegen/comm.h over MPI, on host buffers (the CPU
+// executor's arrays). Debian's Open MPI is not CUDA-aware: device buffers
+// go to the NCCL backend, never here.
+#pragma once
+#ifdef SHOAL_HAVE_MPI
+#include <atomic>
+#include <chrono>
+#include <string>
+
+#include <mpi.h>
+
+#include "codegen/comm.h"
+
+namespace shoal::runtime {
+
+class MpiComm final : public ir::Comm {
+    using Clock = std::chrono::steady_clock;
+
+public:
+    // Over the ranks of `comm` (duplicated: its own traffic never meets
+    // anyone else's). `timeout_seconds`: how long a collective waits for a
+    // rank; `cancel`: the statement's Ctrl-C flag (may be null).
+    MpiComm(MPI_Comm comm, double timeout_seconds, const std::atomic<bool>* cancel);
+    ~MpiComm() override;
+    MpiComm(const MpiComm&) = delete;
+    MpiComm& operator=(const MpiComm&) = delete;
+
+    int rank() const override { return rank_; }
+    int size() const override { return size_; }
+    void begin_statement() override;
+    void allreduce(void* data, int64_t count, ir::ScalarType type, ir::CommOp op) override;
+    void exclusive_scan(void* data, int64_t count, ir::ScalarType type, ir::CommOp op, const void* identity) override;
+    std::vector<char> allgather(const void* mine, int64_t bytes, std::vector<int64_t>& offsets) override;
+    std::vector<std::vector<char>> alltoall(const std::vector<std::vector<char>>& sends) override;
+    std::pair<std::vector<char>, std::vector<char>> exchange_with_neighbours(const std::vector<char>& to_previous,
+                                                                             const std::vector<char>& to_next) override;
+    int64_t bytes_moved() const override { return bytes_moved_; }
+    void set_timeout(double seconds) { timeout_ = seconds; }
+
+private:
+    struct Mark {  // where a rank waits: a roll call compares them
+        uint64_t statement = 0, collective = 0;
+    };
+    // The next collective of the statement, named for errors.
+    void arrive(const char* what);
+    // Every rank's block, in rank order (allgather's body).
+    std::vector<char> gather_blocks(const void* mine, int64_t bytes, std::vector<int64_t>& offsets);
+    // The body of every collective: sends[r] (if given) goes to rank r, and
+    // one message comes from every rank in `from`; returns them by rank.
+    // Point to point, tagged with the statement: a message of an abandoned
+    // statement never meets a later one's (MPI cannot cancel a collective,
+    // so an abandoned MPI_Iallgather would poison the communicator).
+    std::vector<std::vector<char>> exchange(const std::vector<const std::vector<char>*>& sends,
+                                            const std::vector<bool>& from);
+    // Throws when Ctrl-C was pressed or the timeout passed (naming the late ranks).
+    void check_waiting(Clock::time_point deadline);
+    // After a timeout: the ranks that are not waiting at this collective.
+    std::string roll_call();
+    int tag() const { return 100 + static_cast<int>(at_.statement % 30000); }
+    static int byte_count(size_t bytes);
+
+    MPI_Comm base_ = MPI_COMM_NULL, roll_ = MPI_COMM_NULL;
+    int rank_ = 0, size_ = 1;
+    double timeout_;
+    const std::atomic<bool>* cancel_;
+    bool abandoned_ = false;
+    Mark at_, sent_mark_;
+    const char* what_ = "";
+    int64_t bytes_moved_ = 0;
+};
+
+}  // namespace shoal::runtime
+#endif
