@@ -198,7 +198,7 @@ NativeTier::NativeTier() {
 }
 
 NativeTier::~NativeTier() {
-    for (auto& b : builders_) b.thread.join();
+    builders_.join_all();  // they use the tier's other members
 }
 
 std::shared_ptr<NativeTier::PlanState> NativeTier::state_of(const std::shared_ptr<const ir::LaunchPlan>& run) {
@@ -312,22 +312,13 @@ void NativeTier::start_background_build(const std::shared_ptr<PlanState>& s,
 }
 
 void NativeTier::spawn_builder(const std::shared_ptr<PlanState>& s, const std::shared_ptr<const ir::LaunchPlan>& plan) {
-    std::erase_if(builders_, [](Builder& b) {
-        if (!b.done->load()) return false;
-        b.thread.join();
-        return true;
+    builders_.start([this, s, plan] {
+        try {  // nothing may escape a thread: the plan stays interpreted
+            build(s, plan);
+        } catch (const std::exception& e) {
+            notice(std::string("native code: building plan ") + plan->name + " failed: " + e.what());
+        }
     });
-    auto done = std::make_shared<std::atomic<bool>>(false);
-    builders_.push_back(Builder{std::thread([this, s, plan, done] {
-                                    try {  // nothing may escape a thread: the plan stays interpreted
-                                        build(s, plan);
-                                    } catch (const std::exception& e) {
-                                        notice(std::string("native code: building plan ") + plan->name +
-                                               " failed: " + e.what());
-                                    }
-                                    *done = true;
-                                }),
-                                done});
 }
 
 std::shared_ptr<const NativePlan> NativeTier::for_run(const std::shared_ptr<const ir::LaunchPlan>& plan,
@@ -344,16 +335,13 @@ std::shared_ptr<const NativePlan> NativeTier::for_run(const std::shared_ptr<cons
             if (first && cancel) spawn_builder(s, plan);
         }
         if (first && !cancel) build(s, plan);
-        if (cancel) {
-            for (;;) {
-                {
+        if (cancel)
+            runtime::wait_unless_cancelled(
+                [&] {
                     std::lock_guard hold(mutex_);
-                    if (s->finished) break;
-                }
-                if (cancel->load(std::memory_order_relaxed)) throw Error(ErrorKind::Interrupted, Loc{}, "interrupted");
-                std::this_thread::sleep_for(std::chrono::milliseconds(2));
-            }
-        }
+                    return s->finished;
+                },
+                *cancel, std::chrono::milliseconds(2));
         if (first) {
             std::lock_guard hold(mutex_);
             if (s->native) {

@@ -29,6 +29,7 @@
 
 #include "lang/lru_map.h"
 #include "codegen/launch_plan.h"
+#include "runtime/background_threads.h"
 #include "runtime/cpu/executor.h"
 
 namespace shoal::native {
@@ -140,13 +141,8 @@ private:
     // once no run uses it (a later run reloads it from the disk cache).
     static constexpr size_t kPlanCapacity = 512;
     LruMap<const ir::LaunchPlan*, std::shared_ptr<PlanState>> plans_{kPlanCapacity};
-    // Background builds; a finished one is joined when the next starts (an
-    // unjoined thread keeps its stack), the rest when the tier ends.
-    struct Builder {
-        std::thread thread;
-        std::shared_ptr<std::atomic<bool>> done;
-    };
-    std::vector<Builder> builders_;
+    // Background builds (under mutex_).
+    runtime::BackgroundThreads builders_;
     std::vector<std::string> notices_;
     std::vector<std::string> said_;
     std::atomic<int> native_plans_{0};

@@ -17,6 +17,7 @@
 #include "lang/diagnostics.h"
 #include "lang/lru_map.h"
 #include "lang/scalar_semantics.h"
+#include "runtime/background_threads.h"
 
 namespace shoal::cuda {
 
@@ -630,9 +631,6 @@ class CudaExecutor final : public ir::PlanExecutor {
 public:
     CudaExecutor(std::shared_ptr<Device> device, std::shared_ptr<KernelCompiler> compiler)
         : device_(std::move(device)), compiler_(std::move(compiler)) {}
-    ~CudaExecutor() override {
-        for (auto& [worker, compiling] : abandoned_) worker.join();
-    }
 
     std::string name() const override { return "cuda"; }
     // Products call cuBLAS where it loads; else they stay generated kernels.
@@ -753,39 +751,25 @@ private:
         std::vector<KernelSource> kernels;
         std::vector<CompiledKernel> images;
         std::exception_ptr error;
-        std::atomic<bool> done{false};
     };
     std::vector<CompiledKernel> compile(const std::vector<KernelSource>& kernels, const std::atomic<bool>* cancel) {
         const std::string arch = device_->info().arch();
         if (!cancel) return compiler_->compile(kernels, arch);
-        std::erase_if(abandoned_, [](std::pair<std::thread, std::shared_ptr<Compiling>>& a) {
-            if (!a.second->done) return false;
-            a.first.join();
-            return true;
-        });
         auto c = std::make_shared<Compiling>();
         c->kernels = kernels;
-        std::thread worker([compiler = compiler_, arch, c] {
+        const auto done = compiles_.start([compiler = compiler_, arch, c] {
             try {
                 c->images = compiler->compile(c->kernels, arch);
             } catch (...) {
                 c->error = std::current_exception();
             }
-            c->done = true;
         });
-        while (!c->done) {
-            if (cancel->load(std::memory_order_relaxed)) {
-                abandoned_.emplace_back(std::move(worker), c);
-                throw Error(ErrorKind::Interrupted, Loc{}, "interrupted");
-            }
-            std::this_thread::sleep_for(std::chrono::milliseconds(1));
-        }
-        worker.join();
+        runtime::wait_unless_cancelled([&done] { return done->load(); }, *cancel, std::chrono::milliseconds(1));
         if (c->error) std::rethrow_exception(c->error);
         return std::move(c->images);
     }
     // Compiles Ctrl-C abandoned: joined once done, or when the executor ends.
-    std::vector<std::pair<std::thread, std::shared_ptr<Compiling>>> abandoned_;
+    runtime::BackgroundThreads compiles_;
 
     std::shared_ptr<Device> device_;
     std::shared_ptr<KernelCompiler> compiler_;

@@ -164,11 +164,7 @@ std::string MpiComm::roll_call() {
     std::vector<int> late;
     for (int r = 0; r < size_; ++r)
         if (!here[static_cast<size_t>(r)]) late.push_back(r);
-    std::string s;
-    for (size_t i = 0; i < late.size(); ++i)
-        s += (i == 0 ? (late.size() == 1 ? "rank " : "ranks ") : i + 1 == late.size() ? " and " : ", ") +
-             std::to_string(late[i]);
-    return s;
+    return late.empty() ? "" : mpi::rank_list(late);
 }
 
 std::vector<char> MpiComm::allgather(const void* mine, int64_t bytes, std::vector<int64_t>& offsets) {

@@ -4,7 +4,9 @@
 // against 0.06 ms; polling also lets a wait watch Ctrl-C and a timeout.
 #pragma once
 #include <chrono>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include <mpi.h>
 
@@ -28,6 +30,14 @@ bool wait_polling(MPI_Request& request, GiveUp&& give_up) {
         if (give_up()) return false;
         pause_after(spins);
     }
+}
+
+// The ranks a wait names: "rank 2", "ranks 1 and 3", "ranks 1, 2 and 3".
+inline std::string rank_list(const std::vector<int>& ranks) {
+    std::string s = ranks.size() == 1 ? "rank " : "ranks ";
+    for (size_t i = 0; i < ranks.size(); ++i)
+        s += (i == 0 ? "" : i + 1 == ranks.size() ? " and " : ", ") + std::to_string(ranks[i]);
+    return s;
 }
 
 }  // namespace shoal::runtime::mpi

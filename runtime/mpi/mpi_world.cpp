@@ -516,14 +516,7 @@ private:
         std::vector<int> ranks;
         for (size_t r = 0; r < arrived.size(); ++r)
             if (!arrived[r]) ranks.push_back(static_cast<int>(r));
-        return rank_list(ranks);
-    }
-    // "rank 2", "ranks 1 and 3", "ranks 1, 2 and 3"
-    static std::string rank_list(const std::vector<int>& ranks) {
-        std::string s = ranks.size() == 1 ? "rank " : "ranks ";
-        for (size_t i = 0; i < ranks.size(); ++i)
-            s += (i == 0 ? "" : i + 1 == ranks.size() ? " and " : ", ") + std::to_string(ranks[i]);
-        return s;
+        return mpi::rank_list(ranks);
     }
 
     // A rank that neither finished nor stopped when asked: the world cannot
@@ -556,7 +549,7 @@ private:
         std::vector<int> dead;
         for (int r = 1; r < size_; ++r)
             if (!arrived[static_cast<size_t>(r)] && !alive(r)) dead.push_back(r);
-        return dead.empty() ? "" : rank_list(dead);
+        return dead.empty() ? "" : mpi::rank_list(dead);
     }
 
     // `:set ranks` during a statement: the others finished it; take their answers.

@@ -59,7 +59,9 @@ class ShoalKernelTests(jupyter_kernel_test.KernelTests):
     code_generate_error = "1 + true"
 
 
-class ShoalExtraTests(unittest.TestCase):
+class KernelCells(unittest.TestCase):
+    """A kernel of its own for the class, and cells run on it (no tests here)."""
+
     @classmethod
     def setUpClass(cls):
         cls.km, cls.kc = start_new_kernel(kernel_name="shoal", startup_timeout=TIMEOUT)
@@ -69,7 +71,6 @@ class ShoalExtraTests(unittest.TestCase):
         cls.kc.stop_channels()
         cls.km.shutdown_kernel(now=True)
 
-    # -------------------------------------------------------------- helpers
     def flush(self):
         for get in (self.kc.get_shell_msg, self.kc.get_iopub_msg):
             while True:
@@ -115,7 +116,33 @@ class ShoalExtraTests(unittest.TestCase):
         self.assertEqual(len(res), 1, f"expected one execute_result in {outs}")
         return res[0]["content"]["data"]["text/plain"]
 
-    # -------------------------------------------------------------- tests
+
+    def interrupt_busy_cell(self, setup=""):
+        content, _ = self.run_cell("let survivor = 7")
+        self.assertEqual(content["status"], "ok")
+        self.flush()
+        msg_id = self.kc.execute(setup + LONG_CELL)
+        # Wait until the kernel is busy with it.
+        deadline = time.monotonic() + TIMEOUT
+        while True:
+            msg = self.kc.get_iopub_msg(timeout=max(0.1, deadline - time.monotonic()))
+            if msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "execute_input":
+                break
+        time.sleep(1.0)
+        started = time.monotonic()
+        self.km.interrupt_kernel()
+        reply = self.wait_reply(msg_id, timeout=30)["content"]
+        self.assertLess(time.monotonic() - started, 20, "the interrupt took too long to stop the cell")
+        self.assertEqual(reply["status"], "error")
+        self.assertEqual(reply["ename"], "Interrupted")
+        self.outputs(msg_id)
+        self.assertTrue(self.km.is_alive())
+        content, outs = self.run_cell("survivor + 1")
+        self.assertEqual(content["status"], "ok")
+        self.assertEqual(self.result_text(outs), "8")
+
+
+class ShoalExtraTests(KernelCells):
     def test_kernel_info_banner(self):
         self.flush()
         msg_id = self.kc.kernel_info()
@@ -253,30 +280,6 @@ class ShoalExtraTests(unittest.TestCase):
         self.assertTrue(content["found"])
         self.assertIn("x * x", content["data"]["text/plain"])
 
-    def interrupt_busy_cell(self, setup=""):
-        content, _ = self.run_cell("let survivor = 7")
-        self.assertEqual(content["status"], "ok")
-        self.flush()
-        msg_id = self.kc.execute(setup + LONG_CELL)
-        # Wait until the kernel is busy with it.
-        deadline = time.monotonic() + TIMEOUT
-        while True:
-            msg = self.kc.get_iopub_msg(timeout=max(0.1, deadline - time.monotonic()))
-            if msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "execute_input":
-                break
-        time.sleep(1.0)
-        started = time.monotonic()
-        self.km.interrupt_kernel()
-        reply = self.wait_reply(msg_id, timeout=30)["content"]
-        self.assertLess(time.monotonic() - started, 20, "the interrupt took too long to stop the cell")
-        self.assertEqual(reply["status"], "error")
-        self.assertEqual(reply["ename"], "Interrupted")
-        self.outputs(msg_id)
-        self.assertTrue(self.km.is_alive())
-        content, outs = self.run_cell("survivor + 1")
-        self.assertEqual(content["status"], "ok")
-        self.assertEqual(self.result_text(outs), "8")
-
     def test_interrupt_busy_cell(self):
         self.interrupt_busy_cell()
 
@@ -328,23 +331,9 @@ class ShoalExtraTests(unittest.TestCase):
         self.assertEqual(self.result_text(outs), "6")
 
 
-class ShoalRanksTests(unittest.TestCase):
+class ShoalRanksTests(KernelCells):
     """`:set ranks N` from a notebook (docs/scale-out.md): the kernel spawns
     workers running build/shoal beside it; Interrupt reaches every rank."""
-    flush = ShoalExtraTests.flush
-    wait_reply = ShoalExtraTests.wait_reply
-    outputs = ShoalExtraTests.outputs
-    run_cell = ShoalExtraTests.run_cell
-    result_text = ShoalExtraTests.result_text
-
-    @classmethod
-    def setUpClass(cls):
-        cls.km, cls.kc = start_new_kernel(kernel_name="shoal", startup_timeout=TIMEOUT)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.kc.stop_channels()
-        cls.km.shutdown_kernel(now=True)
 
     def test_ranks_in_a_notebook(self):
         content, outs = self.run_cell(":set ranks 3")
@@ -359,15 +348,7 @@ class ShoalRanksTests(unittest.TestCase):
         self.assertEqual(content["status"], "error")
         self.assertEqual(content["ename"], "RuntimeError")
         # Interrupt stops the cell on every rank; the session and its world stay.
-        self.flush()
-        msg_id = self.kc.execute(LONG_CELL)
-        time.sleep(2.0)
-        started = time.monotonic()
-        self.km.interrupt_kernel()
-        reply = self.wait_reply(msg_id, timeout=30)["content"]
-        self.assertLess(time.monotonic() - started, 20, "the interrupt took too long to stop the cell")
-        self.assertEqual(reply["ename"], "Interrupted")
-        self.outputs(msg_id)
+        self.interrupt_busy_cell()
         content, outs = self.run_cell("sum xs + 1")
         self.assertEqual(self.result_text(outs), "46")
         content, outs = self.run_cell(":ranks")
