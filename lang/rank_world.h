@@ -12,6 +12,7 @@
 #include <string>
 
 #include "diagnostics.h"
+#include "eval.h"
 #include "parser.h"
 #include "source.h"
 
@@ -48,6 +49,15 @@ public:
     virtual double timeout() const = 0;
     // Rank 0: stops the other ranks (they leave their loops and exit).
     virtual void stop() = 0;
+
+    // The session's array backend on these ranks: `inner` with the arrays
+    // of at least `shard_threshold` elements sharded over them
+    // (codegen/sharding.h). `cancel`: the session's Ctrl-C flag, which the
+    // collectives watch.
+    virtual ArrayBackend* sharding(ArrayBackend* inner, int64_t shard_threshold, const std::atomic<bool>* cancel) {
+        (void)shard_threshold, (void)cancel;
+        return inner;
+    }
 };
 
 // What a new rank adopts first so that its session matches rank 0's: the

@@ -33,6 +33,10 @@ EvalContext Session::eval_context() {
         impl_->compiled->set_check(settings_.check);
         impl_->compiled->set_optimisations(settings_.optimisations);
         ctx.backend = impl_->compiled.get();
+        // On several ranks with `:set shard N`, large arrays are split over them.
+        const auto& world = impl_->world;
+        if (settings_.shard > 0 && world && world->running() && world->size() > 1)
+            ctx.backend = world->sharding(ctx.backend, settings_.shard, &cancel_);
     }
     return ctx;
 }

@@ -69,6 +69,9 @@ struct SessionSettings {
     // :set gpu NAME: the GPU :profile estimates kernel times for (lang/profile.h gpu_models).
     std::string gpu = "h100";
     Optimisations optimisations;
+    // :set shard N: on several ranks, arrays of at least N elements are
+    // sharded over them (docs/scale-out.md); 0: off, every array whole.
+    int64_t shard = 0;
     // Width of the output device in columns; the terminal REPL sets it from
     // the terminal (terminal plots are sized to it).
     int columns = 80;

@@ -231,7 +231,8 @@ bool SessionCommands::set(const CommandInfo& c, std::string_view arg) {
                  on_off(s.settings_.optimisations.shared_memory) + "\nhoist " +
                  on_off(s.settings_.optimisations.hoist) + "\nblas " + on_off(s.settings_.optimisations.blas) +
                  "\ngpu " + s.settings_.gpu + "\nmemlimit " +
-                 (memory_limit() > 0 ? human_bytes(memory_limit()) : "off (the memory the machine has free)"));
+                 (memory_limit() > 0 ? human_bytes(memory_limit()) : "off (the memory the machine has free)") +
+                 "\nshard " + (s.settings_.shard > 0 ? std::to_string(s.settings_.shard) + " elements" : std::string("off")));
         return true;
     }
     size_t sp = arg.find_first_of(" \t");
@@ -298,7 +299,7 @@ bool SessionCommands::set(const CommandInfo& c, std::string_view arg) {
         set_memory_limit(bytes);
         return true;
     }
-    if (key == "ranks" || key == "timeout") return set_ranks(key, value);
+    if (key == "ranks" || key == "timeout" || key == "shard") return set_ranks(key, value);
     if (key == "executor") {
         if (value != "cpu" && value != "cuda") bad_setting(key, value, "cpu or cuda", ":set executor cpu|cuda");
         CompiledBackend* b = require_compiled();
@@ -313,7 +314,7 @@ bool SessionCommands::set(const CommandInfo& c, std::string_view arg) {
     }
     user_error(ErrorKind::Usage, part_loc(key),
                "expected a setting (print, check, backend, executor, arch, fusion, sharedmem, hoist, blas, gpu, "
-               "memlimit, ranks or timeout), found '" + std::string(key) + "'",
+               "memlimit, ranks, shard or timeout), found '" + std::string(key) + "'",
                {"usage: " + command_usage(c)});
 }
 

@@ -401,7 +401,7 @@ struct SessionCommands {
 
     bool type(const CommandInfo& c, std::string_view arg);
 
-    // `:ranks`, `:set ranks N` and `:set timeout S` (lang/session_ranks.cpp).
+    // `:ranks`, `:set ranks N`, `:set shard N|off` and `:set timeout S` (lang/session_ranks.cpp).
     bool ranks();
     bool set_ranks(std::string_view key, std::string_view value);
 

@@ -76,6 +76,7 @@ RankState Session::rank_state() const {
                                  {"hoist", o.hoist, d.optimisations.hoist},
                                  {"blas", o.blas, d.optimisations.blas}})
         if (on != was) line(std::string(":set ") + name + " " + on_off(on));
+    if (s.shard != d.shard) line(":set shard " + std::to_string(s.shard));
     if (s.seed != d.seed) line(":seed " + std::to_string(s.seed));
     return {script, impl_->random_stream};
 }
@@ -103,7 +104,19 @@ bool SessionCommands::ranks() {
                  "docs/scale-out.md)");
         return true;
     }
-    out.text(I.world->report() + "\narrays: every array is whole on every rank (replicated)");
+    std::string text = I.world->report() + "\narrays: " +
+                       (s.settings_.shard > 0 ? "those of at least " + std::to_string(s.settings_.shard) +
+                                                    (s.settings_.shard == 1 ? " element" : " elements") + " made by iota, random or fill, and what elementwise work "
+                                                    "makes of them, are sharded by rows; the others are whole on every rank"
+                                              : std::string("every array is whole on every rank (`:set shard N` shards "
+                                                            "those of at least N elements)"));
+    for (const auto& [name, key] : I.names) {
+        const Value& v = I.globals.at(key)->value;
+        if (v.is_delayed())
+            if (std::string layout = v.delayed()->layout_description(); !layout.empty())
+                text += "\n  " + name + ": " + layout;
+    }
+    out.text(text);
     return true;
 }
 
@@ -116,6 +129,17 @@ bool SessionCommands::set_ranks(std::string_view key, std::string_view value) {
                         ":set ranks N  (N processes over MPI; 1: this one alone)");
         s.start_ranks(static_cast<int>(n), part_loc(value));
         if (I.world && I.world->rank() == 0) out.text(I.world->report());
+        return true;
+    }
+    if (key == "shard") {
+        if (value == "off") {
+            s.settings_.shard = 0;
+            return true;
+        }
+        if (!parse_u64(value, n) || n < 1 || n > (uint64_t{1} << 40))
+            bad_setting(key, value, "a number of elements from 1 up, or off",
+                        ":set shard N|off  (on several ranks, arrays of at least N elements are split over them)");
+        s.settings_.shard = static_cast<int64_t>(n);
         return true;
     }
     // timeout

@@ -146,6 +146,8 @@ struct DelayedArray {
     virtual void compute() const { force(); }
     // The host array once there is one (forced, or computed on the host).
     virtual ArrayPtr host() const { return nullptr; }
+    // How the array is split over a session's ranks (`:ranks`); empty: whole here.
+    virtual std::string layout_description() const { return {}; }
 };
 using DelayedPtr = std::shared_ptr<const DelayedArray>;
 

@@ -330,6 +330,8 @@ void usage(std::FILE* to) {
         "  -           read statements from standard input at this point\n"
         "  --ranks N   run the session on N MPI ranks (docs/scale-out.md); under\n"
         "              `mpirun -np N shoal ...` the ranks are mpirun's\n"
+        "  --shard N   on several ranks, split arrays of at least N elements over\n"
+        "              them (`:set shard N`)\n"
         "  --help      this text\n"
         "  --version   the version\n"
         "\n"
@@ -389,7 +391,8 @@ int main(int argc, char** argv) {
     std::vector<Input> inputs;
     bool interactive_after = false;
     bool options_done = false;
-    int ranks = 0;  // --ranks N
+    int ranks = 0;          // --ranks N
+    std::string shard;      // --shard N
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
         if (!options_done && a == "--") {
@@ -414,6 +417,12 @@ int main(int argc, char** argv) {
             }
             ranks = static_cast<int>(n);
             ++i;
+        } else if (!options_done && a == "--shard") {
+            if (i + 1 >= argc) {
+                std::fputs("shoal: --shard needs a number of elements\n", stderr);
+                return 2;
+            }
+            shard = argv[++i];
         } else if (!options_done && a == "-i") {
             interactive_after = true;
         } else if (!options_done && a == "-") {
@@ -436,6 +445,10 @@ int main(int argc, char** argv) {
             std::fprintf(stderr, "%s\n", format_error(e).c_str());
             return 2;
         }
+    }
+    if (!shard.empty()) {  // a statement: every rank takes it
+        StreamOutput settings_out;
+        if (!session.execute(":set shard " + shard, "<command line>", settings_out)) return 2;
     }
     session.set_columns(terminal_width());
     bool tty = isatty(STDIN_FILENO);

@@ -120,6 +120,39 @@ def main(argv):
             "2\n1 rank: this process alone", timeout="60")
     check("no rank outlives a session whose rank died", not workers_left(), workers_left())
 
+    # Sharded arrays (`:set shard 1`: every array made by iota, random or fill):
+    # whatever the number of ranks, a program prints what one rank prints.
+    # Sizes: fewer rows than ranks (empty blocks), odd, large; exact arithmetic.
+    sharded = ("let big = iota 100001\nsum big\nlength big\nmaximum (big % 1000)\n"
+               "let r = random (1001, 3)\nsum (int (r * 1000.0))\nsum (sum (int (r * 10.0)))\nr[1000]\n"
+               "let two = iota 2\nmaximum two\nminimum (two - 5)\nall (two >= 0)\nany (two > 5)\n"
+               "product (two + 1)\nwhere (two > 0) two (two * 10)\nmap (\\v -> v * v) two\n"
+               "let z = zipWith (\\a b -> a * b) big big\nmaximum z\n"
+               "let acc = loop a = two for i < 3 do a + i\nacc\nsum (fill (7, 2) 3)\nmean (float two)\n"
+               "let one = iota 1\none\nsum (iota 0)\n")
+    one = run(binary, [], stdin=":set shard 1\n" + sharded)
+    for ranks in ("2", "3", "4"):
+        rc, out, err, _ = run(binary, ["--ranks", ranks], stdin=":set shard 1\n" + sharded + "sort two\n:ranks\n")
+        check(f"sharded over {ranks} ranks: what one rank prints",
+              rc == 0 and out.startswith(one[1]) and one[2] == "" and err.count("warning:") == 1
+              and "`sort` gathered an array of 2 elements sharded over " + ranks + " ranks whole on every rank" in err
+              and "  big: sharded over " + ranks + " ranks by rows: 0.." in out,
+              f"status {rc}\nstdout:\n{out}\nstderr:\n{err}\none rank:\n{one[1]}{one[2]}")
+
+    # A rank that fails in a sharded statement leaves the others waiting in a
+    # collective: they are stopped, the error is the failing rank's, and the
+    # next statement's collectives work.
+    rc, out, err, took = run(binary, ["--ranks", "4"], env={"SHOAL_TEST_STALL": "2:fail"},
+                             stdin=":set shard 1\nlet x = iota 10\nlet stall_here = sum x\nsum x\n")
+    check("a rank failing in a sharded statement stops the others in their collective",
+          "a failure on this rank alone" in err and "on rank 2 of 4" in err and err.count("error:") == 1
+          and out == "45\n" and took < 20, f"status {rc} after {took:.1f} s\nstdout:\n{out}\nstderr:\n{err}")
+    rc, out, err, took = run(binary, ["--ranks", "3"], env={"SHOAL_TEST_STALL": "2:slow", "SHOAL_RANK_TIMEOUT": "2"},
+                             stdin=":set shard 1\nlet x = iota 10\nlet stall_here = sum x\nsum x\n")
+    check("a collective names the rank that did not arrive",
+          "sum: rank 2 did not arrive at the allgather within the timeout of 2 s" in err and out == "45\n"
+          and took < 30, f"status {rc} after {took:.1f} s\nstdout:\n{out}\nstderr:\n{err}")
+
     # :set ranks in a running session; settings and the random stream carry over.
     rc, out, err, _ = run(binary, [], stdin=":set print 8\n:seed 7\nrandom 2\n:set ranks 3\nlet r = random 12\nr\n"
                                              ":set ranks 2\n:set ranks 1\n:ranks\nr\n")

@@ -35,10 +35,12 @@ MpiComm::MpiComm(MPI_Comm comm, double timeout_seconds, const std::atomic<bool>*
     MPI_Comm_size(base_, &size_);
 }
 
-MpiComm::~MpiComm() {
+MpiComm::~MpiComm() { release(); }
+
+void MpiComm::release() {
     int finalized = 0;
     MPI_Finalized(&finalized);
-    if (finalized) return;  // MPI took its communicators with it
+    if (finalized || base_ == MPI_COMM_NULL) return;  // MPI took its communicators with it
     MPI_Comm_free(&roll_);
     MPI_Comm_free(&base_);
 }
@@ -50,6 +52,9 @@ void MpiComm::begin_statement() {
 }
 
 void MpiComm::arrive(const char* what) {
+    if (base_ == MPI_COMM_NULL)
+        user_error(ErrorKind::Runtime, {}, "the ranks these arrays were sharded over have stopped",
+                   {"`:set ranks N` starts new ranks; sharded arrays of the old ones are gone"});
     if (abandoned_)
         user_error(ErrorKind::Runtime, {},
                    "this statement's collectives were abandoned (a timeout or Ctrl-C): the next statement starts afresh");
@@ -58,7 +63,7 @@ void MpiComm::arrive(const char* what) {
 }
 
 void MpiComm::check_waiting(Clock::time_point deadline) {
-    if (cancel_ && cancel_->load()) {
+    if ((cancel_ && cancel_->load()) || (abandon_check_ && abandon_check_())) {
         abandoned_ = true;
         throw Error(ErrorKind::Interrupted, {}, "interrupted");
     }

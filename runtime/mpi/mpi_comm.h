@@ -5,6 +5,7 @@
 #ifdef SHOAL_HAVE_MPI
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <string>
 
 #include <mpi.h>
@@ -25,6 +26,11 @@ public:
     MpiComm(const MpiComm&) = delete;
     MpiComm& operator=(const MpiComm&) = delete;
 
+    // Frees the communicators (before the world's are freed and MPI
+    // finalised: they connect a spawned job to its parent); later
+    // collectives throw. Also done by the destructor.
+    void release();
+
     int rank() const override { return rank_; }
     int size() const override { return size_; }
     void begin_statement() override;
@@ -36,6 +42,10 @@ public:
                                                                              const std::vector<char>& to_next) override;
     int64_t bytes_moved() const override { return bytes_moved_; }
     void set_timeout(double seconds) { timeout_ = seconds; }
+    void set_cancel(const std::atomic<bool>* cancel) { cancel_ = cancel; }
+    // Rank 0 of a session: whether another rank left the statement (it
+    // reported its end) while this one waits in a collective it will never join.
+    void set_abandon_check(std::function<bool()> check) { abandon_check_ = std::move(check); }
 
 private:
     struct Mark {  // where a rank waits: a roll call compares them
@@ -67,6 +77,7 @@ private:
     Mark at_, sent_mark_;
     const char* what_ = "";
     int64_t bytes_moved_ = 0;
+    std::function<bool()> abandon_check_;
 };
 
 }  // namespace shoal::runtime

@@ -15,6 +15,7 @@
 // statement runs.
 #include "runtime/mpi/mpi_world.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cerrno>
 #include <csignal>
@@ -28,6 +29,8 @@
 #include <vector>
 
 #ifdef SHOAL_HAVE_MPI
+#include "codegen/sharding.h"
+#include "runtime/mpi/mpi_comm.h"
 #include "runtime/mpi/mpi_wait.h"
 #endif
 
@@ -60,7 +63,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr int kTagStatus = 1;  // a rank's outcome of a statement, to rank 0
+constexpr int kTagStatus = 1;  // a rank's outcome of a statement, to rank 0: success
+constexpr int kTagFailed = 4;  // ... a failure (rank 0 stops waiting in a collective for it)
 constexpr int kTagCancel = 2;  // Ctrl-C: stop the statement with this serial (on the cancel communicator)
 constexpr int kTagStop = 3;    // the world is given up: leave now (on the cancel communicator)
 
@@ -107,6 +111,10 @@ void prepare_singleton_environment() {
 void start_mpi(bool singleton) {
     if (g_mpi_started) return;
     if (singleton) prepare_singleton_environment();
+    // A peer that ended (a crashed rank, or one that left first at exit)
+    // makes a write to its socket raise SIGPIPE: an error to handle, not
+    // the end of the session.
+    std::signal(SIGPIPE, SIG_IGN);
     // A singleton's MPI_Init forks Open MPI's daemon, which forwards its
     // standard input to the first worker it spawns: the statements piped
     // into rank 0 would vanish into a worker. The daemon gets /dev/null.
@@ -260,6 +268,14 @@ public:
         RankState state;
         state.script = r.str();
         state.random_stream = r.u64();
+        // The collectives sharded arrays use, on a communicator of their own.
+        collectives_ = std::make_shared<MpiComm>(comm_, timeout_, nullptr);
+        if (rank_ == 0)  // a rank that reported while this one waits in a collective has left the statement
+            collectives_->set_abandon_check([this] {
+                int flag = 0;
+                MPI_Iprobe(MPI_ANY_SOURCE, kTagFailed, comm_, &flag, MPI_STATUS_IGNORE);
+                return flag != 0;
+            });
         return state;
     }
 
@@ -285,7 +301,25 @@ public:
     std::optional<Error> agree(const std::optional<Error>& mine, const SourcePtr& statement_source,
                                std::atomic<bool>& cancel) override {
         if (!running_) return std::nullopt;  // stopped during the statement (`:set ranks`)
+        struct NextStatement {  // however the agreement ends, the collectives start afresh
+            MpiComm* comm;
+            ~NextStatement() {
+                if (comm) comm->begin_statement();
+            }
+        } next{collectives_.get()};
         return rank_ == 0 ? agree_as_front(mine, statement_source, cancel) : agree_as_worker(mine, statement_source);
+    }
+
+    ArrayBackend* sharding(ArrayBackend* inner, int64_t shard_threshold, const std::atomic<bool>* cancel) override {
+        if (!collectives_) return inner;
+        if (!sharding_ || sharding_inner_ != inner) {
+            sharding_ = std::make_unique<compiled::ShardingBackend>(inner, collectives_);
+            sharding_inner_ = inner;
+        }
+        sharding_->set_threshold(shard_threshold);
+        collectives_->set_cancel(cancel);
+        collectives_->set_timeout(timeout_);
+        return sharding_.get();
     }
 
     std::string report() const override {
@@ -352,6 +386,7 @@ private:
     // Spawned ranks are a job of their own, connected to rank 0's by these
     // communicators: both ends disconnect before MPI_Finalize.
     void disconnect() {
+        if (collectives_) collectives_->release();  // sharded arrays may still hold it
         if (how_ != Start::Spawned) return;
         MPI_Comm_free(&cancel_comm_);
         MPI_Comm_free(&comm_);
@@ -407,7 +442,8 @@ private:
         w.u64(mine.has_value());
         if (mine) write_error(w, *mine, statement_source);
         MPI_Request sent;
-        MPI_Isend(w.bytes().data(), static_cast<int>(w.bytes().size()), MPI_BYTE, 0, kTagStatus, comm_, &sent);
+        MPI_Isend(w.bytes().data(), static_cast<int>(w.bytes().size()), MPI_BYTE, 0, mine ? kTagFailed : kTagStatus,
+                  comm_, &sent);
         Header h;
         const bool heard = receive_header(h);
         if (!heard || h.kind == kStop) {
@@ -441,8 +477,11 @@ private:
                 spins = 0;
                 continue;
             }
-            const bool interrupted = cancel.load() || (mine && mine->kind == ErrorKind::Interrupted);
-            if (interrupted && !cancel_sent) {
+            // Ctrl-C, or a rank that failed: the others stop (a collective
+            // they wait in cannot complete without it).
+            const bool stop_others = cancel.load() || mine.has_value() ||
+                                     std::any_of(outcome.begin(), outcome.end(), [](const auto& e) { return e.has_value(); });
+            if (stop_others && !cancel_sent) {
                 send_to_missing(kTagCancel, arrived);
                 cancel_sent = true;
             }
@@ -471,13 +510,16 @@ private:
                                 std::to_string(static_cast<int64_t>(timeout_)) + " s: it was stopped on every rank",
                             {"`:set timeout S` waits longer; `:ranks` shows where each rank runs"});
         } else {
+            // The lowest rank's error; an interruption only when there is
+            // nothing else (the others were stopped because of that error).
             for (int r = 0; r < size_ && !verdict; ++r)
-                if (outcome[static_cast<size_t>(r)]) {
+                if (outcome[static_cast<size_t>(r)] && outcome[static_cast<size_t>(r)]->kind != ErrorKind::Interrupted) {
                     verdict = outcome[static_cast<size_t>(r)];
-                    if (r != 0 && verdict->kind != ErrorKind::Interrupted)
+                    if (r != 0)
                         verdict->notes.push_back("on rank " + std::to_string(r) + " of " + std::to_string(size_) +
                                                  "; every rank stopped the statement");
                 }
+            for (int r = 0; r < size_ && !verdict; ++r) verdict = outcome[static_cast<size_t>(r)];
         }
         Writer w;
         if (verdict) write_error(w, *verdict, statement_source);
@@ -492,12 +534,13 @@ private:
                         std::vector<bool>& arrived) {
         int flag = 0;
         MPI_Status st;
-        MPI_Iprobe(MPI_ANY_SOURCE, kTagStatus, comm_, &flag, &st);
+        MPI_Iprobe(MPI_ANY_SOURCE, kTagFailed, comm_, &flag, &st);
+        if (!flag) MPI_Iprobe(MPI_ANY_SOURCE, kTagStatus, comm_, &flag, &st);
         if (!flag) return false;
         int count = 0;
         MPI_Get_count(&st, MPI_BYTE, &count);
         std::string bytes(static_cast<size_t>(count), '\0');
-        MPI_Recv(bytes.data(), count, MPI_BYTE, st.MPI_SOURCE, kTagStatus, comm_, MPI_STATUS_IGNORE);
+        MPI_Recv(bytes.data(), count, MPI_BYTE, st.MPI_SOURCE, st.MPI_TAG, comm_, MPI_STATUS_IGNORE);
         Reader r(bytes);
         const uint64_t serial = r.u64();
         if (serial != serial_ || arrived[static_cast<size_t>(st.MPI_SOURCE)]) return false;  // stale
@@ -575,6 +618,9 @@ private:
     uint64_t serial_ = 0;
     SourcePtr last_source_;
     std::vector<Place> places_;
+    std::shared_ptr<MpiComm> collectives_;
+    std::unique_ptr<compiled::ShardingBackend> sharding_;
+    ArrayBackend* sharding_inner_ = nullptr;
     std::atomic<bool> watching_{false};
     std::thread watcher_;
 };

@@ -1,0 +1,324 @@
+// Sharded arrays and the backend that keeps their work local (sharding.h).
+#include "codegen/sharding.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "lang/array_ops.h"
+#include "lang/builtins_eval.h"
+#include "lang/random.h"
+
+namespace shoal::compiled {
+
+namespace {
+
+using evalimpl::find_builtin;
+
+// Elementwise builtins: each element of the result depends on the elements
+// at the same index of the arguments, so a block's result is the result's block.
+bool elementwise(std::string_view name) {
+    static const std::vector<std::string_view> names = {
+        "+", "-", "*", "/", "%", "**", "==", "!=", "<", "<=", ">", ">=", "&&", "||", "negate", "!", "~", "&", "|",
+        "^", "<<", ">>", "sqrt", "exp", "log", "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh",
+        "tanh", "abs", "floor", "ceil", "round", "min", "max", "pow", "erf", "int", "long", "float", "double", "map",
+        "zipWith", "zipWith3", "where"};
+    return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+// Reductions folded across the ranks: each rank folds its block, then the
+// blocks' results are folded in rank order.
+std::optional<ir::CommOp> reduction(std::string_view name) {
+    if (name == "sum") return ir::CommOp::Sum;
+    if (name == "product") return ir::CommOp::Product;
+    if (name == "maximum" || name == "any") return ir::CommOp::Max;
+    if (name == "minimum" || name == "all") return ir::CommOp::Min;
+    return std::nullopt;
+}
+
+ir::ScalarType scalar_type_of(Prim p) {
+    switch (p) {
+        case Prim::Bool: return ir::ScalarType::Bool;
+        case Prim::Int: return ir::ScalarType::I32;
+        case Prim::Long: return ir::ScalarType::I64;
+        case Prim::Float: return ir::ScalarType::F32;
+        case Prim::Double: return ir::ScalarType::F64;
+    }
+    internal_error(__FILE__, __LINE__, "sharding: unknown element type");
+}
+
+// A scalar's value as the bytes of its element type, and back.
+std::vector<char> scalar_bytes(const Scalar& s) {
+    std::vector<char> b(ir::scalar_size(scalar_type_of(s.type)));
+    switch (s.type) {
+        case Prim::Bool: std::memcpy(b.data(), &s.b, b.size()); break;
+        case Prim::Int: std::memcpy(b.data(), &s.i, b.size()); break;
+        case Prim::Long: std::memcpy(b.data(), &s.l, b.size()); break;
+        case Prim::Float: std::memcpy(b.data(), &s.f, b.size()); break;
+        case Prim::Double: std::memcpy(b.data(), &s.d, b.size()); break;
+    }
+    return b;
+}
+Scalar scalar_from(Prim p, const char* bytes) {
+    switch (p) {
+        case Prim::Bool: { bool v; std::memcpy(&v, bytes, sizeof v); return Scalar::of_bool(v); }
+        case Prim::Int: { int32_t v; std::memcpy(&v, bytes, sizeof v); return Scalar::of_int(v); }
+        case Prim::Long: { int64_t v; std::memcpy(&v, bytes, sizeof v); return Scalar::of_long(v); }
+        case Prim::Float: { float v; std::memcpy(&v, bytes, sizeof v); return Scalar::of_float(v); }
+        case Prim::Double: { double v; std::memcpy(&v, bytes, sizeof v); return Scalar::of_double(v); }
+    }
+    internal_error(__FILE__, __LINE__, "sharding: unknown element type");
+}
+
+// A shape argument (`iota 5`, `random (3, 4)`) read without raising: null
+// when it is not a well-formed shape (the builtin itself then says why).
+std::optional<Shape> shape_of(const Value& v) {
+    auto extent = [](const Value& x) -> std::optional<int64_t> {
+        if (!x.is_scalar() || (x.scalar().type != Prim::Int && x.scalar().type != Prim::Long)) return std::nullopt;
+        const int64_t n = x.scalar().type == Prim::Int ? x.scalar().i : x.scalar().l;
+        return n < 0 ? std::nullopt : std::optional<int64_t>(n);
+    };
+    Shape s;
+    if (v.is_tuple()) {
+        for (const Value& x : v.tuple())
+            if (auto n = extent(x)) s.push_back(*n);
+            else return std::nullopt;
+    } else if (auto n = extent(v)) {
+        s.push_back(*n);
+    } else {
+        return std::nullopt;
+    }
+    return s;
+}
+Value shape_value(const Shape& s) {
+    if (s.size() == 1) return Value(Scalar::of_int(static_cast<int32_t>(s[0])));
+    std::vector<Value> parts;
+    for (int64_t n : s) parts.emplace_back(Scalar::of_int(static_cast<int32_t>(n)));
+    return Value(std::move(parts));
+}
+
+bool array_like(const Value& v) { return v.is_array() || v.is_delayed(); }
+Shape shape_of_array(const Value& v) { return v.is_array() ? v.array()->shape : v.delayed()->shape(); }
+
+}  // namespace
+
+// ---------------------------------------------------------------- layout
+int64_t Layout::row_elements() const {
+    int64_t n = 1;
+    for (size_t k = 1; k < global.size(); ++k) n *= global[k];
+    return n;
+}
+
+Shape Layout::local_shape(int r) const {
+    Shape s = global;
+    s[0] = end(r) - begin(r);
+    return s;
+}
+
+const ShardedArray* as_sharded(const Value& v) {
+    return v.is_delayed() ? dynamic_cast<const ShardedArray*>(v.delayed().get()) : nullptr;
+}
+
+// ---------------------------------------------------------------- the array
+ShardedArray::ShardedArray(Layout layout, std::shared_ptr<ir::Comm> comm, Value local)
+    : layout_(std::move(layout)), comm_(std::move(comm)), local_(std::move(local)),
+      elem_(ops::prim_of_value(local_)) {}
+
+ArrayPtr ShardedArray::force() const {
+    if (gathered_) return gathered_;
+    const ArrayPtr mine = shoal::force(local_).array();
+    std::vector<int64_t> offsets;
+    const std::vector<char> all = comm_->allgather(mine->bytes.data(), static_cast<int64_t>(mine->bytes.size()), offsets);
+    auto whole = std::make_shared<Array>(elem_, layout_.global, Array::Uninitialised{});
+    if (all.size() != whole->bytes.size())
+        internal_error(__FILE__, __LINE__, "sharding: the gathered blocks do not make the whole array");
+    std::memcpy(whole->bytes.data(), all.data(), all.size());
+    gathered_ = whole;
+    return gathered_;
+}
+
+void ShardedArray::compute() const { local_ = settle(local_); }
+
+std::string ShardedArray::layout_description() const {
+    std::string s = "sharded over " + std::to_string(layout_.ranks) + " ranks by rows:";
+    for (int r = 0; r < layout_.ranks; ++r)
+        s += std::string(r ? "," : "") + " " + std::to_string(layout_.begin(r)) + ".." + std::to_string(layout_.end(r));
+    return s;
+}
+
+// ---------------------------------------------------------------- the backend
+ShardingBackend::ShardingBackend(ArrayBackend* inner, std::shared_ptr<ir::Comm> comm)
+    : inner_(inner), comm_(std::move(comm)) {}
+
+Value ShardingBackend::local_builtin(std::string_view name, const Type& type, std::span<const Value> args,
+                                     EvalContext& ctx, const Loc& loc) {
+    EvalContext here = ctx;
+    here.backend = inner_;  // the block is an ordinary array to the engine
+    Value r = evalimpl::apply_builtin(*find_builtin(name), type, args, here, loc);
+    ctx.random_stream = here.random_stream;
+    ctx.effects = here.effects;
+    return r;
+}
+
+Value ShardingBackend::gathered(const std::string& what, const Value& v, const Loc& loc) {
+    const ShardedArray* s = as_sharded(v);
+    if (!s) return v;
+    if (warnings_)
+        warnings_->push_back({loc,
+                              std::string(what) + " gathered an array of " +
+                                  std::to_string(shape_size(s->shape())) + " elements sharded over " +
+                                  std::to_string(s->layout().ranks) + " ranks whole on every rank",
+                              {"elementwise work, sum, product, maximum, minimum, all, any and length stay local to the blocks; "
+                               "docs/scale-out.md lists what is sharded"}});
+    return Value(s->force());
+}
+
+std::optional<Value> ShardingBackend::make_sharded(std::string_view name, const Type& type,
+                                                   std::span<const Value> args, EvalContext& ctx, const Loc& loc) {
+    if (name != "iota" && name != "random" && name != "fill") return std::nullopt;
+    const std::optional<Shape> global = shape_of(args[0]);
+    if (!global || global->empty() || (*global)[0] < 1 || shape_size(*global) < threshold_) return std::nullopt;
+    const Layout layout{*global, comm_->size()};
+    const int r = comm_->rank();
+    const int64_t lo = layout.begin(r);
+    const Shape local_shape = layout.local_shape(r);
+    Value local;
+    if (name == "iota") {
+        local = local_builtin("iota", type, std::vector<Value>{shape_value(local_shape)}, ctx, loc);
+        if (lo != 0)
+            local = local_builtin("+", nullptr, std::vector<Value>{local, Value(Scalar::of_int(static_cast<int32_t>(lo)))},
+                                  ctx, loc);
+    } else if (name == "fill") {
+        local = local_builtin("fill", type, std::vector<Value>{shape_value(local_shape), args[1]}, ctx, loc);
+    } else {
+        // Element i of the whole array is random_uniform(seed, stream, i),
+        // whatever the number of ranks; one stream number per call, as alone.
+        const uint64_t stream = ctx.random_stream++;
+        auto block = std::make_shared<Array>(Prim::Float, local_shape, Array::Uninitialised{});
+        float* x = block->data<float>();
+        const int64_t first = lo * layout.row_elements();
+        for (int64_t i = 0, n = block->size(); i < n; ++i) {
+            if ((i & 0xffff) == 0) evalimpl::check_cancel(ctx, loc);
+            x[i] = random_uniform(ctx.seed, stream, static_cast<uint64_t>(first + i));
+        }
+        local = Value(std::move(block));
+    }
+    return Value(std::make_shared<const ShardedArray>(layout, comm_, std::move(local)));
+}
+
+// Each leaf of a block's result becomes a sharded array whose rows are the
+// result's rows: the leading axis keeps its layout.
+static Value wrap_blocks(const Value& local, const Layout& like, const std::shared_ptr<ir::Comm>& comm) {
+    if (local.is_tuple()) {
+        std::vector<Value> parts;
+        for (const Value& x : local.tuple()) parts.push_back(wrap_blocks(x, like, comm));
+        return Value(std::move(parts));
+    }
+    if (!array_like(local)) return local;
+    Shape global = shape_of_array(local);
+    global[0] = like.global[0];
+    return Value(std::make_shared<const ShardedArray>(Layout{global, like.ranks}, comm, local));
+}
+
+Value ShardingBackend::fold_across_ranks(std::string_view name, const Type& type, const ShardedArray& x,
+                                         EvalContext& ctx, const Loc& loc) {
+    if (x.layout().global.size() >= 2)  // a reduction of each innermost row: rows stay where they are
+        return wrap_blocks(local_builtin(name, type, std::vector<Value>{x.local()}, ctx, loc), x.layout(), comm_);
+    // Each rank's result (none for an empty block, which has no maximum):
+    // [has one, its element type, its bytes]; then the fold of them in rank order.
+    const bool mine = x.layout().end(x.rank()) > x.layout().begin(x.rank());
+    std::vector<char> block{static_cast<char>(mine), 0};
+    if (mine) {
+        const Scalar part = force(local_builtin(name, type, std::vector<Value>{x.local()}, ctx, loc)).scalar();
+        block[1] = static_cast<char>(part.type);
+        const std::vector<char> bytes = scalar_bytes(part);
+        block.insert(block.end(), bytes.begin(), bytes.end());
+    }
+    std::vector<int64_t> offsets;
+    const std::vector<char> all = comm_->allgather(block.data(), static_cast<int64_t>(block.size()), offsets);
+    std::vector<char> acc;
+    Prim prim = Prim::Int;
+    for (int r = 0; r < comm_->size(); ++r) {
+        const char* at = all.data() + offsets[static_cast<size_t>(r)];
+        if (!at[0]) continue;
+        if (acc.empty()) {
+            prim = static_cast<Prim>(at[1]);
+            acc.assign(at + 2, all.data() + offsets[static_cast<size_t>(r) + 1]);
+        } else {
+            ir::fold_into(acc.data(), at + 2, 1, scalar_type_of(prim), *reduction(name));
+        }
+    }
+    // Every block empty: the empty array's own answer (0, or its error).
+    if (acc.empty()) return local_builtin(name, type, std::vector<Value>{x.local()}, ctx, loc);
+    return Value(scalar_from(prim, acc.data()));
+}
+
+std::optional<Value> ShardingBackend::apply_builtin(std::string_view name, const Type& type,
+                                                    std::span<const Value> args, EvalContext& ctx, const Loc& loc) {
+    warnings_ = ctx.warnings;
+    const ShardedArray* first = nullptr;
+    for (const Value& a : args)
+        if (const ShardedArray* s = as_sharded(a); s && !first) first = s;
+    if (!first) {
+        if (threshold_ > 0)
+            if (std::optional<Value> made = make_sharded(name, type, args, ctx, loc)) return made;
+        return inner_->apply_builtin(name, type, args, ctx, loc);
+    }
+    const evalimpl::BuiltinDef* def = find_builtin(name);
+    if (!def) return std::nullopt;
+    if (def->composite) return std::nullopt;  // its parts come back here (mean: sum and length)
+    if (name == "length") return Value(Scalar::of_int(static_cast<int32_t>(first->shape()[0])));
+    if (elementwise(name)) {
+        // Every array argument sharded alike, or one that broadcasts along
+        // the leading axis unchanged (fewer axes, or one row).
+        bool local = true;
+        std::vector<Value> blocks;
+        for (const Value& a : args) {
+            if (const ShardedArray* s = as_sharded(a)) {
+                // The same rows on every rank (broadcasting aligns the last axes: equal ranks).
+                local = local && s->shape().size() == first->shape().size() && s->shape()[0] == first->shape()[0] &&
+                        s->layout().ranks == first->layout().ranks;
+                blocks.push_back(s->local());
+            } else if (array_like(a) && shape_of_array(a).size() == first->shape().size() &&
+                       shape_of_array(a)[0] == first->shape()[0] && first->shape()[0] > 1) {
+                // A whole array with the same rows: its block is this rank's rows of it (no communication).
+                blocks.push_back(rows_of(a, first->layout(), loc));
+            } else {
+                if (array_like(a)) {
+                    const Shape sh = shape_of_array(a);
+                    local = local && (sh.size() < first->shape().size() || (sh.size() == first->shape().size() && sh[0] == 1));
+                }
+                blocks.push_back(a);
+            }
+        }
+        if (local) return wrap_blocks(local_builtin(name, type, blocks, ctx, loc), first->layout(), comm_);
+    } else if (reduction(name) && args.size() == 1) {
+        return fold_across_ranks(name, type, *first, ctx, loc);
+    }
+    // Anything else: the sharded arguments whole, and the builtin as alone.
+    std::vector<Value> whole;
+    for (const Value& a : args) whole.push_back(gathered("`" + std::string(name) + "`", a, loc));
+    return local_builtin(name, type, whole, ctx, loc);
+}
+
+Value ShardingBackend::rows_of(const Value& whole, const Layout& layout, const Loc& loc) {
+    const int r = comm_->rank();
+    const std::vector<ops::AxisSelect> rows{
+        ops::AxisSelect{false, layout.begin(r), 1, layout.end(r) - layout.begin(r)}};
+    if (std::optional<Value> block = inner_->slice(whole, rows, loc)) return *block;
+    return ops::index_array(*force(whole).array(), ops::full_selection(shape_of_array(whole), rows));
+}
+
+std::optional<Value> ShardingBackend::slice(const Value& a, std::span<const ops::AxisSelect> sel, const Loc& loc) {
+    return inner_->slice(gathered("slicing", a, loc), sel, loc);
+}
+
+std::optional<Value> ShardingBackend::update(const Value& a, std::span<const ops::AxisSelect> sel, const Value& v,
+                                             const Loc& loc) {
+    return inner_->update(gathered("an update", a, loc), sel, gathered("an update", v, loc), loc);
+}
+
+// No replay: a replayed loop step runs its plans without evaluating its
+// body, so the collectives of a sharded step would not run.
+std::unique_ptr<LoopReplay> ShardingBackend::replay_loop(const EvalContext&) { return nullptr; }
+
+}  // namespace shoal::compiled
