@@ -119,6 +119,8 @@ bool SessionCommands::measure(const CommandInfo& c, std::string_view arg, bool p
     std::map<const void*, std::string> names;  // :profile names the bindings its plans read
     EvalContext ctx = per_kernel ? naming_context(require_compiled(), names) : s.eval_context();
     CompiledBackend* backend = dynamic_cast<CompiledBackend*>(ctx.backend);
+    // On several ranks with sharded arrays the compiled backend sits behind the sharding layer.
+    if (!backend && ctx.backend && s.settings_.compiled) backend = s.compiled_backend();
     Value v;
     const TransferCounters moved_before = backend ? backend->transfers() : TransferCounters{};
     const CompileCounters compiled_before = backend ? backend->compilation() : CompileCounters{};
