@@ -691,12 +691,13 @@ Value apply_full(const BuiltinDef& def, const Type& type, Args args, EvalContext
     if (def.composite) return def.impl(BuiltinCall{def, ctx, loc, type}, args);
     const size_t declined = ctx.warnings ? ctx.warnings->size() : 0;
     std::array<Value, kMaxArity> forced;
-    for (size_t k = 0; k < args.size(); ++k) forced[k] = force(args[k]);
     try {
+        for (size_t k = 0; k < args.size(); ++k) forced[k] = force(args[k]);
         return def.impl(BuiltinCall{def, ctx, loc, type}, Args(forced.data(), args.size()));
     } catch (const Error&) {
         // The backend declined because the call is an error (a negative
-        // count): its warning that the reference computes it is moot.
+        // count, an argument that cannot be computed): its warning that the
+        // reference computes it is moot.
         if (ctx.warnings && declined > warned)
             ctx.warnings->erase(ctx.warnings->begin() + static_cast<std::ptrdiff_t>(warned),
                                 ctx.warnings->begin() + static_cast<std::ptrdiff_t>(declined));

@@ -21,9 +21,21 @@ const std::shared_ptr<RankWorld>& Session::world() const { return impl_->world; 
 
 void Session::start_ranks(int n, const Loc& loc) {
     Impl& I = *impl_;
-    if (I.world && I.world->rank() != 0) return;  // rank 0 runs the world; the others follow it
     const int now = I.world && I.world->running() ? I.world->size() : 1;
     if (n == now) return;
+    // Back to one rank: the world's sharded arrays are gathered whole first,
+    // on every rank alike (bindings in name order), so that the bindings
+    // survive. (Any other change of ranks is refused while there are bindings.)
+    if (n == 1 && I.world && I.world->running()) {
+        for (const auto& [name, key] : I.names) {
+            BindingPtr& b = I.globals.at(key);
+            if (!b->value.is_delayed() || b->value.delayed()->layout_description().empty()) continue;
+            auto whole = std::make_shared<Binding>(*b);
+            whole->value = Value(b->value.delayed()->force());
+            b = whole;
+        }
+    }
+    if (I.world && I.world->rank() != 0) return;  // rank 0 runs the world; the others follow it
     if (n > 1 && !I.names.empty()) {
         std::string names;
         for (const auto& [name, _] : I.names) names += (names.empty() ? "" : ", ") + name;

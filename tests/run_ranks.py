@@ -114,6 +114,13 @@ def main(argv):
             "rank 1 did not finish the statement within the timeout of 2 s, nor stop when asked",
             "2\n1 rank: this process alone")
     check("the stuck rank does not outlive the session", not workers_left(), workers_left())
+    rc, out, err, took = run(binary, ["--ranks", "3", "--shard", "1"],
+                             env={"SHOAL_TEST_STALL": "1:hang", "SHOAL_RANK_TIMEOUT": "2"},
+                             stdin="let x = iota 10\nlet y = 7\nlet stall_here = 2\nsum x\ny\n")
+    check("after a stuck rank, a sharded binding says its ranks are gone; the others are kept",
+          "every binding but the arrays sharded over the ranks" in err
+          and "sum: the ranks these arrays were sharded over have stopped" in err and "warning" not in err
+          and out == "7\n", f"status {rc} after {took:.1f} s\nstdout:\n{out}\nstderr:\n{err}")
     # A rank that dies is noticed at once (on this machine), not at the timeout.
     stalled("a rank that dies is named at once and the session goes on alone", "2:crash",
             "rank 2 ended without finishing the statement (it crashed or was killed); the other ranks were let go",
@@ -138,6 +145,13 @@ def main(argv):
               and "`sort` gathered an array of 2 elements sharded over " + ranks + " ranks whole on every rank" in err
               and "  big: sharded over " + ranks + " ranks by rows: 0.." in out,
               f"status {rc}\nstdout:\n{out}\nstderr:\n{err}\none rank:\n{one[1]}{one[2]}")
+
+    # Back to one rank: the sharded bindings are gathered first and survive.
+    rc, out, err, _ = run(binary, ["--ranks", "3", "--shard", "1"],
+                          stdin="let x = iota 5\nlet y = x * 2\n:set ranks 1\nsum y\ny\n:ranks\n")
+    check(":set ranks 1 keeps the sharded bindings, gathered whole",
+          rc == 0 and out.startswith("20\n[0, 2, 4, 6, 8]\n1 rank: this process alone") and err == "",
+          f"status {rc}\nstdout:\n{out}\nstderr:\n{err}")
 
     # A rank that fails in a sharded statement leaves the others waiting in a
     # collective: they are stopped, the error is the failing rank's, and the

@@ -568,6 +568,7 @@ private:
     [[noreturn]] void give_up(const std::string& what) {
         running_ = false;
         g_world_broken = true;
+        if (collectives_) collectives_->release();  // a sharded array used later says its ranks are gone
         uint64_t serial = serial_;
         for (int r = 1; r < size_; ++r) {
             if (!alive(r)) continue;
@@ -576,8 +577,8 @@ private:
             MPI_Request_free(&request);
         }
         user_error(ErrorKind::Runtime, {},
-                   what + "; the other ranks were let go and the session goes on as this process alone, with every "
-                          "binding",
+                   what + "; the other ranks were let go and the session goes on as this process alone, with "
+                          "every binding but the arrays sharded over the ranks (their other blocks are gone)",
                    {"`:set ranks N` starts new ranks; `:set timeout S` waits longer"});
     }
 
