@@ -232,6 +232,7 @@ public:
     void start_ranks(int n, const Loc& loc = {});
     // A rank other than 0: runs one statement rank 0 handed over, as
     // execute() runs it there (its output is this rank's: usually discarded).
+    // The caller clears the cancel flag first (rank 0's Ctrl-C may come early).
     bool run_handed_statement(const SourcePtr& source, StatementSpan span, SessionOutput& out);
     // What a new rank adopts so that its session matches this one, and the adoption.
     RankState rank_state() const;

@@ -61,7 +61,8 @@ void Session::start_ranks(int n, const Loc& loc) {
 
 bool Session::run_handed_statement(const SourcePtr& source, StatementSpan span, SessionOutput& out) {
     Impl& I = *impl_;
-    cancel_.store(false);
+    // The cancel flag is the caller's to clear, before it starts watching
+    // for rank 0's Ctrl-C: one that came early must not be lost.
     I.interrupt_reported = false;
     ++I.depth;  // a top-level statement, as in execute()
     struct DepthGuard {

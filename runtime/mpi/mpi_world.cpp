@@ -364,6 +364,7 @@ public:
     // While a statement runs on a rank other than 0: Ctrl-C from rank 0 sets `cancel`.
     void watch_for_cancel(std::atomic<bool>& cancel) {
         stop_watching();
+        if (cancelled_serial_.load() == serial_) cancel.store(true);  // it came before the statement
         watching_.store(true);
         watcher_ = std::thread([this, &cancel] {
             while (watching_.load()) {
@@ -411,8 +412,11 @@ private:
             if (st.MPI_TAG == kTagStop) {
                 stop_requested_ = true;
                 cancel_now = true;
-            } else if (serial == serial_) {
-                cancel_now = true;
+            } else {
+                // A Ctrl-C can overtake the statement's own header (another
+                // communicator): one for a later statement is kept for it.
+                cancelled_serial_ = std::max(cancelled_serial_.load(), serial);
+                cancel_now = cancel_now || serial == serial_;
             }
         }
     }
@@ -623,6 +627,7 @@ private:
     std::unique_ptr<compiled::ShardingBackend> sharding_;
     ArrayBackend* sharding_inner_ = nullptr;
     std::atomic<bool> watching_{false};
+    std::atomic<uint64_t> cancelled_serial_{0};  // the latest statement rank 0 cancelled
     std::thread watcher_;
 };
 
@@ -725,6 +730,7 @@ int serve_rank(Session& session, RankWorld& rank_world) {
     StatementSpan span{};
     uint64_t serial = 0;
     while (!world.stop_requested() && world.next_statement(source, span, serial)) {
+        session.cancel_flag().store(false);  // before the watcher starts: its Ctrl-C may come at once
         world.watch_for_cancel(session.cancel_flag());
         const Stall stall = stall_here(world, source->text.substr(span.begin, span.end - span.begin));
         if (stall == Stall::Crash) std::raise(SIGKILL);
@@ -734,7 +740,6 @@ int serve_rank(Session& session, RankWorld& rank_world) {
             continue;
         }
         if (stall != Stall::None) {
-            session.cancel_flag().store(false);
             const auto until = Clock::now() + std::chrono::minutes(10);
             while ((stall == Stall::Hang || !session.cancel_flag().load()) && Clock::now() < until &&
                    !world.stop_requested())
