@@ -35,40 +35,6 @@ std::optional<ir::CommOp> reduction(std::string_view name) {
     return std::nullopt;
 }
 
-ir::ScalarType scalar_type_of(Prim p) {
-    switch (p) {
-        case Prim::Bool: return ir::ScalarType::Bool;
-        case Prim::Int: return ir::ScalarType::I32;
-        case Prim::Long: return ir::ScalarType::I64;
-        case Prim::Float: return ir::ScalarType::F32;
-        case Prim::Double: return ir::ScalarType::F64;
-    }
-    internal_error(__FILE__, __LINE__, "sharding: unknown element type");
-}
-
-// A scalar's value as the bytes of its element type, and back.
-std::vector<char> scalar_bytes(const Scalar& s) {
-    std::vector<char> b(ir::scalar_size(scalar_type_of(s.type)));
-    switch (s.type) {
-        case Prim::Bool: std::memcpy(b.data(), &s.b, b.size()); break;
-        case Prim::Int: std::memcpy(b.data(), &s.i, b.size()); break;
-        case Prim::Long: std::memcpy(b.data(), &s.l, b.size()); break;
-        case Prim::Float: std::memcpy(b.data(), &s.f, b.size()); break;
-        case Prim::Double: std::memcpy(b.data(), &s.d, b.size()); break;
-    }
-    return b;
-}
-Scalar scalar_from(Prim p, const char* bytes) {
-    switch (p) {
-        case Prim::Bool: { bool v; std::memcpy(&v, bytes, sizeof v); return Scalar::of_bool(v); }
-        case Prim::Int: { int32_t v; std::memcpy(&v, bytes, sizeof v); return Scalar::of_int(v); }
-        case Prim::Long: { int64_t v; std::memcpy(&v, bytes, sizeof v); return Scalar::of_long(v); }
-        case Prim::Float: { float v; std::memcpy(&v, bytes, sizeof v); return Scalar::of_float(v); }
-        case Prim::Double: { double v; std::memcpy(&v, bytes, sizeof v); return Scalar::of_double(v); }
-    }
-    internal_error(__FILE__, __LINE__, "sharding: unknown element type");
-}
-
 // A shape argument (`iota 5`, `random (3, 4)`) read without raising: null
 // when it is not a well-formed shape (the builtin itself then says why).
 std::optional<Shape> shape_of(const Value& v) {
@@ -97,7 +63,6 @@ Value shape_value(const Shape& s) {
 }
 
 bool array_like(const Value& v) { return v.is_array() || v.is_delayed(); }
-Shape shape_of_array(const Value& v) { return v.is_array() ? v.array()->shape : v.delayed()->shape(); }
 
 }  // namespace
 
@@ -214,7 +179,7 @@ static Value wrap_blocks(const Value& local, const Layout& like, const std::shar
         return Value(std::move(parts));
     }
     if (!array_like(local)) return local;
-    Shape global = shape_of_array(local);
+    Shape global = array_like_shape(local);
     global[0] = like.global[0];
     return Value(std::make_shared<const ShardedArray>(Layout{global, like.ranks}, comm, local));
 }
@@ -229,27 +194,27 @@ Value ShardingBackend::fold_across_ranks(std::string_view name, const Type& type
     std::vector<char> block{static_cast<char>(mine), 0};
     if (mine) {
         const Scalar part = force(local_builtin(name, type, std::vector<Value>{x.local()}, ctx, loc)).scalar();
+        Array one(part.type, {1});
+        one.set(0, part);
         block[1] = static_cast<char>(part.type);
-        const std::vector<char> bytes = scalar_bytes(part);
-        block.insert(block.end(), bytes.begin(), bytes.end());
+        block.insert(block.end(), one.bytes.begin(), one.bytes.end());
     }
     std::vector<int64_t> offsets;
     const std::vector<char> all = comm_->allgather(block.data(), static_cast<int64_t>(block.size()), offsets);
-    std::vector<char> acc;
-    Prim prim = Prim::Int;
+    std::optional<Array> acc;
     for (int r = 0; r < comm_->size(); ++r) {
         const char* at = all.data() + offsets[static_cast<size_t>(r)];
         if (!at[0]) continue;
-        if (acc.empty()) {
-            prim = static_cast<Prim>(at[1]);
-            acc.assign(at + 2, all.data() + offsets[static_cast<size_t>(r) + 1]);
+        if (!acc) {
+            acc.emplace(static_cast<Prim>(at[1]), Shape{1});
+            std::memcpy(acc->bytes.data(), at + 2, acc->bytes.size());
         } else {
-            ir::fold_into(acc.data(), at + 2, 1, scalar_type_of(prim), *reduction(name));
+            ir::fold_into(acc->bytes.data(), at + 2, 1, ir::scalar_of(acc->elem), *reduction(name));
         }
     }
     // Every block empty: the empty array's own answer (0, or its error).
-    if (acc.empty()) return local_builtin(name, type, std::vector<Value>{x.local()}, ctx, loc);
-    return Value(scalar_from(prim, acc.data()));
+    if (!acc) return local_builtin(name, type, std::vector<Value>{x.local()}, ctx, loc);
+    return Value(acc->get(0));
 }
 
 std::optional<Value> ShardingBackend::apply_builtin(std::string_view name, const Type& type,
@@ -278,13 +243,13 @@ std::optional<Value> ShardingBackend::apply_builtin(std::string_view name, const
                 local = local && s->shape().size() == first->shape().size() && s->shape()[0] == first->shape()[0] &&
                         s->layout().ranks == first->layout().ranks;
                 blocks.push_back(s->local());
-            } else if (array_like(a) && shape_of_array(a).size() == first->shape().size() &&
-                       shape_of_array(a)[0] == first->shape()[0] && first->shape()[0] > 1) {
+            } else if (array_like(a) && array_like_shape(a).size() == first->shape().size() &&
+                       array_like_shape(a)[0] == first->shape()[0] && first->shape()[0] > 1) {
                 // A whole array with the same rows: its block is this rank's rows of it (no communication).
                 blocks.push_back(rows_of(a, first->layout(), loc));
             } else {
                 if (array_like(a)) {
-                    const Shape sh = shape_of_array(a);
+                    const Shape sh = array_like_shape(a);
                     local = local && (sh.size() < first->shape().size() || (sh.size() == first->shape().size() && sh[0] == 1));
                 }
                 blocks.push_back(a);
@@ -305,7 +270,7 @@ Value ShardingBackend::rows_of(const Value& whole, const Layout& layout, const L
     const std::vector<ops::AxisSelect> rows{
         ops::AxisSelect{false, layout.begin(r), 1, layout.end(r) - layout.begin(r)}};
     if (std::optional<Value> block = inner_->slice(whole, rows, loc)) return *block;
-    return ops::index_array(*force(whole).array(), ops::full_selection(shape_of_array(whole), rows));
+    return ops::index_array(*force(whole).array(), ops::full_selection(array_like_shape(whole), rows));
 }
 
 std::optional<Value> ShardingBackend::slice(const Value& a, std::span<const ops::AxisSelect> sel, const Loc& loc) {

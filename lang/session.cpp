@@ -34,8 +34,7 @@ EvalContext Session::eval_context() {
         impl_->compiled->set_optimisations(settings_.optimisations);
         ctx.backend = impl_->compiled.get();
         // On several ranks with `:set shard N`, large arrays are split over them.
-        const auto& world = impl_->world;
-        if (settings_.shard > 0 && world && world->running() && world->size() > 1)
+        if (const auto& world = impl_->ranks(); world && settings_.shard > 0)
             ctx.backend = world->sharding(ctx.backend, settings_.shard, &cancel_);
     }
     return ctx;
@@ -130,7 +129,7 @@ bool Session::execute(std::string_view text, const std::string& name, SessionOut
             continue;
         }
         // On several ranks, every rank runs each top-level statement.
-        if (I.depth == 1 && I.world && I.world->running() && I.world->rank() == 0) I.world->begin_statement(src, span);
+        if (I.depth == 1 && I.ranks() && I.world->rank() == 0) I.world->begin_statement(src, span);
         if (!SessionCommands::run_statement(*this, src, span, out)) ok = false;
         if (quit_ || I.interrupt_reported) break;
     }
@@ -276,7 +275,7 @@ bool SessionCommands::run_statement_reporting_errors(Session& s, const SourcePtr
     const SessionSettings& settings = s.settings_;
     Loc stmt_loc = source_loc(src, span.begin, span.end);
     // A top-level statement on several ranks ends with their agreement.
-    I.statement_world = I.depth == 1 && I.world && I.world->running() && I.world->size() > 1 ? I.world : nullptr;
+    I.statement_world = I.depth == 1 ? I.ranks() : nullptr;
     I.agreed = false;
     I.statement_source = src;
     std::optional<Error> failure;
@@ -321,13 +320,10 @@ bool SessionCommands::run_statement_reporting_errors(Session& s, const SourcePtr
     {
         // The other ranks learn of the failure (and this one may learn of
         // an earlier rank's): the statement fails alike everywhere.
-        if (I.statement_world && !I.agreed) {
-            I.agreed = true;
-            try {
-                if (std::optional<Error> verdict = I.statement_world->agree(failure, src, s.cancel_)) failure = *verdict;
-            } catch (const Error& lost) {
-                failure = lost;  // the exchange itself failed (a rank lost)
-            }
+        try {
+            if (std::optional<Error> verdict = I.agree(failure, s.cancel_)) failure = *verdict;
+        } catch (const Error& lost) {
+            failure = lost;  // the exchange itself failed (a rank lost)
         }
         Error e = *failure;
         if (e.kind == ErrorKind::Interrupted) I.interrupt_reported = true;

@@ -209,16 +209,26 @@ struct Session::Impl {
 
     // Rank 0 writes the files every rank computed (save, :emit); alone, this process does.
     bool writes_files() const { return !world || world->rank() == 0; }
+    // The world while the session runs on several ranks; null alone.
+    const std::shared_ptr<RankWorld>& ranks() const {
+        static const std::shared_ptr<RankWorld> alone;
+        return world && world->running() && world->size() > 1 ? world : alone;
+    }
 
+    // The statement's agreement (once per top-level statement on several
+    // ranks; none otherwise): this rank's outcome in, the statement's out.
+    std::optional<Error> agree(const std::optional<Error>& mine, std::atomic<bool>& cancel) {
+        if (!statement_world || agreed) return std::nullopt;
+        agreed = true;
+        const auto start = std::chrono::steady_clock::now();
+        std::optional<Error> verdict = statement_world->agree(mine, statement_source, cancel);
+        agreement_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        return verdict;
+    }
     // A statement that succeeded on this rank, before it commits or prints:
     // throws the statement's error when it failed on another rank.
     void agree_success(std::atomic<bool>& cancel) {
-        if (!statement_world || agreed) return;
-        agreed = true;
-        const auto start = std::chrono::steady_clock::now();
-        std::optional<Error> e = statement_world->agree(std::nullopt, statement_source, cancel);
-        agreement_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        if (e) throw *e;
+        if (std::optional<Error> e = agree(std::nullopt, cancel)) throw *e;
     }
     double agreement_seconds = 0;  // the last agreement's wait (`:time` on several ranks)
 

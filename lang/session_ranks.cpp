@@ -21,12 +21,12 @@ const std::shared_ptr<RankWorld>& Session::world() const { return impl_->world; 
 
 void Session::start_ranks(int n, const Loc& loc) {
     Impl& I = *impl_;
-    const int now = I.world && I.world->running() ? I.world->size() : 1;
+    const int now = I.ranks() ? I.world->size() : 1;
     if (n == now) return;
     // Back to one rank: the world's sharded arrays are gathered whole first,
     // on every rank alike (bindings in name order), so that the bindings
     // survive. (Any other change of ranks is refused while there are bindings.)
-    if (n == 1 && I.world && I.world->running()) {
+    if (n == 1 && I.ranks()) {
         for (const auto& [name, key] : I.names) {
             BindingPtr& b = I.globals.at(key);
             if (!b->value.is_delayed() || b->value.delayed()->layout_description().empty()) continue;
@@ -112,7 +112,7 @@ void Session::adopt_rank_state(const RankState& state) {
 }
 
 bool SessionCommands::ranks() {
-    if (!I.world || !I.world->running()) {
+    if (!I.ranks()) {
         out.text("1 rank: this process alone (`:set ranks N` or `shoal --ranks N` runs the session on N ranks; "
                  "docs/scale-out.md)");
         return true;

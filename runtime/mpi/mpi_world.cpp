@@ -245,7 +245,10 @@ public:
     int rank() const override { return rank_; }
     int size() const override { return size_; }
     bool running() const override { return running_; }
-    void set_timeout(double seconds) override { timeout_ = seconds; }
+    void set_timeout(double seconds) override {
+        timeout_ = seconds;
+        if (collectives_) collectives_->set_timeout(seconds);  // one timeout for every wait
+    }
     double timeout() const override { return timeout_; }
     bool stop_requested() const { return stop_requested_; }
 
@@ -318,7 +321,6 @@ public:
         }
         sharding_->set_threshold(shard_threshold);
         collectives_->set_cancel(cancel);
-        collectives_->set_timeout(timeout_);
         return sharding_.get();
     }
 
