@@ -80,7 +80,7 @@ std::optional<size_t> recover_unclosed_bracket(const SourcePtr& src, StatementSp
 
 }  // namespace
 
-Session::Session() : impl_(std::make_unique<Impl>()) {}
+Session::Session() : impl_(std::make_unique<Impl>()) { impl_->cancel = &cancel_; }
 Session::~Session() = default;
 
 void Session::set_emit_writer(EmitWriter writer) { impl_->emit_writer = std::move(writer); }
@@ -113,8 +113,8 @@ bool Session::execute(std::string_view text, const std::string& name, SessionOut
     for (size_t i = 0; i < spans.size(); ++i) {
         const StatementSpan span = spans[i];
         if (cancel_.load()) {
-            // Ctrl-C between statements (or during parsing/type checking,
-            // which do not poll the flag): stop the rest of the input.
+            // Ctrl-C between statements (or during parsing, which does not
+            // poll the flag: it is linear in the text): stop the rest.
             if (!I.interrupt_reported) {
                 I.interrupt_reported = true;
                 out.error(Error(ErrorKind::Interrupted, source_loc(src, span.begin, span.end), "interrupted"));

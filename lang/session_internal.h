@@ -197,6 +197,7 @@ struct Session::Impl {
     std::vector<Warning> warnings;    // found while the current statement runs
     int depth = 0;                    // nesting of execute() through :load
     bool interrupt_reported = false;  // one "interrupted" per Ctrl-C
+    const std::atomic<bool>* cancel = nullptr;  // the session's Ctrl-C flag (its type checks poll it)
     EmitWriter emit_writer;           // null: write the files
     FrontEndCache front_ends;         // statements checked before, by text
     std::shared_ptr<RankWorld> world;  // the ranks this session runs on (null: this process alone)
@@ -254,6 +255,7 @@ struct Session::Impl {
         TypeEnvironment env;
         for (const auto& [name, key] : names) env.globals[name] = globals.at(key)->scheme;
         env.load_typer = type_of_load;
+        env.cancel = cancel;
         return env;
     }
 

@@ -301,6 +301,8 @@ public:
 
     // ------------------------------------------------------------ expressions
     Type infer(const ExprPtr& e) {
+        if (env_.cancel && env_.cancel->load(std::memory_order_relaxed))
+            throw Error(ErrorKind::Interrupted, e->loc, "interrupted");
         Type t = infer_node(e);
         e->type = t;
         return t;

@@ -7,6 +7,7 @@
 // elementwise operands that are still unknown become scalars, unknown ranks
 // become 1, numeric literals become int / float.
 #pragma once
+#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
@@ -77,6 +78,9 @@ using LoadTyper = std::function<Type(const std::string& path, const Loc& loc)>;
 struct TypeEnvironment {
     std::map<std::string, SchemePtr> globals;  // top-level bindings
     LoadTyper load_typer;
+    // Ctrl-C: checked at every node, so a long check (a big pasted script,
+    // types near their size cap) stops with ErrorKind::Interrupted.
+    const std::atomic<bool>* cancel = nullptr;
 };
 
 // Checks an expression statement (or the argument of :type); fills every

@@ -192,3 +192,18 @@ TEST_CASE("masks: an index of array type is a mask, decided when its type is kno
           std::string::npos);
     CHECK(t.run("xs[[1, 0]]") == "[float]");  // integer literals: indices (a gather)
 }
+
+TEST_CASE("Ctrl-C stops a type check at the node it reached") {
+    std::atomic<bool> cancel{false};
+    Typer t;
+    t.env.cancel = &cancel;
+    CHECK(t.run("map (\\x -> x + 1) (iota 3)") == "[int]");
+    cancel = true;
+    try {
+        t.run("map (\\x -> x + 1) (iota 3)");
+        FAIL("the check went on after Ctrl-C");
+    } catch (const Error& e) {
+        CHECK(e.kind == ErrorKind::Interrupted);
+        CHECK(e.message == "interrupted");
+    }
+}
