@@ -35,6 +35,15 @@ std::optional<ir::CommOp> reduction(std::string_view name) {
     return std::nullopt;
 }
 
+// Builtins that work on each innermost row of a matrix (or each row of a
+// deeper array) alone: on rows sharded by the leading axis, they are local.
+bool per_row(std::string_view name) {
+    static const std::vector<std::string_view> names = {"reduce", "sum",    "product", "maximum", "minimum",
+                                                        "all",    "any",    "count",   "argmax",  "argmin",
+                                                        "scan",   "scanExclusive", "sort"};
+    return std::find(names.begin(), names.end(), name) != names.end();
+}
+
 // A shape argument (`iota 5`, `random (3, 4)`) read without raising: null
 // when it is not a well-formed shape (the builtin itself then says why).
 std::optional<Shape> shape_of(const Value& v) {
@@ -139,9 +148,10 @@ Value ShardingBackend::gathered(const std::string& what, const Value& v, const L
 
 std::optional<Value> ShardingBackend::make_sharded(std::string_view name, const Type& type,
                                                    std::span<const Value> args, EvalContext& ctx, const Loc& loc) {
-    if (name != "iota" && name != "random" && name != "fill") return std::nullopt;
+    if (name != "iota" && name != "random" && name != "fill" && name != "generate") return std::nullopt;
     const std::optional<Shape> global = shape_of(args[0]);
     if (!global || global->empty() || (*global)[0] < 1 || shape_size(*global) < threshold_) return std::nullopt;
+    if (name == "generate") return generate_blocks(*global, type, args[1], ctx, loc);
     const Layout layout{*global, comm_->size()};
     const int r = comm_->rank();
     const int64_t lo = layout.begin(r);
@@ -172,7 +182,7 @@ std::optional<Value> ShardingBackend::make_sharded(std::string_view name, const 
 
 // Each leaf of a block's result becomes a sharded array whose rows are the
 // result's rows: the leading axis keeps its layout.
-static Value wrap_blocks(const Value& local, const Layout& like, const std::shared_ptr<ir::Comm>& comm) {
+Value wrap_blocks(const Value& local, const Layout& like, const std::shared_ptr<ir::Comm>& comm) {
     if (local.is_tuple()) {
         std::vector<Value> parts;
         for (const Value& x : local.tuple()) parts.push_back(wrap_blocks(x, like, comm));
@@ -182,39 +192,6 @@ static Value wrap_blocks(const Value& local, const Layout& like, const std::shar
     Shape global = array_like_shape(local);
     global[0] = like.global[0];
     return Value(std::make_shared<const ShardedArray>(Layout{global, like.ranks}, comm, local));
-}
-
-Value ShardingBackend::fold_across_ranks(std::string_view name, const Type& type, const ShardedArray& x,
-                                         EvalContext& ctx, const Loc& loc) {
-    if (x.layout().global.size() >= 2)  // a reduction of each innermost row: rows stay where they are
-        return wrap_blocks(local_builtin(name, type, std::vector<Value>{x.local()}, ctx, loc), x.layout(), comm_);
-    // Each rank's result (none for an empty block, which has no maximum):
-    // [has one, its element type, its bytes]; then the fold of them in rank order.
-    const bool mine = x.layout().end(x.rank()) > x.layout().begin(x.rank());
-    std::vector<char> block{static_cast<char>(mine), 0};
-    if (mine) {
-        const Scalar part = force(local_builtin(name, type, std::vector<Value>{x.local()}, ctx, loc)).scalar();
-        Array one(part.type, {1});
-        one.set(0, part);
-        block[1] = static_cast<char>(part.type);
-        block.insert(block.end(), one.bytes.begin(), one.bytes.end());
-    }
-    std::vector<int64_t> offsets;
-    const std::vector<char> all = comm_->allgather(block.data(), static_cast<int64_t>(block.size()), offsets);
-    std::optional<Array> acc;
-    for (int r = 0; r < comm_->size(); ++r) {
-        const char* at = all.data() + offsets[static_cast<size_t>(r)];
-        if (!at[0]) continue;
-        if (!acc) {
-            acc.emplace(static_cast<Prim>(at[1]), Shape{1});
-            std::memcpy(acc->bytes.data(), at + 2, acc->bytes.size());
-        } else {
-            ir::fold_into(acc->bytes.data(), at + 2, 1, ir::scalar_of(acc->elem), *reduction(name));
-        }
-    }
-    // Every block empty: the empty array's own answer (0, or its error).
-    if (!acc) return local_builtin(name, type, std::vector<Value>{x.local()}, ctx, loc);
-    return Value(acc->get(0));
 }
 
 std::optional<Value> ShardingBackend::apply_builtin(std::string_view name, const Type& type,
@@ -232,6 +209,24 @@ std::optional<Value> ShardingBackend::apply_builtin(std::string_view name, const
     if (!def) return std::nullopt;
     if (def->composite) return std::nullopt;  // its parts come back here (mean: sum and length)
     if (name == "length") return Value(Scalar::of_int(static_cast<int32_t>(first->shape()[0])));
+    // The sharded array the builtin works on (its last argument), the
+    // others scalars or functions: which builtins keep it where it is.
+    const ShardedArray* last = as_sharded(args.back());
+    const bool only_last = last && std::none_of(args.begin(), args.end() - 1, array_like);
+    if (only_last && last->shape().size() >= 2 && per_row(name)) {
+        std::vector<Value> blocks(args.begin(), args.end());
+        blocks.back() = last->local();
+        return wrap_blocks(local_builtin(name, type, blocks, ctx, loc), last->layout(), comm_);
+    }
+    if (only_last && last->shape().size() == 1) {
+        if (reduction(name) && args.size() == 1) return fold_across_ranks(name, type, *last, ctx, loc);
+        if (name == "reduce") return reduce_across_ranks(type, args, *last, ctx, loc);
+        if (name == "argmax" || name == "argmin") return extreme_across_ranks(name, type, *last, ctx, loc);
+        if (name == "scan" || name == "scanExclusive") return scan_across_ranks(name, type, args, *last, ctx, loc);
+        if (name == "filter") return filter_across_ranks(name, type, args, ctx, loc);
+        if (name == "sort") return sort_across_ranks(type, *last, ctx, loc);
+    }
+    if (name == "compress" && same_rows(args[0], args[1])) return filter_across_ranks(name, type, args, ctx, loc);
     if (elementwise(name)) {
         // Every array argument sharded alike, or one that broadcasts along
         // the leading axis unchanged (fewer axes, or one row).
@@ -256,8 +251,6 @@ std::optional<Value> ShardingBackend::apply_builtin(std::string_view name, const
             }
         }
         if (local) return wrap_blocks(local_builtin(name, type, blocks, ctx, loc), first->layout(), comm_);
-    } else if (reduction(name) && args.size() == 1) {
-        return fold_across_ranks(name, type, *first, ctx, loc);
     }
     // Anything else: the sharded arguments whole, and the builtin as alone.
     std::vector<Value> whole;
@@ -274,12 +267,27 @@ Value ShardingBackend::rows_of(const Value& whole, const Layout& layout, const L
 }
 
 std::optional<Value> ShardingBackend::slice(const Value& a, std::span<const ops::AxisSelect> sel, const Loc& loc) {
-    return inner_->slice(gathered("slicing", a, loc), sel, loc);
+    if (const ShardedArray* s = as_sharded(a)) return sharded_slice(*s, sel, loc);
+    return inner_->slice(a, sel, loc);
 }
 
 std::optional<Value> ShardingBackend::update(const Value& a, std::span<const ops::AxisSelect> sel, const Value& v,
                                              const Loc& loc) {
+    if (const ShardedArray* s = as_sharded(a))
+        if (std::optional<Value> updated = sharded_update(*s, sel, v, loc)) return updated;
     return inner_->update(gathered("an update", a, loc), sel, gathered("an update", v, loc), loc);
+}
+
+bool ShardingBackend::same_rows(const Value& mask, const Value& rows) const {
+    const ShardedArray* m = as_sharded(mask);
+    const ShardedArray* x = as_sharded(rows);
+    if (!array_like(mask) || !array_like(rows) || (!m && !x)) return false;
+    const Shape ms = array_like_shape(mask), xs = array_like_shape(rows);
+    return ms.size() == 1 && !xs.empty() && ms[0] == xs[0] && (!m || !x || m->layout().ranks == x->layout().ranks);
+}
+
+Value ShardingBackend::sharded(const Layout& layout, Value local) const {
+    return Value(std::make_shared<const ShardedArray>(layout, comm_, std::move(local)));
 }
 
 // No replay: a replayed loop step runs its plans without evaluating its

@@ -11,10 +11,12 @@
 // sharded array gathers it whole on every rank first, and says so (a warning
 // naming the builtin): nothing falls back in silence.
 #pragma once
+#include <functional>
 #include <memory>
 #include <string>
 
 #include "codegen/comm.h"
+#include "lang/array_ops.h"
 #include "lang/eval.h"
 #include "lang/value.h"
 
@@ -43,9 +45,12 @@ public:
     ArrayPtr force() const override;
     void compute() const override;
     std::string layout_description() const override;
+    bool distributed() const override { return true; }
 
     const Layout& layout() const { return layout_; }
     const Value& local() const { return local_; }
+    // The whole array when it has been gathered already (every rank alike).
+    const ArrayPtr& gathered() const { return gathered_; }
     int rank() const { return comm_->rank(); }
 
 private:
@@ -74,12 +79,50 @@ public:
 private:
     std::optional<Value> make_sharded(std::string_view name, const Type& type, std::span<const Value> args,
                                       EvalContext& ctx, const Loc& loc);
+    // generate over row blocks: the function applied to the block's global indices.
+    std::optional<Value> generate_blocks(const Shape& global, const Type& type, const Value& f, EvalContext& ctx,
+                                         const Loc& loc);
+    Value sharded(const Layout& layout, Value local) const;
     Value local_builtin(std::string_view name, const Type& type, std::span<const Value> args, EvalContext& ctx,
                         const Loc& loc);
     Value fold_across_ranks(std::string_view name, const Type& type, const ShardedArray& x, EvalContext& ctx,
                             const Loc& loc);
     // This rank's rows of a whole (replicated) array laid out like `layout`.
     Value rows_of(const Value& whole, const Layout& layout, const Loc& loc);
+
+    // ---- rows on the move (sharding_rows.cpp)
+    // `block` holds rows [first, first + its rows) of an array of `total`
+    // rows on this rank; the ranks' blocks do not overlap and cover it.
+    // The rows each rank wants (`want[r]`: [begin, end)), sent by alltoall.
+    ArrayPtr move_rows(const Array& block, int64_t first, const std::vector<std::pair<int64_t, int64_t>>& want);
+    // The array whole on every rank (allgather).
+    ArrayPtr gather_rows(const Array& block, int64_t first, int64_t total);
+    // Sharded in balanced blocks, or whole below the threshold.
+    Value rebalanced(const Array& block, int64_t first, int64_t total);
+    // Every rank's count, in rank order.
+    std::vector<int64_t> counts_of_ranks(int64_t mine);
+    // `sel` (a full selection of the global array) applied to this rank's
+    // block: the rows of it this rank holds, and their first output row.
+    std::pair<Value, int64_t> select_local(const ShardedArray& a, std::vector<ops::AxisSelect> sel, const Loc& loc);
+    Value sharded_slice(const ShardedArray& a, std::span<const ops::AxisSelect> sel, const Loc& loc);
+    std::optional<Value> sharded_update(const ShardedArray& a, std::span<const ops::AxisSelect> sel, const Value& v,
+                                        const Loc& loc);
+
+    // ---- folds, scans, filters and sorts across ranks (sharding_order.cpp)
+    Value reduce_across_ranks(const Type& type, std::span<const Value> args, const ShardedArray& x, EvalContext& ctx,
+                              const Loc& loc);
+    Value extreme_across_ranks(std::string_view name, const Type& type, const ShardedArray& x, EvalContext& ctx,
+                               const Loc& loc);
+    Value scan_across_ranks(std::string_view name, const Type& type, std::span<const Value> args,
+                            const ShardedArray& x, EvalContext& ctx, const Loc& loc);
+    Value filter_across_ranks(std::string_view name, const Type& type, std::span<const Value> args,
+                              EvalContext& ctx, const Loc& loc);
+    Value sort_across_ranks(const Type& type, const ShardedArray& x, EvalContext& ctx, const Loc& loc);
+    // Each rank's one-element result of `part` (none where its block is
+    // empty), gathered in rank order: the ranks' partial results.
+    std::vector<std::optional<Scalar>> partials(const ShardedArray& x, const std::function<Value()>& part);
+    // compress's mask and rows: sharded alike, or one whole with the other's rows.
+    bool same_rows(const Value& mask, const Value& rows) const;
     // v whole (gathered) if it is sharded, with a warning naming `what` needed it.
     Value gathered(const std::string& what, const Value& v, const Loc& loc);
 
@@ -91,5 +134,8 @@ private:
 
 // The sharded array a value is, or null.
 const ShardedArray* as_sharded(const Value& v);
+// Each leaf of a block's result as a sharded array whose rows are the
+// result's rows: the leading axis keeps its layout (`like`'s).
+Value wrap_blocks(const Value& local, const Layout& like, const std::shared_ptr<ir::Comm>& comm);
 
 }  // namespace shoal::compiled

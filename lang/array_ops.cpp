@@ -50,19 +50,6 @@ void for_each_selected(const Array& a, const std::vector<AxisSelect>& sel, F f) 
     walk_selection(sel, strides_of(a.shape), 0, 0, f);
 }
 
-template <class T>
-bool is_nan(T x) {
-    if constexpr (Floating<T>) return std::isnan(x);
-    else return false;
-}
-
-// Ascending order with NaNs last: a strict weak order for std::stable_sort.
-template <class T>
-bool less_nan_last(T x, T y) {
-    if (is_nan(x)) return false;
-    if (is_nan(y)) return true;
-    return x < y;
-}
 
 template <class T>
 T lowest() {

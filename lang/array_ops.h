@@ -60,6 +60,21 @@ template <class T> concept Integral = std::same_as<T, int32_t> || std::same_as<T
 template <class T> concept Floating = std::same_as<T, float> || std::same_as<T, double>;
 template <class T> concept Numeric = Integral<T> || Floating<T>;
 
+template <class T>
+bool is_nan(T x) {
+    if constexpr (Floating<T>) return std::isnan(x);
+    else return false;
+}
+
+// Ascending order with NaNs last: a strict weak order for std::stable_sort
+// (sort's order; a sample sort over ranks splits by it too).
+template <class T>
+bool less_nan_last(T x, T y) {
+    if (is_nan(x)) return false;
+    if (is_nan(y)) return true;
+    return x < y;
+}
+
 // ---------------------------------------------------------------- scalar operators
 // The operators of the language on element types; the arithmetic is
 // lang/scalar_semantics.h's (wrapping integers, division by zero gives 0, ...).

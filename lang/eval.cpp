@@ -253,7 +253,8 @@ std::optional<Value> backend_slice(const Expr& e, const Value& a, const Env& env
     if (!a.is_delayed() && !a.is_array()) return std::nullopt;
     const Shape& shape = a.is_array() ? a.array()->shape : a.delayed()->shape();
     if (e.indices.empty() || e.indices.size() > shape.size()) return std::nullopt;
-    if (std::none_of(e.indices.begin(), e.indices.end(), [](const IndexArg& i) { return i.is_slice; }))
+    if (std::none_of(e.indices.begin(), e.indices.end(), [](const IndexArg& i) { return i.is_slice; }) &&
+        !(a.is_delayed() && a.delayed()->distributed()))
         return std::nullopt;
     const auto sel = selection(e, shape, env, ctx);
     return ctx.backend->slice(a, sel, e.loc);

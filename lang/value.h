@@ -148,6 +148,9 @@ struct DelayedArray {
     virtual ArrayPtr host() const { return nullptr; }
     // How the array is split over a session's ranks (`:ranks`); empty: whole here.
     virtual std::string layout_description() const { return {}; }
+    // Split over ranks: even a plain element or row read goes to the
+    // backend (which fetches it from its owner), not to a forced whole copy.
+    virtual bool distributed() const { return false; }
 };
 using DelayedPtr = std::shared_ptr<const DelayedArray>;
 

@@ -136,13 +136,26 @@ def main(argv):
                "product (two + 1)\nwhere (two > 0) two (two * 10)\nmap (\\v -> v * v) two\n"
                "let z = zipWith (\\a b -> a * b) big big\nmaximum z\n"
                "let acc = loop a = two for i < 3 do a + i\nacc\nsum (fill (7, 2) 3)\nmean (float two)\n"
-               "let one = iota 1\none\nsum (iota 0)\n")
+               "let one = iota 1\none\nsum (iota 0)\n"
+               # scans, folds, sorts and filters across the blocks; slices,
+               # element reads and updates (rows moved between ranks)
+               "let y = (iota 101 * 37) % 101\nscan (+) 0 y\nscanExclusive (+) 0 y\ncumsum y\nscan max 0 y\n"
+               "reduce (+) 0 y\nsort y\nsort (float y * 0.5)\nsort (fill 9 3)\nsort (iota 0)\n"
+               "filter (\\v -> v % 3 == 0) y\nlength (filter (\\v -> v > 200) y)\ncompress (y > 50) y\n"
+               "argmax y\nargmin (float y)\ny[5]\ny[-1]\ny[3:17]\ny[::-3]\ny[100:0:-7]\n"
+               "let d = y[1:] - y[:-1]\nd\nsum d\nlet g = generate (7, 5) (\\i j -> i * 10 + j)\ng\nscan (+) 0 g\n"
+               "sort (g % 3)\ng[3]\ng[2, 4]\ng[1:5, 2]\ng[::2, ::-1]\ncompress (iota 7 > 3) g\n"
+               "let u = fill 20 0.0\nu with [3:9] = 1.5\nu with [5] = 7.0\nu with [1:-1] = float (iota 18) * 2.0\n"
+               "g with [2:5] = fill (3, 5) 9\n"
+               "loop h = generate 30 (\\i -> float (i % 4)) for k < 5 do "
+               "h with [1:-1] = h[1:-1] + 0.25 * (h[2:] - 2.0 * h[1:-1] + h[:-2])\n"
+               "sort (random 1000)\n")
     one = run(binary, [], stdin=":set shard 1\n" + sharded)
     for ranks in ("2", "3", "4"):
-        rc, out, err, _ = run(binary, ["--ranks", ranks], stdin=":set shard 1\n" + sharded + "sort two\n:ranks\n")
+        rc, out, err, _ = run(binary, ["--ranks", ranks], stdin=":set shard 1\n" + sharded + "reverse two\n:ranks\n")
         check(f"sharded over {ranks} ranks: what one rank prints",
               rc == 0 and out.startswith(one[1]) and one[2] == "" and err.count("warning:") == 1
-              and "`sort` gathered an array of 2 elements sharded over " + ranks + " ranks whole on every rank" in err
+              and "`reverse` gathered an array of 2 elements sharded over " + ranks + " ranks whole on every rank" in err
               and "  big: sharded over " + ranks + " ranks by rows: 0.." in out,
               f"status {rc}\nstdout:\n{out}\nstderr:\n{err}\none rank:\n{one[1]}{one[2]}")
 

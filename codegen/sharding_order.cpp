@@ -1,0 +1,242 @@
+// Work across the blocks of a sharded vector that depends on what the
+// other ranks hold (sharding.h; docs/scale-out.md, "What moves"):
+//  - fold (sum, ..., reduce f z): each block's fold, then the blocks'
+//    results folded in rank order;
+//  - scan: the blocks' totals, each rank's prefix of the totals before it,
+//    then the block scanned from that prefix;
+//  - filter / compress: each block filtered, then rebalanced by the prefix
+//    of the counts;
+//  - sort: a sample sort (splitters from an allgather of samples, an
+//    all-to-all of the buckets, each bucket sorted, then rebalanced).
+// Every rank computes the same combination of the same partial results, so
+// the ranks agree bit for bit.
+#include <algorithm>
+#include <cstring>
+
+#include "codegen/sharding.h"
+#include "lang/builtins_eval.h"
+#include "lang/types.h"
+
+namespace shoal::compiled {
+
+namespace {
+
+std::optional<ir::CommOp> fold_op(std::string_view name) {
+    if (name == "sum") return ir::CommOp::Sum;
+    if (name == "product") return ir::CommOp::Product;
+    if (name == "maximum" || name == "any") return ir::CommOp::Max;
+    if (name == "minimum" || name == "all") return ir::CommOp::Min;
+    return std::nullopt;
+}
+
+// The partial results present among the first `upto` ranks, in rank order.
+std::optional<Array> present(const std::vector<std::optional<Scalar>>& parts, size_t upto) {
+    std::vector<Scalar> have;
+    for (size_t r = 0; r < upto && r < parts.size(); ++r)
+        if (parts[r]) have.push_back(*parts[r]);
+    if (have.empty()) return std::nullopt;
+    Array a(have.front().type, {static_cast<int64_t>(have.size())});
+    for (size_t k = 0; k < have.size(); ++k) a.set(static_cast<int64_t>(k), have[k]);
+    return a;
+}
+
+// reduce's type for the function and element of a scan's type
+// (a -> a -> a) -> a -> [a] -> [a].
+Type reduce_type_of_scan(const Type& scan) {
+    const Type f = func_param(scan), elem = func_param(func_result(scan));
+    return t_func(std::vector<Type>{f, elem, t_array(1, elem)}, elem);
+}
+
+}  // namespace
+
+std::vector<std::optional<Scalar>> ShardingBackend::partials(const ShardedArray& x,
+                                                             const std::function<Value()>& part) {
+    // [has one, its element type, its bytes] from each rank.
+    const bool mine = x.layout().end(x.rank()) > x.layout().begin(x.rank());
+    std::vector<char> block{static_cast<char>(mine), 0};
+    if (mine) {
+        const Scalar p = force(part()).scalar();
+        Array one(p.type, {1});
+        one.set(0, p);
+        block[1] = static_cast<char>(p.type);
+        block.insert(block.end(), one.bytes.begin(), one.bytes.end());
+    }
+    std::vector<int64_t> offsets;
+    const std::vector<char> all = comm_->allgather(block.data(), static_cast<int64_t>(block.size()), offsets);
+    std::vector<std::optional<Scalar>> parts(static_cast<size_t>(comm_->size()));
+    for (size_t r = 0; r < parts.size(); ++r) {
+        const char* at = all.data() + offsets[r];
+        if (!at[0]) continue;
+        Array one(static_cast<Prim>(at[1]), {1});
+        std::memcpy(one.bytes.data(), at + 2, one.bytes.size());
+        parts[r] = one.get(0);
+    }
+    return parts;
+}
+
+Value ShardingBackend::fold_across_ranks(std::string_view name, const Type& type, const ShardedArray& x,
+                                         EvalContext& ctx, const Loc& loc) {
+    const std::vector<Value> block{x.local()};
+    const auto parts = partials(x, [&] { return local_builtin(name, type, block, ctx, loc); });
+    std::optional<Array> acc = present(parts, parts.size());
+    // Every block empty: the empty array's own answer (0, or its error).
+    if (!acc) return local_builtin(name, type, block, ctx, loc);
+    for (int64_t k = 1; k < acc->size(); ++k)
+        ir::fold_into(acc->bytes.data(), acc->bytes.data() + k * prim_size(acc->elem), 1, ir::scalar_of(acc->elem),
+                      *fold_op(name));
+    return Value(acc->get(0));
+}
+
+Value ShardingBackend::reduce_across_ranks(const Type& type, std::span<const Value> args, const ShardedArray& x,
+                                           EvalContext& ctx, const Loc& loc) {
+    const std::vector<Value> block{args[0], args[1], x.local()};
+    const auto parts = partials(x, [&] { return local_builtin("reduce", type, block, ctx, loc); });
+    const std::optional<Array> p = present(parts, parts.size());
+    if (!p) return local_builtin("reduce", type, block, ctx, loc);
+    return local_builtin("reduce", type, std::vector<Value>{args[0], args[1], Value(std::make_shared<Array>(*p))}, ctx,
+                         loc);
+}
+
+Value ShardingBackend::extreme_across_ranks(std::string_view name, const Type& type, const ShardedArray& x,
+                                            EvalContext& ctx, const Loc& loc) {
+    // Each block's first extreme and its value; the first extreme of those
+    // values (rank order) names the block, whose index is then made global.
+    const std::vector<Value> block{x.local()};
+    const auto index = partials(x, [&] { return local_builtin(name, type, block, ctx, loc); });
+    const auto value = partials(x, [&] {
+        const int64_t i = index[static_cast<size_t>(x.rank())]->i;  // computed on this rank first
+        const ops::AxisSelect at[1] = {ops::AxisSelect{true, i, 1, 1}};
+        if (std::optional<Value> v = inner_->slice(x.local(), at, loc)) return *v;
+        return ops::index_array(*force(x.local()).array(), {at[0]});
+    });
+    const std::optional<Array> values = present(value, value.size());
+    if (!values) return local_builtin(name, type, block, ctx, loc);  // every block empty: its error
+    const int64_t k = force(local_builtin(name, type, std::vector<Value>{Value(std::make_shared<Array>(*values))},
+                                          ctx, loc))
+                          .scalar()
+                          .i;
+    int64_t seen = 0;
+    for (int r = 0; r < comm_->size(); ++r)
+        if (value[static_cast<size_t>(r)] && seen++ == k)
+            return Value(Scalar::of_int(static_cast<int32_t>(x.layout().begin(r) + index[static_cast<size_t>(r)]->i)));
+    internal_error(__FILE__, __LINE__, "sharding: no block holds the extreme");
+}
+
+Value ShardingBackend::scan_across_ranks(std::string_view name, const Type& type, std::span<const Value> args,
+                                         const ShardedArray& x, EvalContext& ctx, const Loc& loc) {
+    const Type reduce_type = type ? reduce_type_of_scan(type) : nullptr;
+    const std::vector<Value> block{args[0], args[1], x.local()};
+    const auto totals = partials(x, [&] { return local_builtin("reduce", reduce_type, block, ctx, loc); });
+    // This block starts from the fold of the blocks before it (z on rank 0).
+    Value from = args[1];
+    if (const std::optional<Array> before = present(totals, static_cast<size_t>(x.rank())))
+        from = local_builtin("reduce", reduce_type,
+                             std::vector<Value>{args[0], args[1], Value(std::make_shared<Array>(*before))}, ctx, loc);
+    return sharded(x.layout(), local_builtin(name, type, std::vector<Value>{args[0], from, x.local()}, ctx, loc));
+}
+
+Value ShardingBackend::filter_across_ranks(std::string_view name, const Type& type, std::span<const Value> args,
+                                           EvalContext& ctx, const Loc& loc) {
+    // filter p xs: xs sharded. compress mask xs: either or both sharded, with
+    // the same rows (else nothing is local: the caller gathers).
+    const ShardedArray* rows = as_sharded(args[1]) ? as_sharded(args[1]) : as_sharded(args[0]);
+    std::vector<Value> block(args.begin(), args.end());
+    if (name == "filter") {
+        block[1] = rows->local();
+    } else {
+        for (Value& b : block)
+            b = as_sharded(b) ? as_sharded(b)->local() : rows_of(b, rows->layout(), loc);
+    }
+    const ArrayPtr kept = force(local_builtin(name, type, block, ctx, loc)).array();
+    const std::vector<int64_t> counts = counts_of_ranks(kept->shape[0]);
+    int64_t first = 0, total = 0;
+    for (int r = 0; r < comm_->size(); ++r) {
+        if (r < comm_->rank()) first += counts[static_cast<size_t>(r)];
+        total += counts[static_cast<size_t>(r)];
+    }
+    return rebalanced(*kept, first, total);
+}
+
+Value ShardingBackend::sort_across_ranks(const Type& type, const ShardedArray& x, EvalContext& ctx, const Loc& loc) {
+    const int ranks = comm_->size();
+    const ArrayPtr sorted = force(local_builtin("sort", type, std::vector<Value>{x.local()}, ctx, loc)).array();
+    const int64_t n = sorted->size();
+    const int64_t width = prim_size(sorted->elem);
+    return ops::with_prim(sorted->elem, [&]<class B>(B) -> Value {
+        using T = std::conditional_t<std::is_same_v<B, bool>, unsigned char, B>;  // bools are bytes 0 and 1
+        const T* xs = sorted->data<T>();
+        // Regular samples of each sorted block (2 per rank), all of them
+        // sorted alike on every rank; the splitters are evenly spaced in them.
+        const int64_t m = std::min<int64_t>(n, 2 * ranks);
+        std::vector<T> mine;
+        for (int64_t j = 0; j < m; ++j) mine.push_back(xs[(2 * j + 1) * n / (2 * m)]);
+        std::vector<int64_t> offsets;
+        const std::vector<char> all =
+            comm_->allgather(mine.data(), static_cast<int64_t>(mine.size() * sizeof(T)), offsets);
+        std::vector<T> samples(all.size() / sizeof(T));
+        std::memcpy(samples.data(), all.data(), all.size());
+        std::stable_sort(samples.begin(), samples.end(), ops::less_nan_last<T>);
+        // Bucket d gets the elements in [splitter d-1, splitter d): equal
+        // keys go to one bucket on every rank, so their order is kept.
+        std::vector<std::vector<char>> sends(static_cast<size_t>(ranks));
+        int64_t from = 0;
+        for (int d = 0; d < ranks; ++d) {
+            int64_t to = n;
+            if (d + 1 < ranks && !samples.empty()) {
+                const T splitter = samples[static_cast<size_t>(d + 1) * samples.size() / static_cast<size_t>(ranks)];
+                to = std::lower_bound(xs + from, xs + n, splitter, ops::less_nan_last<T>) - xs;
+            }
+            sends[static_cast<size_t>(d)].assign(reinterpret_cast<const char*>(xs + from),
+                                                 reinterpret_cast<const char*>(xs + to));
+            from = to;
+        }
+        const std::vector<std::vector<char>> buckets = comm_->alltoall(sends);
+        int64_t size = 0;
+        for (const auto& b : buckets) size += static_cast<int64_t>(b.size()) / width;
+        auto bucket = std::make_shared<Array>(sorted->elem, Shape{size}, Array::Uninitialised{});
+        char* at = reinterpret_cast<char*>(bucket->bytes.data());
+        for (const auto& b : buckets) at = std::copy(b.begin(), b.end(), at);  // by rank: stable
+        const ArrayPtr mine_sorted =
+            force(local_builtin("sort", type, std::vector<Value>{Value(bucket)}, ctx, loc)).array();
+        const std::vector<int64_t> counts = counts_of_ranks(size);
+        int64_t first = 0, total = 0;
+        for (int r = 0; r < ranks; ++r) {
+            if (r < comm_->rank()) first += counts[static_cast<size_t>(r)];
+            total += counts[static_cast<size_t>(r)];
+        }
+        return rebalanced(*mine_sorted, first, total);
+    });
+}
+
+std::optional<Value> ShardingBackend::generate_blocks(const Shape& global, const Type& type, const Value& f,
+                                                      EvalContext& ctx, const Loc& loc) {
+    if (!type || global.size() > 2) return std::nullopt;
+    const Layout layout{global, comm_->size()};
+    const int r = comm_->rank();
+    const int64_t lo = layout.begin(r), rows = layout.end(r) - lo;
+    const Type fn = func_param(func_result(type)), result = func_result(func_result(type));
+    const Type ints = t_prim(Prim::Int);
+    auto int_value = [](int64_t v) { return Value(Scalar::of_int(static_cast<int32_t>(v))); };
+    // The block's global row indices: lo, lo + 1, ...
+    const Value row_index = local_builtin(
+        "+", nullptr, std::vector<Value>{local_builtin("iota", nullptr, std::vector<Value>{int_value(rows)}, ctx, loc),
+                                         int_value(lo)},
+        ctx, loc);
+    Value local;
+    if (global.size() == 1) {
+        local = local_builtin("map", t_func(std::vector<Type>{fn, t_array(1, ints)}, result),
+                              std::vector<Value>{f, row_index}, ctx, loc);
+    } else {
+        // f i j over (rows, 1) and (1, columns) index arrays, broadcast.
+        const Value i = local_builtin("col", nullptr, std::vector<Value>{row_index}, ctx, loc);
+        const Value j = local_builtin(
+            "row", nullptr,
+            std::vector<Value>{local_builtin("iota", nullptr, std::vector<Value>{int_value(global[1])}, ctx, loc)},
+            ctx, loc);
+        local = local_builtin("zipWith", t_func(std::vector<Type>{fn, t_array(2, ints), t_array(2, ints)}, result),
+                              std::vector<Value>{f, i, j}, ctx, loc);
+    }
+    return wrap_blocks(local, layout, comm_);
+}
+
+}  // namespace shoal::compiled

@@ -1,0 +1,196 @@
+// Rows on the move between ranks (sharding.h): slices and element reads of
+// sharded arrays, updates of their rows, and the rebalancing that filters
+// and sorts end with. A rank sends only the rows another rank needs (a
+// slice shifted by one row moves one row per boundary: the halo of a
+// stencil such as `u[2:] - 2.0 * u[1:-1] + u[:-2]`).
+#include <algorithm>
+#include <cstring>
+
+#include "codegen/sharding.h"
+#include "lang/builtins_eval.h"
+
+namespace shoal::compiled {
+
+namespace {
+
+// Bytes of one row (the elements past the leading axis) of `a`.
+int64_t row_bytes(const Array& a) {
+    int64_t n = prim_size(a.elem);
+    for (size_t k = 1; k < a.shape.size(); ++k) n *= a.shape[k];
+    return n;
+}
+
+Shape with_rows(const Array& like, int64_t rows) {
+    Shape s = like.shape;
+    s[0] = rows;
+    return s;
+}
+
+// [first row, end row) of the block of `rows` rows starting at `first`,
+// prefixed to its bytes: one message of rows.
+std::vector<char> rows_message(const Array& block, int64_t first, int64_t begin, int64_t end) {
+    const int64_t rb = row_bytes(block);
+    std::vector<char> m(sizeof(int64_t) + static_cast<size_t>((end - begin) * rb));
+    std::memcpy(m.data(), &begin, sizeof begin);
+    if (end > begin) std::memcpy(m.data() + sizeof begin, block.bytes.data() + (begin - first) * rb, m.size() - sizeof begin);
+    return m;
+}
+
+// Places a rows message into `out`, whose first row is row `out_first`.
+int64_t place_rows(Array& out, int64_t out_first, const char* message, size_t bytes) {
+    int64_t begin = 0;
+    std::memcpy(&begin, message, sizeof begin);
+    const int64_t rb = row_bytes(out);
+    const size_t data = bytes - sizeof begin;
+    if (data) std::memcpy(out.bytes.data() + (begin - out_first) * rb, message + sizeof begin, data);
+    return rb ? static_cast<int64_t>(data) / rb : 0;
+}
+
+// The positions k (0 <= k < s.count) of a slice of the leading axis whose
+// rows s.start + k s.step lie in [lo, hi): one range, as the rows are.
+std::pair<int64_t, int64_t> positions_in(const ops::AxisSelect& s, int64_t lo, int64_t hi) {
+    auto ceil_div = [](int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b : -((-a) / b); };  // b > 0
+    int64_t k0, k1;
+    if (s.step > 0) {
+        k0 = ceil_div(lo - s.start, s.step);
+        k1 = ceil_div(hi - s.start, s.step);
+    } else {
+        k0 = ceil_div(s.start - (hi - 1), -s.step);
+        k1 = ceil_div(s.start - lo + 1, -s.step);
+    }
+    k0 = std::clamp<int64_t>(k0, 0, s.count);
+    k1 = std::clamp<int64_t>(k1, 0, s.count);
+    return {k0, std::max(k0, k1)};
+}
+
+// NumPy's rule, one way: `from` broadcasts to `to` unchanged in shape.
+bool broadcasts_to(const Shape& from, const Shape& to) {
+    if (from.size() > to.size()) return false;
+    for (size_t k = 0; k < from.size(); ++k) {
+        const int64_t f = from[from.size() - 1 - k], t = to[to.size() - 1 - k];
+        if (f != t && f != 1) return false;
+    }
+    return true;
+}
+
+}  // namespace
+
+std::vector<int64_t> ShardingBackend::counts_of_ranks(int64_t mine) {
+    std::vector<int64_t> offsets;
+    const std::vector<char> all = comm_->allgather(&mine, sizeof mine, offsets);
+    std::vector<int64_t> counts(static_cast<size_t>(comm_->size()));
+    std::memcpy(counts.data(), all.data(), counts.size() * sizeof(int64_t));
+    return counts;
+}
+
+ArrayPtr ShardingBackend::move_rows(const Array& block, int64_t first,
+                                    const std::vector<std::pair<int64_t, int64_t>>& want) {
+    const int64_t end = first + block.shape[0];
+    std::vector<std::vector<char>> sends(want.size());
+    for (size_t d = 0; d < want.size(); ++d) {
+        const int64_t b = std::max(first, want[d].first), e = std::min(end, want[d].second);
+        if (b < e) sends[d] = rows_message(block, first, b, e);
+    }
+    const std::vector<std::vector<char>> received = comm_->alltoall(sends);
+    const auto [lo, hi] = want[static_cast<size_t>(comm_->rank())];
+    auto out = std::make_shared<Array>(block.elem, with_rows(block, hi - lo), Array::Uninitialised{});
+    int64_t rows = 0;
+    for (const std::vector<char>& m : received)
+        if (!m.empty()) rows += place_rows(*out, lo, m.data(), m.size());
+    if (rows != hi - lo && row_bytes(block) > 0)
+        internal_error(__FILE__, __LINE__, "sharding: the rows received do not make this rank's block");
+    return out;
+}
+
+ArrayPtr ShardingBackend::gather_rows(const Array& block, int64_t first, int64_t total) {
+    const std::vector<char> mine = rows_message(block, first, first, first + block.shape[0]);
+    std::vector<int64_t> offsets;
+    const std::vector<char> all = comm_->allgather(mine.data(), static_cast<int64_t>(mine.size()), offsets);
+    auto whole = std::make_shared<Array>(block.elem, with_rows(block, total), Array::Uninitialised{});
+    for (size_t r = 0; r + 1 < offsets.size(); ++r)
+        place_rows(*whole, 0, all.data() + offsets[r], static_cast<size_t>(offsets[r + 1] - offsets[r]));
+    return whole;
+}
+
+Value ShardingBackend::rebalanced(const Array& block, int64_t first, int64_t total) {
+    const Layout layout{with_rows(block, total), comm_->size()};
+    if (total == 0 || shape_size(layout.global) < threshold_) return Value(gather_rows(block, first, total));
+    std::vector<std::pair<int64_t, int64_t>> want;
+    for (int r = 0; r < layout.ranks; ++r) want.emplace_back(layout.begin(r), layout.end(r));
+    return sharded(layout, Value(move_rows(block, first, want)));
+}
+
+std::pair<Value, int64_t> ShardingBackend::select_local(const ShardedArray& a, std::vector<ops::AxisSelect> sel,
+                                                        const Loc& loc) {
+    const int r = comm_->rank();
+    const auto [k0, k1] = positions_in(sel[0], a.layout().begin(r), a.layout().end(r));
+    sel[0] = ops::AxisSelect{false, k1 > k0 ? sel[0].start + sel[0].step * k0 - a.layout().begin(r) : 0, sel[0].step,
+                             k1 - k0};
+    if (std::optional<Value> part = inner_->slice(a.local(), sel, loc)) return {*part, k0};
+    return {ops::index_array(*force(a.local()).array(), sel), k0};
+}
+
+Value ShardingBackend::sharded_slice(const ShardedArray& a, std::span<const ops::AxisSelect> selection,
+                                     const Loc& loc) {
+    if (const ArrayPtr& whole = a.gathered()) {  // here already (printed, say): no messages
+        const bool slices = std::any_of(selection.begin(), selection.end(), [](const ops::AxisSelect& s) { return !s.drops; });
+        if (slices)  // the engine takes a selection with a slice; a plain read is the host's
+            if (std::optional<Value> part = inner_->slice(Value(whole), selection, loc)) return *part;
+        return ops::index_array(*whole, std::vector<ops::AxisSelect>(selection.begin(), selection.end()));
+    }
+    std::vector<ops::AxisSelect> sel =
+        ops::full_selection(a.shape(), std::vector<ops::AxisSelect>(selection.begin(), selection.end()));
+    const bool row_read = sel[0].drops;  // a[i, ...]: the row comes from its owner
+    if (row_read) sel[0] = ops::AxisSelect{false, sel[0].start, 1, 1};
+    const auto [part, first] = select_local(a, sel, loc);
+    const ArrayPtr block = force(part).array();
+    if (!row_read) return rebalanced(*block, first, sel[0].count);
+    return ops::index_array(*gather_rows(*block, first, 1), {ops::AxisSelect{true, 0, 1, 1}});
+}
+
+std::optional<Value> ShardingBackend::sharded_update(const ShardedArray& a, std::span<const ops::AxisSelect> selection,
+                                                     const Value& v, const Loc& loc) {
+    std::vector<ops::AxisSelect> sel =
+        ops::full_selection(a.shape(), std::vector<ops::AxisSelect>(selection.begin(), selection.end()));
+    const Layout& layout = a.layout();
+    const int me = comm_->rank();
+    // The new part's shape must broadcast to the selection's, as alone.
+    Shape part_shape;
+    for (const ops::AxisSelect& s : sel)
+        if (!s.drops) part_shape.push_back(s.count);
+    const bool v_array = v.is_array() || v.is_delayed();
+    const Shape v_shape = v_array ? array_like_shape(v) : Shape{};
+    if (v.is_tuple() || !broadcasts_to(v_shape, part_shape)) return std::nullopt;  // the error comes from the whole update
+
+    // This rank's share of the new part: none when the selection drops the
+    // leading axis or the part broadcasts along it, else its rows.
+    Value mine = v;
+    const bool rows_of_v = !sel[0].drops && v_array && v_shape.size() == part_shape.size() && v_shape[0] == sel[0].count;
+    const auto [k0, k1] = sel[0].drops ? std::pair<int64_t, int64_t>{0, 0}
+                                       : positions_in(sel[0], layout.begin(me), layout.end(me));
+    if (rows_of_v) {
+        if (const ShardedArray* s = as_sharded(v)) {
+            std::vector<std::pair<int64_t, int64_t>> want;
+            for (int r = 0; r < layout.ranks; ++r) want.push_back(positions_in(sel[0], layout.begin(r), layout.end(r)));
+            mine = Value(move_rows(*force(s->local()).array(), s->layout().begin(me), want));
+        } else {
+            mine = ops::index_array(*force(v).array(), {ops::AxisSelect{false, k0, 1, k1 - k0}});
+        }
+    } else if (as_sharded(v)) {
+        mine = gathered("an update", v, loc);
+    }
+    // This rank's rows of the selection, in its block.
+    const int64_t lo = layout.begin(me);
+    if (sel[0].drops) {
+        if (sel[0].start < lo || sel[0].start >= layout.end(me)) return sharded(layout, a.local());  // a new array: nothing of a's gathered copy
+        sel[0].start -= lo;
+    } else {
+        if (k1 == k0) return sharded(layout, a.local());  // a new array: nothing of a's gathered copy
+        sel[0] = ops::AxisSelect{false, sel[0].start + sel[0].step * k0 - lo, sel[0].step, k1 - k0};
+    }
+    const Value block = settle(a.local());
+    if (std::optional<Value> updated = inner_->update(block, sel, mine, loc)) return sharded(layout, *updated);
+    return sharded(layout, Value(ops::update_array(*force(block).array(), sel, force(mine), loc)));
+}
+
+}  // namespace shoal::compiled
