@@ -54,6 +54,9 @@ public:
 
     // Bytes this rank sent and received through collectives (`:profile`).
     virtual int64_t bytes_moved() const = 0;
+    // Seconds this rank spent inside collectives: the transfers and the wait
+    // for the other ranks to arrive (`:time` splits it from the computation).
+    virtual double seconds_in_collectives() const { return 0; }
 };
 
 // The folds the collectives use, with Shoal's scalar semantics: acc = acc op x

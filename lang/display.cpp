@@ -653,8 +653,12 @@ DisplayData time_display(const std::vector<KernelProfile>& kernels, double wall_
                    " from the cache" + (built.cache_seconds > 0 ? " (" + duration_text(built.cache_seconds) + ")" : "");
     d.plain += transfers_text(breakdown.moved);
     if (breakdown.ranks > 1)
-        d.plain += "; on " + std::to_string(breakdown.ranks) + " ranks (the time is rank 0's), then " +
-                   duration_text(breakdown.agreement_seconds) + " until every rank had finished";
+        d.plain += "; on " + std::to_string(breakdown.ranks) + " ranks (the time is rank 0's" +
+                   (breakdown.collective_bytes || breakdown.collective_seconds > 0
+                        ? ", of which " + duration_text(breakdown.collective_seconds) + " in collectives moving " +
+                              bytes_text(breakdown.collective_bytes)
+                        : std::string()) +
+                   "), then " + duration_text(breakdown.agreement_seconds) + " until every rank had finished";
     d.rich["text/html"] = "<div style=\"color:#666;font-family:monospace;font-size:12px\">" + html_escape(d.plain) + "</div>";
     append_advice(d, advice);
     return d;

@@ -56,6 +56,8 @@ struct TimeBreakdown {
     int64_t plans_replayed = 0;    // of those, run by a replayed loop step (the body not evaluated)
     int ranks = 1;                 // the ranks that ran it (docs/scale-out.md)
     double agreement_seconds = 0;  // on several: the wait for their agreement, after the computation
+    double collective_seconds = 0; // on several: rank 0's time inside collectives (sharded arrays)
+    int64_t collective_bytes = 0;  // and the bytes they moved to and from rank 0
 };
 // `advice`: performance_advice's lines, each shown as "advice: ...".
 DisplayData time_display(const std::vector<KernelProfile>& kernels, double wall_seconds, bool compiled,

@@ -58,6 +58,13 @@ public:
         (void)shard_threshold, (void)cancel;
         return inner;
     }
+    // This rank's collectives of sharded arrays so far: seconds inside them
+    // and bytes moved (`:time`'s communication share).
+    struct CommunicationTotals {
+        double seconds = 0;
+        int64_t bytes = 0;
+    };
+    virtual CommunicationTotals communication() const { return {}; }
 };
 
 // What a new rank adopts first so that its session matches rank 0's: the

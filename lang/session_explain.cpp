@@ -125,6 +125,8 @@ bool SessionCommands::measure(const CommandInfo& c, std::string_view arg, bool p
     const TransferCounters moved_before = backend ? backend->transfers() : TransferCounters{};
     const CompileCounters compiled_before = backend ? backend->compilation() : CompileCounters{};
     TimeBreakdown breakdown;
+    const RankWorld::CommunicationTotals communicated_before =
+        I.statement_world ? I.statement_world->communication() : RankWorld::CommunicationTotals{};
     ProfileReport report;
     double wall = 0;
     // :profile also compiles the kernels for `:set arch` (registers and
@@ -151,6 +153,9 @@ bool SessionCommands::measure(const CommandInfo& c, std::string_view arg, bool p
     if (I.statement_world) {
         breakdown.ranks = I.statement_world->size();
         breakdown.agreement_seconds = I.agreement_seconds;
+        const RankWorld::CommunicationTotals communicated = I.statement_world->communication();
+        breakdown.collective_seconds = communicated.seconds - communicated_before.seconds;
+        breakdown.collective_bytes = communicated.bytes - communicated_before.bytes;
     }
     if (backend) {
         breakdown.moved = backend->transfers() - moved_before;

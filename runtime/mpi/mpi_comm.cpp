@@ -87,6 +87,12 @@ int MpiComm::byte_count(size_t bytes) {
 
 std::vector<std::vector<char>> MpiComm::exchange(const std::vector<const std::vector<char>*>& sends,
                                                  const std::vector<bool>& from) {
+    const Clock::time_point entered = Clock::now();
+    struct Timed {
+        double& seconds;
+        Clock::time_point entered;
+        ~Timed() { seconds += std::chrono::duration<double>(Clock::now() - entered).count(); }
+    } timed{seconds_, entered};
     const Clock::time_point deadline =
         Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_));
     std::vector<MPI_Request> sent;

@@ -41,6 +41,7 @@ public:
     std::pair<std::vector<char>, std::vector<char>> exchange_with_neighbours(const std::vector<char>& to_previous,
                                                                              const std::vector<char>& to_next) override;
     int64_t bytes_moved() const override { return bytes_moved_; }
+    double seconds_in_collectives() const override { return seconds_; }
     void set_timeout(double seconds) { timeout_ = seconds; }
     void set_cancel(const std::atomic<bool>* cancel) { cancel_ = cancel; }
     // Rank 0 of a session: whether another rank left the statement (it
@@ -77,6 +78,7 @@ private:
     Mark at_, sent_mark_;
     const char* what_ = "";
     int64_t bytes_moved_ = 0;
+    double seconds_ = 0;  // inside exchange(), every collective's one way in
     std::function<bool()> abandon_check_;
 };
 

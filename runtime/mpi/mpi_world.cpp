@@ -324,6 +324,11 @@ public:
         return sharding_.get();
     }
 
+    CommunicationTotals communication() const override {
+        if (!collectives_) return {};
+        return {collectives_->seconds_in_collectives(), collectives_->bytes_moved()};
+    }
+
     std::string report() const override {
         std::string s = std::to_string(size_) + " ranks (" +
                         (how_ == Start::Spawned ? "workers spawned by this process over MPI" : "started by mpirun") +
