@@ -51,6 +51,16 @@ public:
     const Value& local() const { return local_; }
     // The whole array when it has been gathered already (every rank alike).
     const ArrayPtr& gathered() const { return gathered_; }
+    // Halo rows: every rank's block widened by (rows before, rows after)
+    // from its neighbours, and this rank's widened block (a host array):
+    // the slices of a stencil read it, fused, without moving rows again.
+    // The same on every rank's copy of the array (decided from the layout).
+    const std::vector<std::pair<int64_t, int64_t>>& halo() const { return halo_; }
+    const Value& widened() const { return widened_; }
+    void set_halo(std::vector<std::pair<int64_t, int64_t>> halo, Value widened) const {
+        halo_ = std::move(halo);
+        widened_ = std::move(widened);
+    }
     int rank() const { return comm_->rank(); }
 
 private:
@@ -59,6 +69,8 @@ private:
     mutable Value local_;
     Prim elem_;
     mutable ArrayPtr gathered_;
+    mutable std::vector<std::pair<int64_t, int64_t>> halo_;
+    mutable Value widened_;
 };
 
 class ShardingBackend final : public ArrayBackend {
@@ -105,6 +117,9 @@ private:
     // block: the rows of it this rank holds, and their first output row.
     std::pair<Value, int64_t> select_local(const ShardedArray& a, std::vector<ops::AxisSelect> sel, const Loc& loc);
     Value sharded_slice(const ShardedArray& a, std::span<const ops::AxisSelect> sel, const Loc& loc);
+    // A slice with step 1 along the leading axis into balanced blocks: each
+    // rank's rows are its own and a few of its neighbours' (the halo).
+    Value halo_slice(const ShardedArray& a, std::vector<ops::AxisSelect> sel, const Loc& loc);
     std::optional<Value> sharded_update(const ShardedArray& a, std::span<const ops::AxisSelect> sel, const Value& v,
                                         const Loc& loc);
 

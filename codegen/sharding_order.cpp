@@ -193,11 +193,24 @@ Value ShardingBackend::sort_across_ranks(const Type& type, const ShardedArray& x
         const std::vector<std::vector<char>> buckets = comm_->alltoall(sends);
         int64_t size = 0;
         for (const auto& b : buckets) size += static_cast<int64_t>(b.size()) / width;
+        // The bucket: each rank's sorted run, in rank order, merged pairwise
+        // (a merge takes the earlier run's element first: stable).
         auto bucket = std::make_shared<Array>(sorted->elem, Shape{size}, Array::Uninitialised{});
-        char* at = reinterpret_cast<char*>(bucket->bytes.data());
-        for (const auto& b : buckets) at = std::copy(b.begin(), b.end(), at);  // by rank: stable
-        const ArrayPtr mine_sorted =
-            force(local_builtin("sort", type, std::vector<Value>{Value(bucket)}, ctx, loc)).array();
+        T* first_run = bucket->data<T>();
+        std::vector<int64_t> runs{0};
+        for (const auto& b : buckets) {
+            std::memcpy(first_run + runs.back(), b.data(), b.size());
+            runs.push_back(runs.back() + static_cast<int64_t>(b.size()) / width);
+        }
+        for (size_t step = 1; step + 1 < runs.size(); step *= 2) {
+            for (size_t k = 0; k + step + 1 < runs.size(); k += 2 * step) {
+                evalimpl::check_cancel(ctx, loc);
+                const size_t end = std::min(k + 2 * step, runs.size() - 1);
+                std::inplace_merge(first_run + runs[k], first_run + runs[k + step], first_run + runs[end],
+                                   ops::less_nan_last<T>);
+            }
+        }
+        const ArrayPtr& mine_sorted = bucket;
         const std::vector<int64_t> counts = counts_of_ranks(size);
         int64_t first = 0, total = 0;
         for (int r = 0; r < ranks; ++r) {

@@ -142,10 +142,52 @@ Value ShardingBackend::sharded_slice(const ShardedArray& a, std::span<const ops:
         ops::full_selection(a.shape(), std::vector<ops::AxisSelect>(selection.begin(), selection.end()));
     const bool row_read = sel[0].drops;  // a[i, ...]: the row comes from its owner
     if (row_read) sel[0] = ops::AxisSelect{false, sel[0].start, 1, 1};
+    const int64_t rows_out = sel[0].count;
+    if (!row_read && sel[0].step == 1 && rows_out > 0 &&
+        shape_size(a.shape()) / std::max<int64_t>(a.shape()[0], 1) * rows_out >= threshold_)
+        return halo_slice(a, sel, loc);
     const auto [part, first] = select_local(a, sel, loc);
     const ArrayPtr block = force(part).array();
     if (!row_read) return rebalanced(*block, first, sel[0].count);
     return ops::index_array(*gather_rows(*block, first, 1), {ops::AxisSelect{true, 0, 1, 1}});
+}
+
+Value ShardingBackend::halo_slice(const ShardedArray& a, std::vector<ops::AxisSelect> sel, const Loc& loc) {
+    const Layout& in = a.layout();
+    const int ranks = in.ranks, me = comm_->rank();
+    Shape out_rows = a.shape();
+    out_rows[0] = sel[0].count;
+    const Layout out{out_rows, ranks};
+    // Rows each rank needs beyond its block, before and after it.
+    std::vector<std::pair<int64_t, int64_t>> halo = a.halo();
+    halo.resize(static_cast<size_t>(ranks));
+    bool wider = false;
+    for (int r = 0; r < ranks; ++r) {
+        if (out.end(r) == out.begin(r)) continue;
+        const int64_t first = sel[0].start + out.begin(r), last = sel[0].start + out.end(r);
+        auto& [before, after] = halo[static_cast<size_t>(r)];
+        const int64_t need_before = std::max<int64_t>(0, in.begin(r) - first), need_after = std::max<int64_t>(0, last - in.end(r));
+        wider = wider || need_before > before || need_after > after;
+        before = std::max(before, need_before);
+        after = std::max(after, need_after);
+    }
+    if (wider) {  // every rank decides alike, from the layouts: all exchange or none
+        std::vector<std::pair<int64_t, int64_t>> want;
+        for (int r = 0; r < ranks; ++r)
+            want.emplace_back(in.begin(r) - halo[static_cast<size_t>(r)].first, in.end(r) + halo[static_cast<size_t>(r)].second);
+        a.set_halo(halo, Value(move_rows(*force(a.local()).array(), in.begin(me), want)));
+    }
+    const bool widened = !a.halo().empty();
+    const Value& block = widened ? a.widened() : a.local();
+    const int64_t block_first = in.begin(me) - (widened ? a.halo()[static_cast<size_t>(me)].first : 0);
+    sel[0] = ops::AxisSelect{false, out.end(me) > out.begin(me) ? sel[0].start + out.begin(me) - block_first : 0, 1,
+                             out.end(me) - out.begin(me)};
+    Value part;
+    if (std::optional<Value> p = inner_->slice(block, sel, loc)) part = *p;
+    else part = ops::index_array(*force(block).array(), sel);
+    Shape global = array_like_shape(part);
+    global[0] = out_rows[0];
+    return sharded(Layout{global, ranks}, part);
 }
 
 std::optional<Value> ShardingBackend::sharded_update(const ShardedArray& a, std::span<const ops::AxisSelect> selection,

@@ -149,7 +149,8 @@ def main(argv):
                "g with [2:5] = fill (3, 5) 9\n"
                "loop h = generate 30 (\\i -> float (i % 4)) for k < 5 do "
                "h with [1:-1] = h[1:-1] + 0.25 * (h[2:] - 2.0 * h[1:-1] + h[:-2])\n"
-               "sort (random 1000)\n")
+               "sort (random 1000)\nsort (where (y % 7 == 0) (0.0 / 0.0) (float y))\n"
+               "show (sort (where (y % 5 == 0) (-0.0) (where (y % 3 == 0) 0.0 1.0)))\n")
     one = run(binary, [], stdin=":set shard 1\n" + sharded)
     for ranks in ("2", "3", "4"):
         rc, out, err, _ = run(binary, ["--ranks", ranks], stdin=":set shard 1\n" + sharded + "reverse two\n:ranks\n")

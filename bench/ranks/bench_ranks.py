@@ -11,6 +11,14 @@ costs. Per rank count, in one run, alternating rounds, best of each:
   sharded  the same with `:set shard 1`: each rank folds its block, then
            one value per rank is exchanged (map and reduce scaling)
   map      `:time let y = x * 2.0 + 1.0` sharded (each rank its block)
+  scan     `:time let c = cumsum x` sharded: each block's total, the
+           prefix of the totals before it, the block scanned from it
+  sort     `:time let s = sort x` sharded: a sample sort (an all-to-all
+           of buckets, then rebalanced)
+  stencil  `:time let d = x[2:] - 2.0 * x[1:-1] + x[:-2]` sharded: each
+           slice moves the rows its neighbours hold (the halo)
+For the sharded statements, `comm` is the share of rank 0's time spent
+inside collectives (transfers and waiting for the other ranks).
 
 Usage: python3 bench/ranks/bench_ranks.py [SHOAL_BINARY] (default build/shoal)
 Fix the threads per rank first (SHOAL_THREADS=1 is set here): one rank
@@ -44,11 +52,32 @@ def milliseconds(text):
     return float(value) * {"s": 1000.0, "ms": 1.0, "us": 0.001, "ns": 1e-6}[unit]
 
 
+SHARDED = [("sum", "sum (x * x)"), ("map", "let y = x * 2.0 + 1.0"), ("scan", "let c = cumsum x"),
+           ("sort", "let s = sort x"), ("stencil", "let d = x[2:] - 2.0 * x[1:-1] + x[:-2]")]
+DURATION = r"([0-9.]+ (?:ns|us|ms|s))\b"
+
+
+def times(out):
+    """(wall ms, collectives ms) per :time line: rank 0's time plus its wait
+    until every rank had finished, and rank 0's time inside collectives."""
+    found = []
+    for line in out.splitlines():
+        t = re.match(r"time: " + DURATION, line)
+        if not t:
+            continue
+        c = re.search(r"of which " + DURATION + " in collectives", line)
+        w = re.search(r"then " + DURATION + " until every rank had finished", line)
+        found.append((milliseconds(t[1]) + (milliseconds(w[1]) if w else 0.0), milliseconds(c[1]) if c else 0.0))
+    return found
+
+
 def main():
     binary = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/shoal")
     many = "let a = 1\n" * STATEMENTS
-    reduce = "let x = random 4194304\n:time sum (x * x)\n"
-    sharded = ":set shard 1\n" + reduce + ":time let y = x * 2.0 + 1.0\n"
+    # Each statement twice, the second measured: the first runs while its
+    # native code compiles (the interpreter meanwhile).
+    reduce = "let x = random 4194304\n:time sum (x * x)\n:time sum (x * x)\n"
+    sharded = ":set shard 1\nlet x = random 4194304\n" + "".join(f":time {s}\n:time {s}\n" for _, s in SHARDED)
     best = {}
     for _ in range(ROUNDS):
         for ranks in (1, 2, 3, 4):
@@ -56,20 +85,25 @@ def main():
             lots, _ = run(binary, ranks, many)
             _, out = run(binary, ranks, reduce)
             _, out_sharded = run(binary, ranks, sharded)
-            # rank 0's time plus its wait until every rank had finished: the statement's wall time
-            ms = [milliseconds(a) + (milliseconds(b) if b else 0.0) for a, b in re.findall(
-                r"time: ([0-9.]+ (?:ns|us|ms|s))\b.*?(?:then ([0-9.]+ (?:ns|us|ms|s)) until every rank had finished)?$",
-                out + out_sharded, re.M)]
-            b = best.setdefault(ranks, [1e9] * 5)
-            b[0] = min(b[0], start)
-            b[1] = min(b[1], (lots - start) / STATEMENTS)
-            for k in range(3):
-                b[2 + k] = min(b[2 + k], ms[k] if k < len(ms) else float("nan"))
-    print(f"{'ranks':>5} {'start s':>8} {'stmt us':>8} {'vs 1':>6} {'reduce ms':>10} {'sharded ms':>11} {'speed-up':>9}"
-          f" {'map ms':>8} {'speed-up':>9}")
-    for ranks, (start, stmt, rep, sh, mp) in sorted(best.items()):
-        print(f"{ranks:>5} {start:8.3f} {stmt * 1e6:8.1f} {stmt / best[1][1]:6.2f} {rep:10.2f} {sh:11.2f}"
-              f" {best[1][3] / sh:9.2f} {mp:8.2f} {best[1][4] / mp:9.2f}")
+            b = best.setdefault(ranks, {"start": 1e9, "stmt": 1e9, "reduce": (1e9, 0.0)})
+            b["start"] = min(b["start"], start)
+            b["stmt"] = min(b["stmt"], (lots - start) / STATEMENTS)
+            b["reduce"] = min(b["reduce"], times(out)[1])
+            for (name, _), t in zip(SHARDED, times(out_sharded)[1::2]):
+                b[name] = min(b.get(name, (1e9, 0.0)), t)
+    print(f"{'ranks':>5} {'start s':>8} {'stmt us':>8} {'vs 1':>6} {'replicated sum ms':>18}")
+    for ranks, b in sorted(best.items()):
+        print(f"{ranks:>5} {b['start']:8.3f} {b['stmt'] * 1e6:8.1f} {b['stmt'] / best[1]['stmt']:6.2f}"
+              f" {b['reduce'][0]:18.2f}")
+    print()
+    print("sharded over the ranks, 2^22 floats: wall ms (speed-up over 1 rank, share in collectives)")
+    print(f"{'ranks':>5}" + "".join(f" {name:>24}" for name, _ in SHARDED))
+    for ranks, b in sorted(best.items()):
+        cells = []
+        for name, _ in SHARDED:
+            wall, comm = b[name]
+            cells.append(f"{wall:9.2f} ({best[1][name][0] / wall:4.2f}x, {100 * comm / wall:3.0f}%)")
+        print(f"{ranks:>5}" + "".join(f" {c:>24}" for c in cells))
 
 
 if __name__ == "__main__":
