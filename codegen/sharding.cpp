@@ -252,9 +252,12 @@ std::optional<Value> ShardingBackend::apply_builtin(std::string_view name, const
         }
         if (local) return wrap_blocks(local_builtin(name, type, blocks, ctx, loc), first->layout(), comm_);
     }
-    // Anything else: the sharded arguments whole, and the builtin as alone.
+    // Anything else: the sharded arguments whole, and the builtin as alone
+    // (`show` is printing, which gathers without a word).
     std::vector<Value> whole;
-    for (const Value& a : args) whole.push_back(gathered("`" + std::string(name) + "`", a, loc));
+    for (const Value& a : args)
+        whole.push_back(name == "show" && as_sharded(a) ? Value(as_sharded(a)->force())
+                                                        : gathered("`" + std::string(name) + "`", a, loc));
     return local_builtin(name, type, whole, ctx, loc);
 }
 
