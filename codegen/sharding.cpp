@@ -141,8 +141,7 @@ Value ShardingBackend::gathered(const std::string& what, const Value& v, const L
                               std::string(what) + " gathered an array of " +
                                   std::to_string(shape_size(s->shape())) + " elements sharded over " +
                                   std::to_string(s->layout().ranks) + " ranks whole on every rank",
-                              {"elementwise work, sum, product, maximum, minimum, all, any and length stay local to the blocks; "
-                               "docs/scale-out.md lists what is sharded"}});
+                              {"docs/scale-out.md lists the builtins that keep an array sharded"}});
     return Value(s->force());
 }
 

@@ -5,11 +5,13 @@
 // would the whole array's.
 //
 // ShardingBackend sits in front of the session's array backend (the fusion
-// engine). It makes sharded arrays (`iota`, `random`, `fill`), keeps
-// elementwise work local, folds reductions across the ranks (ir::Comm), and
-// answers `length` and `shape` from the layout. Any other builtin given a
-// sharded array gathers it whole on every rank first, and says so (a warning
-// naming the builtin): nothing falls back in silence.
+// engine). It makes sharded arrays (`iota`, `random`, `fill`, `generate`),
+// keeps elementwise and per-row work local, folds, scans, filters and sorts
+// across the ranks (ir::Comm), moves only the rows another rank needs for
+// slices and updates (a stencil's halo), and answers `length` from the
+// layout. Any other builtin given a sharded array gathers it whole on every
+// rank first, and says so (a warning naming the builtin): nothing falls back
+// in silence. docs/scale-out.md has the table.
 #pragma once
 #include <functional>
 #include <memory>
