@@ -73,6 +73,43 @@ Value shape_value(const Shape& s) {
 
 bool array_like(const Value& v) { return v.is_array() || v.is_delayed(); }
 
+// The sharded arrays a value reads, with the names they are read by: a
+// closure's free variables and the parameters already applied to it, a
+// partial builtin's arguments, and the same of the functions among them.
+void sharded_reads(const Value& v, const std::string& name, EvalContext& ctx,
+                   std::vector<std::pair<std::string, const ShardedArray*>>& found, int depth = 0) {
+    if (depth > 16) return;
+    if (const ShardedArray* s = as_sharded(v)) {
+        if (std::none_of(found.begin(), found.end(), [s](const auto& f) { return f.second == s; }))
+            found.emplace_back(name, s);
+        return;
+    }
+    if (v.is_tuple()) {
+        for (const Value& x : v.tuple()) sharded_reads(x, name, ctx, found, depth + 1);
+        return;
+    }
+    if (!v.is_function()) return;
+    const evalimpl::Callable& f = evalimpl::as_callable(v);
+    const evalimpl::CallableView view = f.view();
+    if (!view.lambda) {
+        for (const Value& a : view.args) sharded_reads(a, name, ctx, found, depth + 1);
+        return;
+    }
+    auto read = [&](Expr& var) {
+        if (std::optional<Value> x = f.resolve(var, ctx)) sharded_reads(*x, var.text, ctx, found, depth + 1);
+    };
+    for (size_t k = 0; k < view.bound && k < view.lambda->params.size(); ++k) {
+        const PatternPtr& p = view.lambda->params[k];
+        if (!p || p->kind != PatternKind::Var) continue;
+        Expr var{};
+        var.kind = ExprKind::Var;
+        var.text = p->name;
+        read(var);
+    }
+    std::vector<std::string> locals;
+    for_each_free_variable(*view.lambda, locals, read);
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------- layout
@@ -193,9 +230,29 @@ Value wrap_blocks(const Value& local, const Layout& like, const std::shared_ptr<
     return Value(std::make_shared<const ShardedArray>(Layout{global, like.ranks}, comm, local));
 }
 
+void ShardingBackend::gather_function_reads(std::string_view builtin, std::span<const Value> args, EvalContext& ctx,
+                                            const Loc& loc) {
+    std::vector<std::pair<std::string, const ShardedArray*>> found;
+    for (const Value& a : args)
+        if (a.is_function()) sharded_reads(a, "", ctx, found);
+    for (const auto& [name, s] : found) {
+        if (s->gathered()) continue;
+        if (warnings_)
+            warnings_->push_back({loc,
+                                  "the function given to `" + std::string(builtin) + "` reads " +
+                                      (name.empty() ? std::string("an array") : "`" + name + "`") + " of " +
+                                      std::to_string(shape_size(s->shape())) + " elements sharded over " +
+                                      std::to_string(s->layout().ranks) + " ranks: it was gathered whole on every rank",
+                                  {"a function that reads elements of a sharded array (`\\i -> y[i]`) needs all of it; "
+                                   "docs/scale-out.md lists the builtins that keep an array sharded"}});
+        s->force();
+    }
+}
+
 std::optional<Value> ShardingBackend::apply_builtin(std::string_view name, const Type& type,
                                                     std::span<const Value> args, EvalContext& ctx, const Loc& loc) {
     warnings_ = ctx.warnings;
+    gather_function_reads(name, args, ctx, loc);
     const ShardedArray* first = nullptr;
     for (const Value& a : args)
         if (const ShardedArray* s = as_sharded(a); s && !first) first = s;

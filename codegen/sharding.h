@@ -126,6 +126,8 @@ private:
                                         const Loc& loc);
 
     // ---- folds, scans, filters and sorts across ranks (sharding_order.cpp)
+    // reduce f x0 x[1:] of a non-empty block: its fold without z.
+    Value fold_block(const Value& f, const Type& reduce_type, const Value& block, EvalContext& ctx, const Loc& loc);
     Value reduce_across_ranks(const Type& type, std::span<const Value> args, const ShardedArray& x, EvalContext& ctx,
                               const Loc& loc);
     Value extreme_across_ranks(std::string_view name, const Type& type, const ShardedArray& x, EvalContext& ctx,
@@ -142,6 +144,12 @@ private:
     bool same_rows(const Value& mask, const Value& rows) const;
     // v whole (gathered) if it is sharded, with a warning naming `what` needed it.
     Value gathered(const std::string& what, const Value& v, const Loc& loc);
+    // The sharded arrays the function arguments read (through their closures),
+    // gathered whole on every rank now, with a warning: a kernel that reads
+    // one runs on some ranks only (not on an empty block), so it must not
+    // gather it itself.
+    void gather_function_reads(std::string_view builtin, std::span<const Value> args, EvalContext& ctx,
+                               const Loc& loc);
 
     ArrayBackend* inner_;
     std::shared_ptr<ir::Comm> comm_;

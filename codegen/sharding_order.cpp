@@ -87,10 +87,23 @@ Value ShardingBackend::fold_across_ranks(std::string_view name, const Type& type
     return Value(acc->get(0));
 }
 
+Value ShardingBackend::fold_block(const Value& f, const Type& reduce_type, const Value& block, EvalContext& ctx,
+                                  const Loc& loc) {
+    const ops::AxisSelect first[1] = {ops::AxisSelect{true, 0, 1, 1}};
+    const ops::AxisSelect rest[1] = {ops::AxisSelect{false, 1, 1, array_like_shape(block)[0] - 1}};
+    auto part = [&](std::span<const ops::AxisSelect> sel) {
+        if (std::optional<Value> v = inner_->slice(block, sel, loc)) return *v;
+        return ops::index_array(*force(block).array(), std::vector<ops::AxisSelect>(sel.begin(), sel.end()));
+    };
+    return local_builtin("reduce", reduce_type, std::vector<Value>{f, force(part(first)), part(rest)}, ctx, loc);
+}
+
 Value ShardingBackend::reduce_across_ranks(const Type& type, std::span<const Value> args, const ShardedArray& x,
                                            EvalContext& ctx, const Loc& loc) {
     const std::vector<Value> block{args[0], args[1], x.local()};
-    const auto parts = partials(x, [&] { return local_builtin("reduce", type, block, ctx, loc); });
+    // Each block folded from its first element, so that z enters once, as
+    // alone (z need not be neutral for the result to be one rank's).
+    const auto parts = partials(x, [&] { return fold_block(args[0], type, x.local(), ctx, loc); });
     const std::optional<Array> p = present(parts, parts.size());
     if (!p) return local_builtin("reduce", type, block, ctx, loc);
     return local_builtin("reduce", type, std::vector<Value>{args[0], args[1], Value(std::make_shared<Array>(*p))}, ctx,
@@ -125,8 +138,7 @@ Value ShardingBackend::extreme_across_ranks(std::string_view name, const Type& t
 Value ShardingBackend::scan_across_ranks(std::string_view name, const Type& type, std::span<const Value> args,
                                          const ShardedArray& x, EvalContext& ctx, const Loc& loc) {
     const Type reduce_type = type ? reduce_type_of_scan(type) : nullptr;
-    const std::vector<Value> block{args[0], args[1], x.local()};
-    const auto totals = partials(x, [&] { return local_builtin("reduce", reduce_type, block, ctx, loc); });
+    const auto totals = partials(x, [&] { return fold_block(args[0], reduce_type, x.local(), ctx, loc); });
     // This block starts from the fold of the blocks before it (z on rank 0).
     Value from = args[1];
     if (const std::optional<Array> before = present(totals, static_cast<size_t>(x.rank())))

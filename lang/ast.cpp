@@ -1,5 +1,7 @@
 #include "ast.h"
 
+#include <algorithm>
+
 namespace shoal {
 
 ExprPtr make_expr(ExprKind kind, Loc loc) {
@@ -43,5 +45,56 @@ ExprPtr clone_expr(const ExprPtr& e) {
     }
     return copy;
 }
+
+// Scopes follow eval.cpp.
+void for_each_free_variable(Expr& e, std::vector<std::string>& locals, const std::function<void(Expr&)>& visit) {
+    auto push_pattern = [&](const auto& self, const PatternPtr& p) -> void {
+        if (!p) return;
+        if (p->kind == PatternKind::Var) locals.push_back(p->name);
+        for (const auto& k : p->elems) self(self, k);
+    };
+    auto walk = [&](const ExprPtr& k) {
+        if (k) for_each_free_variable(*k, locals, visit);
+    };
+    const size_t outer = locals.size();
+    switch (e.kind) {
+        case ExprKind::Var:
+            if (std::find(locals.begin(), locals.end(), e.text) == locals.end()) visit(e);
+            return;
+        case ExprKind::Lambda:
+            for (const auto& p : e.params) push_pattern(push_pattern, p);
+            walk(e.kids[0]);
+            break;
+        case ExprKind::Let:
+            walk(e.kids[0]);
+            push_pattern(push_pattern, e.pattern);
+            walk(e.kids[1]);
+            break;
+        case ExprKind::LoopFor:
+            walk(e.kids[0]);
+            walk(e.kids[1]);
+            push_pattern(push_pattern, e.pattern);
+            locals.push_back(e.counter);
+            walk(e.kids[2]);
+            break;
+        case ExprKind::LoopWhile:
+            walk(e.kids[0]);
+            push_pattern(push_pattern, e.pattern);
+            walk(e.kids[1]);
+            walk(e.kids[2]);
+            break;
+        default:
+            for (const auto& k : e.kids) walk(k);
+            for (const auto& ix : e.indices) {
+                walk(ix.index);
+                walk(ix.lo);
+                walk(ix.hi);
+                walk(ix.step);
+            }
+            break;
+    }
+    locals.resize(outer);
+}
+
 
 }  // namespace shoal

@@ -7,6 +7,7 @@
 // Lambda; a section `(+ 1)` is a Lambda; a negative literal stays a Unary.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -136,5 +137,9 @@ struct Stmt {
     Loc argument_loc;       // Command: where the argument starts (for `:type e` errors)
 };
 using StmtPtr = std::shared_ptr<Stmt>;
+
+// Calls `visit` with every free variable of `e` (a Var no enclosing lambda,
+// let or loop binds); `locals` holds the names bound around `e`.
+void for_each_free_variable(Expr& e, std::vector<std::string>& locals, const std::function<void(Expr&)>& visit);
 
 }  // namespace shoal
