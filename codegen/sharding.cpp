@@ -2,10 +2,12 @@
 #include "codegen/sharding.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstring>
 
 #include "lang/array_ops.h"
 #include "lang/builtins_eval.h"
+#include "lang/memory_limit.h"
 #include "lang/random.h"
 
 namespace shoal::compiled {
@@ -112,6 +114,17 @@ void sharded_reads(const Value& v, const std::string& name, EvalContext& ctx,
 
 }  // namespace
 
+void renumber_error(Error& e, std::string_view what, int64_t offset) {
+    const size_t at = e.message.find(what);
+    if (at == std::string::npos || offset == 0) return;
+    const size_t digits = at + what.size();
+    size_t end = digits;
+    while (end < e.message.size() && std::isdigit(static_cast<unsigned char>(e.message[end]))) ++end;
+    if (end == digits) return;
+    const int64_t n = std::stoll(e.message.substr(digits, end - digits));
+    e.message.replace(digits, end - digits, std::to_string(n + offset));
+}
+
 // ---------------------------------------------------------------- layout
 int64_t Layout::row_elements() const {
     int64_t n = 1;
@@ -136,6 +149,7 @@ ShardedArray::ShardedArray(Layout layout, std::shared_ptr<ir::Comm> comm, Value 
 
 ArrayPtr ShardedArray::force() const {
     if (gathered_) return gathered_;
+    check_array_fits(prim_size(elem_), layout_.global);  // the whole, here: before anything moves
     const ArrayPtr mine = shoal::force(local_).array();
     std::vector<int64_t> offsets;
     const std::vector<char> all = comm_->allgather(mine->bytes.data(), static_cast<int64_t>(mine->bytes.size()), offsets);
@@ -187,8 +201,23 @@ std::optional<Value> ShardingBackend::make_sharded(std::string_view name, const 
     if (name != "iota" && name != "random" && name != "fill" && name != "generate") return std::nullopt;
     const std::optional<Shape> global = shape_of(args[0]);
     if (!global || global->empty() || (*global)[0] < 1 || shape_size(*global) < threshold_) return std::nullopt;
-    if (name == "generate") return generate_blocks(*global, type, args[1], ctx, loc);
+    if (name == "generate" && (!type || global->size() > 2)) return std::nullopt;  // a 3-d generate: whole
     const Layout layout{*global, comm_->size()};
+    try {
+        return make_blocks(name, layout, type, args, ctx, loc);
+    } catch (Error& e) {  // "array of shape (block) is too large": say the whole and the block
+        const std::string block = "array of shape " + shape_to_string(layout.local_shape(comm_->rank()));
+        if (const size_t at = e.message.find(block); at != std::string::npos)
+            e.message.replace(at, block.size(), "array of shape " + shape_to_string(layout.global) + " sharded over " +
+                                                    std::to_string(layout.ranks) + " ranks, whose block " +
+                                                    shape_to_string(layout.local_shape(comm_->rank())));
+        throw;
+    }
+}
+
+Value ShardingBackend::make_blocks(std::string_view name, const Layout& layout, const Type& type,
+                                   std::span<const Value> args, EvalContext& ctx, const Loc& loc) {
+    if (name == "generate") return generate_blocks(layout.global, type, args[1], ctx, loc);
     const int r = comm_->rank();
     const int64_t lo = layout.begin(r);
     const Shape local_shape = layout.local_shape(r);
@@ -204,6 +233,12 @@ std::optional<Value> ShardingBackend::make_sharded(std::string_view name, const 
         // Element i of the whole array is random_uniform(seed, stream, i),
         // whatever the number of ranks; one stream number per call, as alone.
         const uint64_t stream = ctx.random_stream++;
+        try {
+            check_array_fits(prim_size(Prim::Float), local_shape);
+        } catch (Error& e) {
+            e.message = "random: " + e.message;  // as the builtin says it alone
+            throw;
+        }
         auto block = std::make_shared<Array>(Prim::Float, local_shape, Array::Uninitialised{});
         float* x = block->data<float>();
         const int64_t first = lo * layout.row_elements();
@@ -272,10 +307,19 @@ std::optional<Value> ShardingBackend::apply_builtin(std::string_view name, const
     if (only_last && last->shape().size() >= 2 && per_row(name)) {
         std::vector<Value> blocks(args.begin(), args.end());
         blocks.back() = last->local();
-        return wrap_blocks(local_builtin(name, type, blocks, ctx, loc), last->layout(), comm_);
+        try {
+            return wrap_blocks(local_builtin(name, type, blocks, ctx, loc), last->layout(), comm_);
+        } catch (Error& e) {  // checking mode: the row as alone
+            const Layout& l = last->layout();
+            renumber_error(e, " of row ", l.begin(comm_->rank()) * l.row_elements() / l.global.back());
+            throw;
+        }
     }
+    // Checking mode checks an int product's exact value on the whole array.
+    const bool checked_product = ctx.check && name == "product" && last && last->elem() == Prim::Int;
     if (only_last && last->shape().size() == 1) {
-        if (reduction(name) && args.size() == 1) return fold_across_ranks(name, type, *last, ctx, loc);
+        if (reduction(name) && args.size() == 1 && !checked_product)
+            return fold_across_ranks(name, type, *last, ctx, loc);
         if (name == "reduce") return reduce_across_ranks(type, args, *last, ctx, loc);
         if (name == "argmax" || name == "argmin") return extreme_across_ranks(name, type, *last, ctx, loc);
         if (name == "scan" || name == "scanExclusive") return scan_across_ranks(name, type, args, *last, ctx, loc);
@@ -306,7 +350,14 @@ std::optional<Value> ShardingBackend::apply_builtin(std::string_view name, const
                 blocks.push_back(a);
             }
         }
-        if (local) return wrap_blocks(local_builtin(name, type, blocks, ctx, loc), first->layout(), comm_);
+        if (local) {
+            // Shapes are checked whole, so an error names them as alone, not the blocks.
+            std::vector<Shape> shapes;
+            for (const Value& a : args)
+                if (array_like(a)) shapes.push_back(array_like_shape(a));
+            if (shapes.size() > 1) ops::require_broadcast(shapes, std::string(name).c_str(), loc);
+            return wrap_blocks(local_builtin(name, type, blocks, ctx, loc), first->layout(), comm_);
+        }
     }
     // Anything else: the sharded arguments whole, and the builtin as alone
     // (`show` is printing, which gathers without a word).

@@ -93,9 +93,10 @@ public:
 private:
     std::optional<Value> make_sharded(std::string_view name, const Type& type, std::span<const Value> args,
                                       EvalContext& ctx, const Loc& loc);
-    // generate over row blocks: the function applied to the block's global indices.
-    std::optional<Value> generate_blocks(const Shape& global, const Type& type, const Value& f, EvalContext& ctx,
-                                         const Loc& loc);
+    Value make_blocks(std::string_view name, const Layout& layout, const Type& type, std::span<const Value> args,
+                      EvalContext& ctx, const Loc& loc);
+    // generate (vectors, matrices) over row blocks: the function applied to the block's global indices.
+    Value generate_blocks(const Shape& global, const Type& type, const Value& f, EvalContext& ctx, const Loc& loc);
     Value sharded(const Layout& layout, Value local) const;
     Value local_builtin(std::string_view name, const Type& type, std::span<const Value> args, EvalContext& ctx,
                         const Loc& loc);
@@ -156,6 +157,11 @@ private:
     int64_t threshold_ = 0;
     std::vector<Warning>* warnings_ = nullptr;  // the statement's (the session keeps one list)
 };
+
+// A checking-mode error raised on a block names its row (`what` " of row ")
+// or element (" at element ") within the block: renumbered by the block's
+// first, so it names the one it is in the whole array, as alone.
+void renumber_error(Error& e, std::string_view what, int64_t offset);
 
 // The sharded array a value is, or null.
 const ShardedArray* as_sharded(const Value& v);

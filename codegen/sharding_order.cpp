@@ -77,6 +77,23 @@ std::vector<std::optional<Scalar>> ShardingBackend::partials(const ShardedArray&
 Value ShardingBackend::fold_across_ranks(std::string_view name, const Type& type, const ShardedArray& x,
                                          EvalContext& ctx, const Loc& loc) {
     const std::vector<Value> block{x.local()};
+    if (ctx.check && name == "sum" && x.elem() == Prim::Int) {
+        // Checking mode: the blocks' exact sums in 64 bits, added exactly, so
+        // an int sum that wraps is the error it is alone (with its exact value).
+        const Type longs = t_prim(Prim::Long);
+        const auto parts = partials(x, [&] {
+            const Value wide = local_builtin("long", nullptr, block, ctx, loc);
+            return local_builtin("sum", t_func(t_array(1, longs), longs), std::vector<Value>{wide}, ctx, loc);
+        });
+        int64_t exact = 0;
+        for (const auto& p : parts)
+            if (p) exact += p->l;
+        const auto wrapped = static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(exact)));
+        if (exact != wrapped)
+            ops::raise_int_overflow(std::string(name), "sum", -1, -1, exact, wrapped, "sum in 64 bits with `sum (long xs)`",
+                                    loc);
+        return Value(Scalar::of_int(wrapped));
+    }
     const auto parts = partials(x, [&] { return local_builtin(name, type, block, ctx, loc); });
     std::optional<Array> acc = present(parts, parts.size());
     // Every block empty: the empty array's own answer (0, or its error).
@@ -144,7 +161,12 @@ Value ShardingBackend::scan_across_ranks(std::string_view name, const Type& type
     if (const std::optional<Array> before = present(totals, static_cast<size_t>(x.rank())))
         from = local_builtin("reduce", reduce_type,
                              std::vector<Value>{args[0], args[1], Value(std::make_shared<Array>(*before))}, ctx, loc);
-    return sharded(x.layout(), local_builtin(name, type, std::vector<Value>{args[0], from, x.local()}, ctx, loc));
+    try {
+        return sharded(x.layout(), local_builtin(name, type, std::vector<Value>{args[0], from, x.local()}, ctx, loc));
+    } catch (Error& e) {  // checking mode: the element as alone
+        renumber_error(e, " at element ", x.layout().begin(x.rank()));
+        throw;
+    }
 }
 
 Value ShardingBackend::filter_across_ranks(std::string_view name, const Type& type, std::span<const Value> args,
@@ -233,9 +255,8 @@ Value ShardingBackend::sort_across_ranks(const Type& type, const ShardedArray& x
     });
 }
 
-std::optional<Value> ShardingBackend::generate_blocks(const Shape& global, const Type& type, const Value& f,
-                                                      EvalContext& ctx, const Loc& loc) {
-    if (!type || global.size() > 2) return std::nullopt;
+Value ShardingBackend::generate_blocks(const Shape& global, const Type& type, const Value& f, EvalContext& ctx,
+                                       const Loc& loc) {
     const Layout layout{global, comm_->size()};
     const int r = comm_->rank();
     const int64_t lo = layout.begin(r), rows = layout.end(r) - lo;

@@ -477,8 +477,6 @@ Value arg_extreme_inner(bool largest, const Array& a, const char* name, const Lo
     });
 }
 
-namespace {
-
 // Checking mode's error for an int fold that wrapped: `what` ("sum",
 // "running product", ...) of row `row` (or -1) at element `at` (or -1);
 // `exact` is nullopt beyond 64 bits.
@@ -491,6 +489,8 @@ namespace {
                    ", outside int's [-2147483648, 2147483647] (it wrapped to " + std::to_string(wrapped) + ")",
                {fix + "; without :set check, ints wrap silently (docs/semantics.md)"});
 }
+
+namespace {
 
 // The exact sum or product of each innermost row of an int array in 64 bits,
 // compared with the wrapped one in `folded` (a scalar or a vector).

@@ -277,6 +277,12 @@ Value arg_extreme_inner(bool largest, const Array& a, const char* name, const Lo
 // sums of an int array's innermost rows in 64 bits, compared with the
 // wrapped ones `sums` (a scalar or a vector); the error names the row of a
 // matrix.
+// Checking mode's error for an int fold that wrapped: `what` ("sum",
+// "running product", ...) of row `row` (or -1) at element `at` (or -1);
+// `exact` is nullopt beyond 64 bits; `fix` the note's advice.
+[[noreturn]] void raise_int_overflow(const std::string& name, const std::string& what, int64_t row, int64_t at,
+                                     std::optional<int64_t> exact, int64_t wrapped, const std::string& fix,
+                                     const Loc& loc);
 void check_int_sums(const Array& xs, const Value& sums, const std::string& name, const Loc& loc);
 // Likewise for products (a row holding a 0 is exactly 0) ...
 void check_int_products(const Array& xs, const Value& products, const std::string& name, const Loc& loc);
