@@ -327,6 +327,20 @@ std::optional<Value> ShardingBackend::apply_builtin(std::string_view name, const
         if (name == "sort") return sort_across_ranks(type, *last, ctx, loc);
     }
     if (name == "compress" && same_rows(args[0], args[1])) return filter_across_ranks(name, type, args, ctx, loc);
+    if (only_last && (name == "take" || name == "drop" || name == "reverse")) {
+        // Slices of the rows (NumPy's x[:n], x[n:], x[::-1]): rows move only where they must.
+        const int64_t rows = last->shape()[0];
+        const int64_t n = name == "reverse" ? 0 : std::clamp<int64_t>(args[0].scalar().as_long(), 0, rows);
+        const ops::AxisSelect sel[1] = {name == "take"   ? ops::AxisSelect{false, 0, 1, n}
+                                        : name == "drop" ? ops::AxisSelect{false, n, 1, rows - n}
+                                                         : ops::AxisSelect{false, rows - 1, -1, rows}};
+        if (name != "reverse" || rows > 0) return sharded_slice(*last, sel, loc);
+    }
+    if (name == "++" && args.size() == 2 && array_like(args[0]) && array_like(args[1])) {
+        const Shape a = array_like_shape(args[0]), b = array_like_shape(args[1]);
+        if (a.size() == b.size() && std::equal(a.begin() + 1, a.end(), b.begin() + 1))
+            return concat_across_ranks(args[0], args[1], loc);
+    }
     if (elementwise(name)) {
         // Every array argument sharded alike, or one that broadcasts along
         // the leading axis unchanged (fewer axes, or one row).

@@ -122,6 +122,8 @@ private:
     Value sharded_slice(const ShardedArray& a, std::span<const ops::AxisSelect> sel, const Loc& loc);
     // A slice with step 1 along the leading axis into balanced blocks: each
     // rank's rows are its own and a few of its neighbours' (the halo).
+    // a ++ b, either sharded (the same row shape): rebalanced over the ranks.
+    Value concat_across_ranks(const Value& a, const Value& b, const Loc& loc);
     Value halo_slice(const ShardedArray& a, std::vector<ops::AxisSelect> sel, const Loc& loc);
     std::optional<Value> sharded_update(const ShardedArray& a, std::span<const ops::AxisSelect> sel, const Value& v,
                                         const Loc& loc);

@@ -152,6 +152,34 @@ Value ShardingBackend::sharded_slice(const ShardedArray& a, std::span<const ops:
     return ops::index_array(*gather_rows(*block, first, 1), {ops::AxisSelect{true, 0, 1, 1}});
 }
 
+Value ShardingBackend::concat_across_ranks(const Value& a, const Value& b, const Loc& loc) {
+    const int ranks = comm_->size(), me = comm_->rank();
+    const int64_t na = array_like_shape(a)[0], nb = array_like_shape(b)[0];
+    Shape whole = array_like_shape(a);
+    whole[0] = na + nb;
+    const Layout out{whole, ranks};
+    // Each operand's rows on this rank (a whole operand: this rank's share of
+    // it, as if it were sharded), sent to their ranks in the result.
+    auto part = [&](const Value& x, int64_t n, int64_t offset) {
+        const ShardedArray* s = as_sharded(x);
+        const Layout own = s ? s->layout() : Layout{array_like_shape(x), ranks};
+        const Value block = s ? s->local() : rows_of(x, own, loc);
+        std::vector<std::pair<int64_t, int64_t>> want;
+        for (int r = 0; r < ranks; ++r) {
+            const int64_t lo = std::clamp<int64_t>(out.begin(r), offset, offset + n);
+            const int64_t hi = std::clamp<int64_t>(out.end(r), offset, offset + n);
+            want.emplace_back(lo, hi);
+        }
+        return move_rows(*force(block).array(), offset + own.begin(me), want);
+    };
+    const ArrayPtr from_a = part(a, na, 0), from_b = part(b, nb, na);
+    auto block = std::make_shared<Array>(from_a->elem, out.local_shape(me), Array::Uninitialised{});
+    std::memcpy(block->bytes.data(), from_a->bytes.data(), from_a->bytes.size());
+    std::memcpy(block->bytes.data() + from_a->bytes.size(), from_b->bytes.data(), from_b->bytes.size());
+    if (shape_size(whole) < threshold_) return Value(gather_rows(*block, out.begin(me), whole[0]));
+    return sharded(out, Value(block));
+}
+
 Value ShardingBackend::halo_slice(const ShardedArray& a, std::vector<ops::AxisSelect> sel, const Loc& loc) {
     const Layout& in = a.layout();
     const int ranks = in.ranks, me = comm_->rank();
