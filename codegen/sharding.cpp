@@ -336,6 +336,13 @@ std::optional<Value> ShardingBackend::apply_builtin(std::string_view name, const
                                                          : ops::AxisSelect{false, rows - 1, -1, rows}};
         if (name != "reverse" || rows > 0) return sharded_slice(*last, sel, loc);
     }
+    if (name == "gather" && args.size() == 2 && array_like(args[0]) && array_like_shape(args[0]).size() == 1) {
+        if (as_sharded(args[1])) return gather_across_ranks(args[0], *as_sharded(args[1]), loc);
+        // Sharded indices into a whole array: each rank gathers its own.
+        const ShardedArray* idx = as_sharded(args[0]);
+        return wrap_blocks(local_builtin(name, type, std::vector<Value>{idx->local(), args[1]}, ctx, loc),
+                           idx->layout(), comm_);
+    }
     if (name == "++" && args.size() == 2 && array_like(args[0]) && array_like(args[1])) {
         const Shape a = array_like_shape(args[0]), b = array_like_shape(args[1]);
         if (a.size() == b.size() && std::equal(a.begin() + 1, a.end(), b.begin() + 1))

@@ -122,6 +122,9 @@ private:
     Value sharded_slice(const ShardedArray& a, std::span<const ops::AxisSelect> sel, const Loc& loc);
     // A slice with step 1 along the leading axis into balanced blocks: each
     // rank's rows are its own and a few of its neighbours' (the halo).
+    // gather idx xs, xs sharded: each rank asks the owners for the rows its
+    // share of idx names (an all-to-all of row numbers, then of rows).
+    Value gather_across_ranks(const Value& idx, const ShardedArray& xs, const Loc& loc);
     // a ++ b, either sharded (the same row shape): rebalanced over the ranks.
     Value concat_across_ranks(const Value& a, const Value& b, const Loc& loc);
     Value halo_slice(const ShardedArray& a, std::vector<ops::AxisSelect> sel, const Loc& loc);

@@ -152,6 +152,65 @@ Value ShardingBackend::sharded_slice(const ShardedArray& a, std::span<const ops:
     return ops::index_array(*gather_rows(*block, first, 1), {ops::AxisSelect{true, 0, 1, 1}});
 }
 
+Value ShardingBackend::gather_across_ranks(const Value& idx, const ShardedArray& xs, const Loc& loc) {
+    const int ranks = comm_->size(), me = comm_->rank();
+    const Layout& from = xs.layout();
+    const int64_t n = from.global[0];
+    // This rank's share of the indices (all of a whole idx is on every rank).
+    const ShardedArray* sharded_idx = as_sharded(idx);
+    const Layout out_rows = sharded_idx ? sharded_idx->layout() : Layout{array_like_shape(idx), ranks};
+    const ArrayPtr mine = force(sharded_idx ? sharded_idx->local() : rows_of(idx, out_rows, loc)).array();
+    // Row numbers asked of each owner, in order, and where each answer goes.
+    std::vector<std::vector<int64_t>> asked(static_cast<size_t>(ranks));
+    std::vector<std::pair<int, int64_t>> answer_of(static_cast<size_t>(mine->size()));
+    for (int64_t k = 0; k < mine->size(); ++k) {
+        const int64_t row = mine->get(k).as_long();
+        if (row < 0 || row >= n)
+            user_error(ErrorKind::Runtime, loc,
+                       "gather: index " + std::to_string(row) + " is out of bounds for axis 0 with extent " +
+                           std::to_string(n));
+        int owner = static_cast<int>(row * ranks / std::max<int64_t>(n, 1));  // balanced blocks: near the owner
+        while (owner > 0 && from.begin(owner) > row) --owner;
+        while (owner + 1 < ranks && from.end(owner) <= row) ++owner;
+        auto& list = asked[static_cast<size_t>(owner)];
+        answer_of[static_cast<size_t>(k)] = {owner, static_cast<int64_t>(list.size())};
+        list.push_back(row);
+    }
+    std::vector<std::vector<char>> requests(static_cast<size_t>(ranks));
+    for (int r = 0; r < ranks; ++r) {
+        const auto& list = asked[static_cast<size_t>(r)];
+        requests[static_cast<size_t>(r)].assign(reinterpret_cast<const char*>(list.data()),
+                                                reinterpret_cast<const char*>(list.data() + list.size()));
+    }
+    const std::vector<std::vector<char>> wanted = comm_->alltoall(requests);
+    // The rows asked of this rank, from its block.
+    const ArrayPtr block = force(xs.local()).array();
+    const int64_t rb = row_bytes(*block);
+    std::vector<std::vector<char>> replies(static_cast<size_t>(ranks));
+    for (int r = 0; r < ranks; ++r) {
+        const auto& m = wanted[static_cast<size_t>(r)];
+        auto& reply = replies[static_cast<size_t>(r)];
+        reply.resize(m.size() / sizeof(int64_t) * static_cast<size_t>(rb));
+        for (size_t k = 0; k < m.size() / sizeof(int64_t); ++k) {
+            int64_t row = 0;
+            std::memcpy(&row, m.data() + k * sizeof row, sizeof row);
+            std::memcpy(reply.data() + k * static_cast<size_t>(rb),
+                        block->bytes.data() + (row - from.begin(me)) * rb, static_cast<size_t>(rb));
+        }
+    }
+    const std::vector<std::vector<char>> rows = comm_->alltoall(replies);
+    auto result = std::make_shared<Array>(block->elem, with_rows(*block, mine->size()), Array::Uninitialised{});
+    for (int64_t k = 0; k < mine->size(); ++k) {
+        const auto [owner, at] = answer_of[static_cast<size_t>(k)];
+        std::memcpy(result->bytes.data() + k * rb, rows[static_cast<size_t>(owner)].data() + at * rb,
+                    static_cast<size_t>(rb));
+    }
+    Shape whole = result->shape;
+    whole[0] = out_rows.global[0];
+    if (shape_size(whole) < threshold_) return Value(gather_rows(*result, out_rows.begin(me), whole[0]));
+    return sharded(Layout{whole, ranks}, Value(result));
+}
+
 Value ShardingBackend::concat_across_ranks(const Value& a, const Value& b, const Loc& loc) {
     const int ranks = comm_->size(), me = comm_->rank();
     const int64_t na = array_like_shape(a)[0], nb = array_like_shape(b)[0];

@@ -150,7 +150,10 @@ def main(argv):
                "loop h = generate 30 (\\i -> float (i % 4)) for k < 5 do "
                "h with [1:-1] = h[1:-1] + 0.25 * (h[2:] - 2.0 * h[1:-1] + h[:-2])\n"
                "sort (random 1000)\nsort (where (y % 7 == 0) (0.0 / 0.0) (float y))\n"
-               "show (sort (where (y % 5 == 0) (-0.0) (where (y % 3 == 0) 0.0 1.0)))\n")
+               "show (sort (where (y % 5 == 0) (-0.0) (where (y % 3 == 0) 0.0 1.0)))\n"
+               # take, drop, reverse and ++ move rows; gather asks the owners
+               "take 5 y\ndrop 20 y\nreverse y\ny ++ [100, 200]\n[1, 2] ++ y\nreverse g\ng ++ g\n"
+               "gather (iota 10 * 2) y\ngather y y\ngather (iota 0) y\ngather [5, 0, 3] g\nsum (gather y y)\n")
     one = run(binary, [], stdin=":set shard 1\n" + sharded)
     for ranks in ("2", "3", "4"):
         rc, out, err, _ = run(binary, ["--ranks", ranks], stdin=":set shard 1\n" + sharded + "reverse two\n:ranks\n")

@@ -46,7 +46,10 @@ def run(binary, args, script):
                           cwd=tempfile.gettempdir())
     # Errors go to standard error in order with the results on standard
     # output only through a terminal; keep both, errors without warnings.
-    return proc.returncode, proc.stdout.decode(errors="replace"), without_warnings(proc.stderr.decode(errors="replace"))
+    # Which rank raised an error is noted on several ranks: not a difference.
+    err = without_warnings(proc.stderr.decode(errors="replace"))
+    err = "\n".join(line for line in err.splitlines() if not line.startswith("note: on rank "))
+    return proc.returncode, proc.stdout.decode(errors="replace"), err
 
 
 def main(argv):
