@@ -161,6 +161,27 @@ ArrayPtr ShardedArray::force() const {
     return gathered_;
 }
 
+ArrayPtr ShardedArray::rows(const std::vector<int64_t>& which) const {
+    if (gathered_) return rows_of_array(*gathered_, which);
+    // The rows asked for that this rank holds, in order: every rank's, in
+    // rank order, are the rows asked for, in order (they ascend).
+    const int r = comm_->rank();
+    std::vector<int64_t> mine;
+    for (int64_t w : which)
+        if (w >= layout_.begin(r) && w < layout_.end(r)) mine.push_back(w - layout_.begin(r));
+    const ArrayPtr part = mine.empty() ? nullptr : rows_of_array(*shoal::force(local_).array(), mine);
+    std::vector<int64_t> offsets;
+    const std::vector<char> all =
+        comm_->allgather(part ? part->bytes.data() : nullptr, part ? static_cast<int64_t>(part->bytes.size()) : 0, offsets);
+    Shape shape = layout_.global;
+    shape[0] = static_cast<int64_t>(which.size());
+    auto out = std::make_shared<Array>(elem_, shape, Array::Uninitialised{});
+    if (all.size() != out->bytes.size())
+        internal_error(__FILE__, __LINE__, "sharding: the rows gathered are not the rows asked for");
+    std::memcpy(out->bytes.data(), all.data(), all.size());
+    return out;
+}
+
 void ShardedArray::compute() const { local_ = settle(local_); }
 
 std::string ShardedArray::layout_description() const {

@@ -48,6 +48,8 @@ public:
     void compute() const override;
     std::string layout_description() const override;
     bool distributed() const override { return true; }
+    // Only the rows asked for move (printing shows a few).
+    ArrayPtr rows(const std::vector<int64_t>& which) const override;
 
     const Layout& layout() const { return layout_; }
     const Value& local() const { return local_; }

@@ -279,6 +279,9 @@ std::string pre(const std::string& body) {
 }  // namespace
 
 std::string value_html(const Value& value, const Type&, int print_threshold) {
+    // Split over ranks: forcing it here (rank 0 alone) would wait for the
+    // others in a gather they never join. The text shows its rows.
+    if (distributed(value)) return {};
     const Value v = force(value);
     if (!is_array_like(v)) return {};
     const Shape shape = array_like_shape(v);
@@ -428,6 +431,15 @@ DisplayData table_display(const std::vector<std::vector<std::string>>& rows, boo
 }
 
 }  // namespace
+
+std::string ranks_text(const TimeBreakdown& breakdown) {
+    return "on " + std::to_string(breakdown.ranks) + " ranks (the time is rank 0's" +
+           (breakdown.collective_bytes || breakdown.collective_seconds > 0
+                ? ", of which " + duration_text(breakdown.collective_seconds) + " in collectives moving " +
+                      bytes_text(breakdown.collective_bytes)
+                : std::string()) +
+           "), then " + duration_text(breakdown.agreement_seconds) + " until every rank had finished";
+}
 
 namespace {
 // "; 1 copy to the device (24 bytes); 2 copies to the host (8 bytes)", or "".
@@ -653,12 +665,7 @@ DisplayData time_display(const std::vector<KernelProfile>& kernels, double wall_
                    " from the cache" + (built.cache_seconds > 0 ? " (" + duration_text(built.cache_seconds) + ")" : "");
     d.plain += transfers_text(breakdown.moved);
     if (breakdown.ranks > 1)
-        d.plain += "; on " + std::to_string(breakdown.ranks) + " ranks (the time is rank 0's" +
-                   (breakdown.collective_bytes || breakdown.collective_seconds > 0
-                        ? ", of which " + duration_text(breakdown.collective_seconds) + " in collectives moving " +
-                              bytes_text(breakdown.collective_bytes)
-                        : std::string()) +
-                   "), then " + duration_text(breakdown.agreement_seconds) + " until every rank had finished";
+        d.plain += "; " + ranks_text(breakdown);
     d.rich["text/html"] = "<div style=\"color:#666;font-family:monospace;font-size:12px\">" + html_escape(d.plain) + "</div>";
     append_advice(d, advice);
     return d;

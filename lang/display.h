@@ -59,6 +59,9 @@ struct TimeBreakdown {
     double collective_seconds = 0; // on several: rank 0's time inside collectives (sharded arrays)
     int64_t collective_bytes = 0;  // and the bytes they moved to and from rank 0
 };
+// "on 3 ranks (the time is rank 0's, of which 1.2 ms in collectives moving
+// 4.0 KiB), then 30 us until every rank had finished" (breakdown.ranks > 1).
+std::string ranks_text(const TimeBreakdown& breakdown);
 // `advice`: performance_advice's lines, each shown as "advice: ...".
 DisplayData time_display(const std::vector<KernelProfile>& kernels, double wall_seconds, bool compiled,
                          const TimeBreakdown& breakdown = {}, const std::vector<LibraryCallProfile>& calls = {},

@@ -82,6 +82,31 @@ void format_axis(const Array& a, size_t axis, int64_t offset, int threshold, boo
     out += ']';
 }
 
+// A distributed array's shown rows only (`rows`: those rows of an array of
+// shape `whole`), printed as the whole array would print.
+std::string format_shown_rows(const Array& rows, const Shape& whole, int threshold) {
+    int64_t stride = 1;
+    for (size_t k = 1; k < whole.size(); ++k) stride *= whole[k];
+    std::string out = "[";
+    bool summarised = false, first = true;
+    int64_t at = 0;
+    for (int64_t k : shown_indices(whole[0], threshold)) {
+        if (!first) out += ", ";
+        first = false;
+        if (k < 0) {
+            out += "...";
+            summarised = true;
+        } else if (whole.size() == 1) {
+            out += format_scalar(rows.get(at++));
+        } else {
+            format_axis(rows, 1, at++ * stride, threshold, summarised, out);
+        }
+    }
+    out += ']';
+    if (summarised) out += " " + shape_to_string(whole);
+    return out;
+}
+
 std::string format_array(const Array& a, int threshold) {
     if (a.shape.empty()) return format_scalar(a.get(0));  // rank 0 never occurs; be safe
     std::string out;
@@ -124,7 +149,14 @@ std::string format_value(const Value& v, int threshold) {
         case Value::Kind::Array: return format_array(*v.array(), threshold);
         case Value::Kind::Function: return "<function>";
         case Value::Kind::String: return quote(v.str());
-        case Value::Kind::Delayed: return format_array(*v.delayed()->force(), threshold);
+        case Value::Kind::Delayed: {
+            const DelayedArray& d = *v.delayed();
+            if (!d.distributed() || d.shape().empty()) return format_array(*d.force(), threshold);
+            std::vector<int64_t> shown;
+            for (int64_t k : shown_indices(d.shape()[0], threshold))
+                if (k >= 0) shown.push_back(k);
+            return format_shown_rows(*d.rows(shown), d.shape(), threshold);
+        }
         case Value::Kind::Tuple: {
             // An array of tuples is stored as a tuple of arrays and prints as one.
             std::string out = "(";

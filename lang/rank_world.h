@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "diagnostics.h"
 #include "eval.h"
@@ -65,6 +66,9 @@ public:
         int64_t bytes = 0;
     };
     virtual CommunicationTotals communication() const { return {}; }
+    // Every rank's `mine`, in rank order, on every rank (`:mem` per rank).
+    // Every rank calls it at the same point of a statement.
+    virtual std::vector<std::string> gather_texts(const std::string& mine) { return {mine}; }
 };
 
 // What a new rank adopts first so that its session matches rank 0's: the

@@ -289,10 +289,14 @@ bool SessionCommands::run_statement_reporting_errors(Session& s, const SourcePtr
             case StmtKind::Expr: {
                 const Type& t = checked->type;
                 EvalContext ctx = s.eval_context();
-                Value v = I.materialise(evaluate(stmt->expr, ctx), "printed", false);
+                // An array split over ranks is computed where it is, and only
+                // the rows printing shows move (formatted before the ranks agree).
+                const Value r = evaluate(stmt->expr, ctx);
+                const Value v = I.materialise(r, "printed", distributed(r));
+                const std::string shown = v.is_unit() ? std::string() : format_value(v, settings.print_threshold);
                 I.agree_success(s.cancel_);
                 I.random_stream = ctx.random_stream;
-                if (!v.is_unit()) out.value(v, t, format_value(v, settings.print_threshold));
+                if (!v.is_unit()) out.value(v, t, shown);
                 if (v.is_function()) note_partial_builtin(v, stmt_loc, I.warnings);
                 return true;
             }

@@ -42,7 +42,18 @@ bool SessionCommands::run() {
         no_argument(*cmd, arg);
         std::vector<std::pair<std::string, Value>> bindings;
         for (const auto& [user, key] : I.names) bindings.emplace_back(user, I.globals.at(key)->value);
-        out.text(require_compiled()->memory_report(bindings));
+        const std::string mine = require_compiled()->memory_report(bindings);
+        const auto& world = I.ranks();
+        if (!world) {
+            out.text(mine);
+            return true;
+        }
+        // On several ranks: each rank's memory (a sharded array's block is on its rank).
+        const std::vector<std::string> texts = world->gather_texts(mine);
+        std::string all;
+        for (size_t r = 0; r < texts.size(); ++r)
+            all += (r ? "\n" : "") + std::string("rank ") + std::to_string(r) + ":\n" + texts[r];
+        out.text(all);
         return true;
     }
     if (name == "cache") {

@@ -118,6 +118,10 @@ bool SessionCommands::measure(const CommandInfo& c, std::string_view arg, bool p
     else if (!let) std::tie(e, t) = checked_argument();  // a command: the expression parser says what is wrong
     std::map<const void*, std::string> names;  // :profile names the bindings its plans read
     EvalContext ctx = per_kernel ? naming_context(require_compiled(), names) : s.eval_context();
+    // :profile on several ranks profiles this rank's blocks of sharded arrays.
+    if (per_kernel)
+        if (const auto& world = I.ranks(); world && s.settings_.shard > 0)
+            ctx.backend = world->sharding(ctx.backend, s.settings_.shard, &s.cancel_);
     CompiledBackend* backend = dynamic_cast<CompiledBackend*>(ctx.backend);
     // On several ranks with sharded arrays the compiled backend sits behind the sharding layer.
     if (!backend && ctx.backend && s.settings_.compiled) backend = s.compiled_backend();
@@ -168,8 +172,14 @@ bool SessionCommands::measure(const CommandInfo& c, std::string_view arg, bool p
     const double busy = wall - breakdown.compiled.seconds - breakdown.compiled.cache_seconds;
     const std::vector<std::string> advice = backend ? performance_advice(report, busy) : std::vector<std::string>{};
     if (per_kernel) {
-        out.display(profile_display(report, wall, backend->description(), breakdown.moved,
-                                    *find_gpu_model(s.settings_.gpu), advice));
+        DisplayData d = profile_display(report, wall, backend->description(), breakdown.moved,
+                                        *find_gpu_model(s.settings_.gpu), advice);
+        if (breakdown.ranks > 1) {  // the kernels above are rank 0's blocks
+            const std::string ranks = "kernels of rank 0's blocks; " + ranks_text(breakdown);
+            d.plain += "\n" + ranks;
+            d.rich["text/html"] += "<div style=\"font-family:monospace;font-size:12px\">" + html_escape(ranks) + "</div>";
+        }
+        out.display(d);
         return true;
     }
     if (!let && !v.is_unit()) out.value(v, t, format_value(v, s.settings_.print_threshold));

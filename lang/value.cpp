@@ -82,6 +82,26 @@ Array::Array(Prim e, Shape sh, Uninitialised) : elem(e), shape(std::move(sh)) {
 }
 
 // Elements are copied with memcpy: the byte buffer carries no C++ objects.
+ArrayPtr rows_of_array(const Array& a, const std::vector<int64_t>& which) {
+    Shape s = a.shape;
+    s[0] = static_cast<int64_t>(which.size());
+    auto out = std::make_shared<Array>(a.elem, s, Array::Uninitialised{});
+    const size_t row = a.shape[0] ? a.bytes.size() / static_cast<size_t>(a.shape[0]) : 0;
+    for (size_t k = 0; k < which.size(); ++k)
+        std::memcpy(out->bytes.data() + k * row, a.bytes.data() + static_cast<size_t>(which[k]) * row, row);
+    return out;
+}
+
+bool distributed(const Value& v) {
+    if (v.is_delayed()) return v.delayed()->distributed();
+    if (!v.is_tuple()) return false;
+    for (const Value& x : v.tuple())
+        if (distributed(x)) return true;
+    return false;
+}
+
+ArrayPtr DelayedArray::rows(const std::vector<int64_t>& which) const { return rows_of_array(*force(), which); }
+
 Scalar Array::get(int64_t flat) const {
     SHOAL_INTERNAL_ASSERT(flat >= 0 && flat < size(), "flat index out of range in Array::get");
     const uint8_t* p = bytes.data() + flat * static_cast<int64_t>(prim_size(elem));

@@ -151,8 +151,14 @@ struct DelayedArray {
     // Split over ranks: even a plain element or row read goes to the
     // backend (which fetches it from its owner), not to a forced whole copy.
     virtual bool distributed() const { return false; }
+    // Rows `which` (ascending, of the leading axis) as an array of just those
+    // rows: printing a distributed array fetches only the rows it shows.
+    virtual ArrayPtr rows(const std::vector<int64_t>& which) const;
 };
 using DelayedPtr = std::shared_ptr<const DelayedArray>;
+
+// Rows `which` of the leading axis of `a`, as an array of just those rows.
+ArrayPtr rows_of_array(const Array& a, const std::vector<int64_t>& which);
 
 // What a scalar means while `:emit` traces a function (codegen/emit_trace.h):
 // how it is computed from the function's parameters. The evaluator computes
@@ -267,6 +273,8 @@ private:
 bool is_array_like(const Value& v);
 // (also a Delayed array's shape, known before it is computed)
 Shape array_like_shape(const Value& v);
+// Whether a value holds an array split over ranks (DelayedArray::distributed).
+bool distributed(const Value& v);
 // Element at a row-major flat index: a Scalar, or a Tuple of them.
 Value array_like_get(const Value& v, int64_t flat);
 

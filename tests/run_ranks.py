@@ -156,11 +156,12 @@ def main(argv):
                "gather (iota 10 * 2) y\ngather y y\ngather (iota 0) y\ngather [5, 0, 3] g\nsum (gather y y)\n")
     one = run(binary, [], stdin=":set shard 1\n" + sharded)
     for ranks in ("2", "3", "4"):
-        rc, out, err, _ = run(binary, ["--ranks", ranks], stdin=":set shard 1\n" + sharded + "interleave two two\n:ranks\n")
+        rc, out, err, _ = run(binary, ["--ranks", ranks], stdin=":set shard 1\n" + sharded + "interleave two two\n:ranks\n:mem\n:profile sum big\n")
         check(f"sharded over {ranks} ranks: what one rank prints",
               rc == 0 and out.startswith(one[1]) and one[2] == "" and err.count("warning:") == 1
               and "`interleave` gathered an array of 2 elements sharded over " + ranks + " ranks whole on every rank" in err
-              and "  big: sharded over " + ranks + " ranks by rows: 0.." in out,
+              and "  big: sharded over " + ranks + " ranks by rows: 0.." in out
+              and f"rank {int(ranks) - 1}:\n" in out and "kernels of rank 0's blocks; on " + ranks + " ranks" in out,
               f"status {rc}\nstdout:\n{out}\nstderr:\n{err}\none rank:\n{one[1]}{one[2]}")
 
     # Back to one rank: the sharded bindings are gathered first and survive.

@@ -324,6 +324,16 @@ public:
         return sharding_.get();
     }
 
+    std::vector<std::string> gather_texts(const std::string& mine) override {
+        if (!collectives_) return {mine};
+        std::vector<int64_t> offsets;
+        const std::vector<char> all = collectives_->allgather(mine.data(), static_cast<int64_t>(mine.size()), offsets);
+        std::vector<std::string> texts;
+        for (size_t r = 0; r + 1 < offsets.size(); ++r)
+            texts.emplace_back(all.data() + offsets[r], all.data() + offsets[r + 1]);
+        return texts;
+    }
+
     CommunicationTotals communication() const override {
         if (!collectives_) return {};
         return {collectives_->seconds_in_collectives(), collectives_->bytes_moved()};
