@@ -364,6 +364,16 @@ std::optional<Value> ShardingBackend::apply_builtin(std::string_view name, const
         return wrap_blocks(local_builtin(name, type, std::vector<Value>{idx->local(), args[1]}, ctx, loc),
                            idx->layout(), comm_);
     }
+    if ((name == "matmul" || name == "@") && args.size() == 2 && as_sharded(args[0]) &&
+        as_sharded(args[0])->shape().size() == 2 && array_like(args[1])) {
+        // Rows of a times the whole b: b is gathered (the one operand that
+        // moves, without a warning: it is the plan), the rows stay.
+        const ShardedArray& a = *as_sharded(args[0]);
+        const Shape b = array_like_shape(args[1]);
+        if (b.empty() || b[0] != a.shape()[1]) return local_builtin(name, type, std::vector<Value>{Value(a.force()), args[1]}, ctx, loc);
+        const Value whole_b = as_sharded(args[1]) ? Value(as_sharded(args[1])->force()) : args[1];
+        return wrap_blocks(local_builtin(name, type, std::vector<Value>{a.local(), whole_b}, ctx, loc), a.layout(), comm_);
+    }
     if (name == "++" && args.size() == 2 && array_like(args[0]) && array_like(args[1])) {
         const Shape a = array_like_shape(args[0]), b = array_like_shape(args[1]);
         if (a.size() == b.size() && std::equal(a.begin() + 1, a.end(), b.begin() + 1))

@@ -153,7 +153,9 @@ def main(argv):
                "show (sort (where (y % 5 == 0) (-0.0) (where (y % 3 == 0) 0.0 1.0)))\n"
                # take, drop, reverse and ++ move rows; gather asks the owners
                "take 5 y\ndrop 20 y\nreverse y\ny ++ [100, 200]\n[1, 2] ++ y\nreverse g\ng ++ g\n"
-               "gather (iota 10 * 2) y\ngather y y\ngather (iota 0) y\ngather [5, 0, 3] g\nsum (gather y y)\n")
+               "gather (iota 10 * 2) y\ngather y y\ngather (iota 0) y\ngather [5, 0, 3] g\nsum (gather y y)\n"
+               # a product keeps the rows of its sharded left operand
+               "let fa = float g\nfa @ float (generate (5, 2) (\\i j -> i - j))\nfa @ [1.0, 2.0, 3.0, 4.0, 5.0]\n")
     one = run(binary, [], stdin=":set shard 1\n" + sharded)
     for ranks in ("2", "3", "4"):
         rc, out, err, _ = run(binary, ["--ranks", ranks], stdin=":set shard 1\n" + sharded + "interleave two two\n:ranks\n:mem\n:profile sum big\n")
