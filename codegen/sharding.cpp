@@ -27,16 +27,6 @@ bool elementwise(std::string_view name) {
     return std::find(names.begin(), names.end(), name) != names.end();
 }
 
-// Reductions folded across the ranks: each rank folds its block, then the
-// blocks' results are folded in rank order.
-std::optional<ir::CommOp> reduction(std::string_view name) {
-    if (name == "sum") return ir::CommOp::Sum;
-    if (name == "product") return ir::CommOp::Product;
-    if (name == "maximum" || name == "any") return ir::CommOp::Max;
-    if (name == "minimum" || name == "all") return ir::CommOp::Min;
-    return std::nullopt;
-}
-
 // Builtins that work on each innermost row of a matrix (or each row of a
 // deeper array) alone: on rows sharded by the leading axis, they are local.
 bool per_row(std::string_view name) {
@@ -339,7 +329,7 @@ std::optional<Value> ShardingBackend::apply_builtin(std::string_view name, const
     // Checking mode checks an int product's exact value on the whole array.
     const bool checked_product = ctx.check && name == "product" && last && last->elem() == Prim::Int;
     if (only_last && last->shape().size() == 1) {
-        if (reduction(name) && args.size() == 1 && !checked_product)
+        if (fold_op(name) && args.size() == 1 && !checked_product)
             return fold_across_ranks(name, type, *last, ctx, loc);
         if (name == "reduce") return reduce_across_ranks(type, args, *last, ctx, loc);
         if (name == "argmax" || name == "argmin") return extreme_across_ranks(name, type, *last, ctx, loc);

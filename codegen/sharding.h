@@ -170,6 +170,10 @@ private:
 // first, so it names the one it is in the whole array, as alone.
 void renumber_error(Error& e, std::string_view what, int64_t offset);
 
+// The fold across ranks of sum, product, maximum, minimum, all and any (each
+// rank folds its block, then the blocks' results are folded in rank order).
+std::optional<ir::CommOp> fold_op(std::string_view name);
+
 // The sharded array a value is, or null.
 const ShardedArray* as_sharded(const Value& v);
 // Each leaf of a block's result as a sharded array whose rows are the

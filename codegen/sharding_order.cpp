@@ -19,8 +19,6 @@
 
 namespace shoal::compiled {
 
-namespace {
-
 std::optional<ir::CommOp> fold_op(std::string_view name) {
     if (name == "sum") return ir::CommOp::Sum;
     if (name == "product") return ir::CommOp::Product;
@@ -28,6 +26,8 @@ std::optional<ir::CommOp> fold_op(std::string_view name) {
     if (name == "minimum" || name == "all") return ir::CommOp::Min;
     return std::nullopt;
 }
+
+namespace {
 
 // The partial results present among the first `upto` ranks, in rank order.
 std::optional<Array> present(const std::vector<std::optional<Scalar>>& parts, size_t upto) {
