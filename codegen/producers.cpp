@@ -86,17 +86,6 @@ void note_aligned_extents(ir::KernelBuilder& kb, const std::vector<PullArray>& s
     }
 }
 
-std::optional<Shape> shape_arg(const Value& v) {
-    Shape s;
-    if (v.is_tuple())
-        for (const Value& e : v.tuple()) s.push_back(e.scalar().as_long());
-    else
-        s.push_back(v.scalar().as_long());
-    for (int64_t n : s)
-        if (n < 0) return std::nullopt;  // the reference raises the error
-    return s;
-}
-
 Type result_of(Type t, int arity) {
     for (int k = 0; k < arity; ++k) t = func_result(t);
     return prune(t);
@@ -303,7 +292,7 @@ std::optional<Value> FusionEngine::index_map(const std::string& name, const Type
         if (name == "col") to = {shape_size(s), 1};
         if (name == "row") to = {1, shape_size(s)};
         if (name == "reshape") {
-            const std::optional<Shape> target = shape_arg(a[0]);
+            const std::optional<Shape> target = ops::shape_argument(a[0]);
             if (!target || target->empty() || target->size() > 3 || shape_size(*target) != shape_size(s))
                 return std::nullopt;  // the reference raises the error
             to = *target;
@@ -328,7 +317,7 @@ std::optional<Value> FusionEngine::index_map(const std::string& name, const Type
 // random shape: Philox in the kernel, the stream number taken now (as the
 // reference evaluator takes it), so the numbers equal the reference's.
 std::optional<Value> FusionEngine::random(const Value& shape, EvalContext& ctx) {
-    const std::optional<Shape> s = shape_arg(shape);
+    const std::optional<Shape> s = ops::shape_argument(shape);
     if (!s || s->empty()) return std::nullopt;
     check_fits(Prim::Float, *s);
     const uint64_t seed = ctx.seed, stream = ctx.random_stream++;
@@ -518,7 +507,7 @@ std::optional<Value> FusionEngine::producer(const std::string& name, const Type&
     }
     if (name == "map" || name == "zipWith" || name == "zipWith3") return map_node(name, type, a, ctx, loc);
     if (name == "iota") {
-        const std::optional<Shape> s = shape_arg(a[0]);
+        const std::optional<Shape> s = ops::shape_argument(a[0]);
         if (!s || s->size() != 1) return std::nullopt;
         auto pull = [s = *s](FuseContext& fc) {
             return PullArray{extents(fc, s), ir::ScalarType::I32,
@@ -529,7 +518,7 @@ std::optional<Value> FusionEngine::producer(const std::string& name, const Type&
         return node(Prim::Int, *s, pull, make_replay(name, type, args, ctx, loc), ctx, {});
     }
     if (name == "fill") {
-        const std::optional<Shape> s = shape_arg(a[0]);
+        const std::optional<Shape> s = ops::shape_argument(a[0]);
         std::vector<Scalar> vs;
         if (!s || s->empty() || !scalar_leaves(a[1], vs)) return std::nullopt;
         const Replay whole = make_replay(name, type, args, ctx, loc);
@@ -548,7 +537,7 @@ std::optional<Value> FusionEngine::producer(const std::string& name, const Type&
         return rebuild(a[1], nodes);
     }
     if (name == "generate") {
-        const std::optional<Shape> s = shape_arg(a[0]);
+        const std::optional<Shape> s = ops::shape_argument(a[0]);
         const Type r = result_of(type, 2);
         std::vector<Prim> elems;
         if (!s || s->empty() || !mentions_array(r) || !prim_leaves(r, elems)) return std::nullopt;

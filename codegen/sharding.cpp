@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "lang/array_ops.h"
-#include "lang/builtins_eval.h"
+#include "lang/builtin_helpers.h"
 #include "lang/memory_limit.h"
 #include "lang/random.h"
 
@@ -15,6 +15,7 @@ namespace shoal::compiled {
 namespace {
 
 using evalimpl::find_builtin;
+using evalimpl::shape_value;
 
 // Elementwise builtins: each element of the result depends on the elements
 // at the same index of the arguments, so a block's result is the result's block.
@@ -36,34 +37,6 @@ bool per_row(std::string_view name) {
     return std::find(names.begin(), names.end(), name) != names.end();
 }
 
-// A shape argument (`iota 5`, `random (3, 4)`) read without raising: null
-// when it is not a well-formed shape (the builtin itself then says why).
-std::optional<Shape> shape_of(const Value& v) {
-    auto extent = [](const Value& x) -> std::optional<int64_t> {
-        if (!x.is_scalar() || (x.scalar().type != Prim::Int && x.scalar().type != Prim::Long)) return std::nullopt;
-        const int64_t n = x.scalar().type == Prim::Int ? x.scalar().i : x.scalar().l;
-        return n < 0 ? std::nullopt : std::optional<int64_t>(n);
-    };
-    Shape s;
-    if (v.is_tuple()) {
-        for (const Value& x : v.tuple())
-            if (auto n = extent(x)) s.push_back(*n);
-            else return std::nullopt;
-    } else if (auto n = extent(v)) {
-        s.push_back(*n);
-    } else {
-        return std::nullopt;
-    }
-    return s;
-}
-Value shape_value(const Shape& s) {
-    if (s.size() == 1) return Value(Scalar::of_int(static_cast<int32_t>(s[0])));
-    std::vector<Value> parts;
-    for (int64_t n : s) parts.emplace_back(Scalar::of_int(static_cast<int32_t>(n)));
-    return Value(std::move(parts));
-}
-
-bool array_like(const Value& v) { return v.is_array() || v.is_delayed(); }
 
 // The sharded arrays a value reads, with the names they are read by: a
 // closure's free variables and the parameters already applied to it, a
@@ -140,15 +113,19 @@ ShardedArray::ShardedArray(Layout layout, std::shared_ptr<ir::Comm> comm, Value 
 ArrayPtr ShardedArray::force() const {
     if (gathered_) return gathered_;
     check_array_fits(prim_size(elem_), layout_.global);  // the whole, here: before anything moves
-    const ArrayPtr mine = shoal::force(local_).array();
-    std::vector<int64_t> offsets;
-    const std::vector<char> all = comm_->allgather(mine->bytes.data(), static_cast<int64_t>(mine->bytes.size()), offsets);
-    auto whole = std::make_shared<Array>(elem_, layout_.global, Array::Uninitialised{});
-    if (all.size() != whole->bytes.size())
-        internal_error(__FILE__, __LINE__, "sharding: the gathered blocks do not make the whole array");
-    std::memcpy(whole->bytes.data(), all.data(), all.size());
-    gathered_ = whole;
+    gathered_ = gather_in_rank_order(shoal::force(local_).array().get(), layout_.global);
     return gathered_;
+}
+
+ArrayPtr ShardedArray::gather_in_rank_order(const Array* mine, const Shape& shape) const {
+    std::vector<int64_t> offsets;
+    const std::vector<char> all =
+        comm_->allgather(mine ? mine->bytes.data() : nullptr, mine ? static_cast<int64_t>(mine->bytes.size()) : 0, offsets);
+    auto out = std::make_shared<Array>(elem_, shape, Array::Uninitialised{});
+    if (all.size() != out->bytes.size())
+        internal_error(__FILE__, __LINE__, "sharding: the parts gathered do not make the array asked for");
+    std::memcpy(out->bytes.data(), all.data(), all.size());
+    return out;
 }
 
 ArrayPtr ShardedArray::rows(const std::vector<int64_t>& which) const {
@@ -160,16 +137,9 @@ ArrayPtr ShardedArray::rows(const std::vector<int64_t>& which) const {
     for (int64_t w : which)
         if (w >= layout_.begin(r) && w < layout_.end(r)) mine.push_back(w - layout_.begin(r));
     const ArrayPtr part = mine.empty() ? nullptr : rows_of_array(*shoal::force(local_).array(), mine);
-    std::vector<int64_t> offsets;
-    const std::vector<char> all =
-        comm_->allgather(part ? part->bytes.data() : nullptr, part ? static_cast<int64_t>(part->bytes.size()) : 0, offsets);
     Shape shape = layout_.global;
     shape[0] = static_cast<int64_t>(which.size());
-    auto out = std::make_shared<Array>(elem_, shape, Array::Uninitialised{});
-    if (all.size() != out->bytes.size())
-        internal_error(__FILE__, __LINE__, "sharding: the rows gathered are not the rows asked for");
-    std::memcpy(out->bytes.data(), all.data(), all.size());
-    return out;
+    return gather_in_rank_order(part.get(), shape);
 }
 
 void ShardedArray::compute() const { local_ = settle(local_); }
@@ -210,7 +180,7 @@ Value ShardingBackend::gathered(const std::string& what, const Value& v, const L
 std::optional<Value> ShardingBackend::make_sharded(std::string_view name, const Type& type,
                                                    std::span<const Value> args, EvalContext& ctx, const Loc& loc) {
     if (name != "iota" && name != "random" && name != "fill" && name != "generate") return std::nullopt;
-    const std::optional<Shape> global = shape_of(args[0]);
+    const std::optional<Shape> global = ops::shape_argument(args[0]);
     if (!global || global->empty() || (*global)[0] < 1 || shape_size(*global) < threshold_) return std::nullopt;
     if (name == "generate" && (!type || global->size() > 2)) return std::nullopt;  // a 3-d generate: whole
     const Layout layout{*global, comm_->size()};
@@ -236,8 +206,7 @@ Value ShardingBackend::make_blocks(std::string_view name, const Layout& layout, 
     if (name == "iota") {
         local = local_builtin("iota", type, std::vector<Value>{shape_value(local_shape)}, ctx, loc);
         if (lo != 0)
-            local = local_builtin("+", nullptr, std::vector<Value>{local, Value(Scalar::of_int(static_cast<int32_t>(lo)))},
-                                  ctx, loc);
+            local = local_builtin("+", nullptr, std::vector<Value>{local, evalimpl::int_value(lo)}, ctx, loc);
     } else if (name == "fill") {
         local = local_builtin("fill", type, std::vector<Value>{shape_value(local_shape), args[1]}, ctx, loc);
     } else {
@@ -410,12 +379,16 @@ std::optional<Value> ShardingBackend::apply_builtin(std::string_view name, const
     return local_builtin(name, type, whole, ctx, loc);
 }
 
+Value ShardingBackend::select(const Value& v, std::span<const ops::AxisSelect> sel, const Loc& loc) {
+    if (std::optional<Value> part = inner_->slice(v, sel, loc)) return *part;
+    return ops::index_array(*force(v).array(),
+                            ops::full_selection(array_like_shape(v), std::vector<ops::AxisSelect>(sel.begin(), sel.end())));
+}
+
 Value ShardingBackend::rows_of(const Value& whole, const Layout& layout, const Loc& loc) {
     const int r = comm_->rank();
-    const std::vector<ops::AxisSelect> rows{
-        ops::AxisSelect{false, layout.begin(r), 1, layout.end(r) - layout.begin(r)}};
-    if (std::optional<Value> block = inner_->slice(whole, rows, loc)) return *block;
-    return ops::index_array(*force(whole).array(), ops::full_selection(array_like_shape(whole), rows));
+    const ops::AxisSelect rows[1] = {ops::AxisSelect{false, layout.begin(r), 1, layout.end(r) - layout.begin(r)}};
+    return select(whole, rows, loc);
 }
 
 std::optional<Value> ShardingBackend::slice(const Value& a, std::span<const ops::AxisSelect> sel, const Loc& loc) {

@@ -68,6 +68,10 @@ public:
     int rank() const { return comm_->rank(); }
 
 private:
+    // Every rank's `mine` (none: nothing), concatenated in rank order into
+    // an array of `shape` on every rank.
+    ArrayPtr gather_in_rank_order(const Array* mine, const Shape& shape) const;
+
     Layout layout_;
     std::shared_ptr<ir::Comm> comm_;
     mutable Value local_;
@@ -104,6 +108,8 @@ private:
                         const Loc& loc);
     Value fold_across_ranks(std::string_view name, const Type& type, const ShardedArray& x, EvalContext& ctx,
                             const Loc& loc);
+    // v[sel] by the engine (delayed, fused into what reads it), else on the host.
+    Value select(const Value& v, std::span<const ops::AxisSelect> sel, const Loc& loc);
     // This rank's rows of a whole (replicated) array laid out like `layout`.
     Value rows_of(const Value& whole, const Layout& layout, const Loc& loc);
 
@@ -116,8 +122,9 @@ private:
     ArrayPtr gather_rows(const Array& block, int64_t first, int64_t total);
     // Sharded in balanced blocks, or whole below the threshold.
     Value rebalanced(const Array& block, int64_t first, int64_t total);
-    // Every rank's count, in rank order.
-    std::vector<int64_t> counts_of_ranks(int64_t mine);
+    // Every rank's `block` (rows of a result, in rank order: a filter's or a
+    // sort's), rebalanced by the prefix of the ranks' row counts.
+    Value rebalanced_in_rank_order(const Array& block);
     // `sel` (a full selection of the global array) applied to this rank's
     // block: the rows of it this rank holds, and their first output row.
     std::pair<Value, int64_t> select_local(const ShardedArray& a, std::vector<ops::AxisSelect> sel, const Loc& loc);
@@ -173,6 +180,9 @@ void renumber_error(Error& e, std::string_view what, int64_t offset);
 // The fold across ranks of sum, product, maximum, minimum, all and any (each
 // rank folds its block, then the blocks' results are folded in rank order).
 std::optional<ir::CommOp> fold_op(std::string_view name);
+
+// An array in memory or delayed (a sharded one included), not a tuple of them.
+inline bool array_like(const Value& v) { return v.is_array() || v.is_delayed(); }
 
 // The sharded array a value is, or null.
 const ShardedArray* as_sharded(const Value& v);

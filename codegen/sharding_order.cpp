@@ -14,7 +14,7 @@
 #include <cstring>
 
 #include "codegen/sharding.h"
-#include "lang/builtins_eval.h"
+#include "lang/builtin_helpers.h"
 #include "lang/types.h"
 
 namespace shoal::compiled {
@@ -108,11 +108,8 @@ Value ShardingBackend::fold_block(const Value& f, const Type& reduce_type, const
                                   const Loc& loc) {
     const ops::AxisSelect first[1] = {ops::AxisSelect{true, 0, 1, 1}};
     const ops::AxisSelect rest[1] = {ops::AxisSelect{false, 1, 1, array_like_shape(block)[0] - 1}};
-    auto part = [&](std::span<const ops::AxisSelect> sel) {
-        if (std::optional<Value> v = inner_->slice(block, sel, loc)) return *v;
-        return ops::index_array(*force(block).array(), std::vector<ops::AxisSelect>(sel.begin(), sel.end()));
-    };
-    return local_builtin("reduce", reduce_type, std::vector<Value>{f, force(part(first)), part(rest)}, ctx, loc);
+    return local_builtin("reduce", reduce_type,
+                         std::vector<Value>{f, force(select(block, first, loc)), select(block, rest, loc)}, ctx, loc);
 }
 
 Value ShardingBackend::reduce_across_ranks(const Type& type, std::span<const Value> args, const ShardedArray& x,
@@ -136,8 +133,7 @@ Value ShardingBackend::extreme_across_ranks(std::string_view name, const Type& t
     const auto value = partials(x, [&] {
         const int64_t i = index[static_cast<size_t>(x.rank())]->i;  // computed on this rank first
         const ops::AxisSelect at[1] = {ops::AxisSelect{true, i, 1, 1}};
-        if (std::optional<Value> v = inner_->slice(x.local(), at, loc)) return *v;
-        return ops::index_array(*force(x.local()).array(), {at[0]});
+        return select(x.local(), at, loc);
     });
     const std::optional<Array> values = present(value, value.size());
     if (!values) return local_builtin(name, type, block, ctx, loc);  // every block empty: its error
@@ -181,14 +177,7 @@ Value ShardingBackend::filter_across_ranks(std::string_view name, const Type& ty
         for (Value& b : block)
             b = as_sharded(b) ? as_sharded(b)->local() : rows_of(b, rows->layout(), loc);
     }
-    const ArrayPtr kept = force(local_builtin(name, type, block, ctx, loc)).array();
-    const std::vector<int64_t> counts = counts_of_ranks(kept->shape[0]);
-    int64_t first = 0, total = 0;
-    for (int r = 0; r < comm_->size(); ++r) {
-        if (r < comm_->rank()) first += counts[static_cast<size_t>(r)];
-        total += counts[static_cast<size_t>(r)];
-    }
-    return rebalanced(*kept, first, total);
+    return rebalanced_in_rank_order(*force(local_builtin(name, type, block, ctx, loc)).array());
 }
 
 Value ShardingBackend::sort_across_ranks(const Type& type, const ShardedArray& x, EvalContext& ctx, const Loc& loc) {
@@ -244,14 +233,7 @@ Value ShardingBackend::sort_across_ranks(const Type& type, const ShardedArray& x
                                    ops::less_nan_last<T>);
             }
         }
-        const ArrayPtr& mine_sorted = bucket;
-        const std::vector<int64_t> counts = counts_of_ranks(size);
-        int64_t first = 0, total = 0;
-        for (int r = 0; r < ranks; ++r) {
-            if (r < comm_->rank()) first += counts[static_cast<size_t>(r)];
-            total += counts[static_cast<size_t>(r)];
-        }
-        return rebalanced(*mine_sorted, first, total);
+        return rebalanced_in_rank_order(*bucket);
     });
 }
 
@@ -262,11 +244,10 @@ Value ShardingBackend::generate_blocks(const Shape& global, const Type& type, co
     const int64_t lo = layout.begin(r), rows = layout.end(r) - lo;
     const Type fn = func_param(func_result(type)), result = func_result(func_result(type));
     const Type ints = t_prim(Prim::Int);
-    auto int_value = [](int64_t v) { return Value(Scalar::of_int(static_cast<int32_t>(v))); };
     // The block's global row indices: lo, lo + 1, ...
     const Value row_index = local_builtin(
-        "+", nullptr, std::vector<Value>{local_builtin("iota", nullptr, std::vector<Value>{int_value(rows)}, ctx, loc),
-                                         int_value(lo)},
+        "+", nullptr, std::vector<Value>{local_builtin("iota", nullptr, std::vector<Value>{evalimpl::int_value(rows)}, ctx, loc),
+                                         evalimpl::int_value(lo)},
         ctx, loc);
     Value local;
     if (global.size() == 1) {
@@ -277,7 +258,7 @@ Value ShardingBackend::generate_blocks(const Shape& global, const Type& type, co
         const Value i = local_builtin("col", nullptr, std::vector<Value>{row_index}, ctx, loc);
         const Value j = local_builtin(
             "row", nullptr,
-            std::vector<Value>{local_builtin("iota", nullptr, std::vector<Value>{int_value(global[1])}, ctx, loc)},
+            std::vector<Value>{local_builtin("iota", nullptr, std::vector<Value>{evalimpl::int_value(global[1])}, ctx, loc)},
             ctx, loc);
         local = local_builtin("zipWith", t_func(std::vector<Type>{fn, t_array(2, ints), t_array(2, ints)}, result),
                               std::vector<Value>{f, i, j}, ctx, loc);

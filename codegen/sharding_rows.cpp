@@ -63,24 +63,20 @@ std::pair<int64_t, int64_t> positions_in(const ops::AxisSelect& s, int64_t lo, i
     return {k0, std::max(k0, k1)};
 }
 
-// NumPy's rule, one way: `from` broadcasts to `to` unchanged in shape.
-bool broadcasts_to(const Shape& from, const Shape& to) {
-    if (from.size() > to.size()) return false;
-    for (size_t k = 0; k < from.size(); ++k) {
-        const int64_t f = from[from.size() - 1 - k], t = to[to.size() - 1 - k];
-        if (f != t && f != 1) return false;
-    }
-    return true;
-}
-
 }  // namespace
 
-std::vector<int64_t> ShardingBackend::counts_of_ranks(int64_t mine) {
+Value ShardingBackend::rebalanced_in_rank_order(const Array& block) {
+    const int64_t mine = block.shape[0];
     std::vector<int64_t> offsets;
     const std::vector<char> all = comm_->allgather(&mine, sizeof mine, offsets);
     std::vector<int64_t> counts(static_cast<size_t>(comm_->size()));
     std::memcpy(counts.data(), all.data(), counts.size() * sizeof(int64_t));
-    return counts;
+    int64_t first = 0, total = 0;
+    for (int r = 0; r < comm_->size(); ++r) {
+        if (r < comm_->rank()) first += counts[static_cast<size_t>(r)];
+        total += counts[static_cast<size_t>(r)];
+    }
+    return rebalanced(block, first, total);
 }
 
 ArrayPtr ShardingBackend::move_rows(const Array& block, int64_t first,
@@ -126,8 +122,7 @@ std::pair<Value, int64_t> ShardingBackend::select_local(const ShardedArray& a, s
     const auto [k0, k1] = positions_in(sel[0], a.layout().begin(r), a.layout().end(r));
     sel[0] = ops::AxisSelect{false, k1 > k0 ? sel[0].start + sel[0].step * k0 - a.layout().begin(r) : 0, sel[0].step,
                              k1 - k0};
-    if (std::optional<Value> part = inner_->slice(a.local(), sel, loc)) return {*part, k0};
-    return {ops::index_array(*force(a.local()).array(), sel), k0};
+    return {select(a.local(), sel, loc), k0};
 }
 
 Value ShardingBackend::sharded_slice(const ShardedArray& a, std::span<const ops::AxisSelect> selection,
@@ -269,9 +264,7 @@ Value ShardingBackend::halo_slice(const ShardedArray& a, std::vector<ops::AxisSe
     const int64_t block_first = in.begin(me) - (widened ? a.halo()[static_cast<size_t>(me)].first : 0);
     sel[0] = ops::AxisSelect{false, out.end(me) > out.begin(me) ? sel[0].start + out.begin(me) - block_first : 0, 1,
                              out.end(me) - out.begin(me)};
-    Value part;
-    if (std::optional<Value> p = inner_->slice(block, sel, loc)) part = *p;
-    else part = ops::index_array(*force(block).array(), sel);
+    const Value part = select(block, sel, loc);
     Shape global = array_like_shape(part);
     global[0] = out_rows[0];
     return sharded(Layout{global, ranks}, part);
@@ -287,9 +280,10 @@ std::optional<Value> ShardingBackend::sharded_update(const ShardedArray& a, std:
     Shape part_shape;
     for (const ops::AxisSelect& s : sel)
         if (!s.drops) part_shape.push_back(s.count);
-    const bool v_array = v.is_array() || v.is_delayed();
+    const bool v_array = array_like(v);
     const Shape v_shape = v_array ? array_like_shape(v) : Shape{};
-    if (v.is_tuple() || !broadcasts_to(v_shape, part_shape)) return std::nullopt;  // the error comes from the whole update
+    // It broadcasts to the selection unchanged, or the whole update says why not.
+    if (v.is_tuple() || ops::broadcast_shapes(v_shape, part_shape) != part_shape) return std::nullopt;
 
     // This rank's share of the new part: none when the selection drops the
     // leading axis or the part broadcasts along it, else its rows.

@@ -317,6 +317,19 @@ ArrayPtr matmul_array(const Array& a, const Array& b, const Loc& loc, const std:
 }
 
 // ---------------------------------------------------------------- indexing
+std::optional<Shape> shape_argument(const Value& v) {
+    auto extent = [](const Value& x) -> std::optional<int64_t> {
+        if (!x.is_scalar() || (x.scalar().type != Prim::Int && x.scalar().type != Prim::Long)) return std::nullopt;
+        const int64_t n = x.scalar().as_long();
+        return n < 0 ? std::nullopt : std::optional<int64_t>(n);
+    };
+    Shape s;
+    for (const Value& x : v.is_tuple() ? v.tuple() : std::vector<Value>{v})
+        if (std::optional<int64_t> n = extent(x)) s.push_back(*n);
+        else return std::nullopt;
+    return s;
+}
+
 AxisSelect select_index(int64_t index, int64_t extent, int axis, const Loc& loc) {
     if (index < -extent || index >= extent)
         runtime_error(loc, "index " + std::to_string(index) + " is out of bounds for axis " + std::to_string(axis) +

@@ -228,6 +228,10 @@ struct AxisSelect {
 // A plain index, negative counting from the end (-n <= i < n), else
 // "index 7 is out of bounds for axis 0 with extent 5".
 AxisSelect select_index(int64_t index, int64_t extent, int axis, const Loc& loc);
+// A shape argument (`iota 5`, `fill (2, 3) x`: an int, or a tuple of ints)
+// read without raising: null when it is not one or an extent is negative
+// (the builtin itself then says why).
+std::optional<Shape> shape_argument(const Value& v);
 // A Python slice; omitted parts are nullopt. A zero step is an error.
 AxisSelect select_slice(std::optional<int64_t> lo, std::optional<int64_t> hi, std::optional<int64_t> step,
                         int64_t extent, const Loc& loc);
