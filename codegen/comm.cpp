@@ -46,4 +46,16 @@ void fold_into(void* acc, const void* x, int64_t count, ScalarType type, CommOp 
     internal_error(__FILE__, __LINE__, "fold_into: unknown element type");
 }
 
+void fold_gathered(void* data, const std::vector<char>& all, const std::vector<int64_t>& offsets, int upto,
+                   int64_t count, ScalarType type, CommOp op, const void* identity) {
+    const size_t element = scalar_size(type);
+    char* out = static_cast<char*>(data);
+    if (upto == 0) {
+        for (int64_t i = 0; i < count; ++i) std::memcpy(out + i * static_cast<int64_t>(element), identity, element);
+        return;
+    }
+    std::memcpy(out, all.data(), static_cast<size_t>(count) * element);
+    for (int r = 1; r < upto; ++r) fold_into(out, all.data() + offsets[static_cast<size_t>(r)], count, type, op);
+}
+
 }  // namespace shoal::ir

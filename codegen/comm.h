@@ -15,7 +15,10 @@
 // therefore holds bit-identical results, and a float sum's association
 // depends on the number of ranks and the blocks only, never on timing.
 #pragma once
+#include <atomic>
 #include <cstdint>
+#include <functional>
+#include <string>
 #include <vector>
 
 #include "codegen/ir.h"
@@ -31,8 +34,11 @@ public:
     virtual int size() const = 0;
 
     // A new statement: collectives abandoned by the last one (a timeout,
-    // Ctrl-C) are left behind. Every rank calls it at the same point.
-    virtual void begin_statement() = 0;
+    // Ctrl-C) are left behind. Every rank calls it at the same point, and
+    // `last_failed` (the last statement failed on some rank) is the same on
+    // every rank: a backend whose transfers cannot be abandoned one rank at
+    // a time (NCCL's) starts every rank's afresh then.
+    virtual void begin_statement(bool last_failed) = 0;
 
     // `data` (count elements of `type`) becomes, elementwise, the fold of
     // every rank's data in rank order: ((r0 op r1) op r2) ...
@@ -52,6 +58,21 @@ public:
     virtual std::pair<std::vector<char>, std::vector<char>> exchange_with_neighbours(
         const std::vector<char>& to_previous, const std::vector<char>& to_next) = 0;
 
+    // The control plane's settings, alike for every backend: how long a
+    // wait lasts before the late ranks are named, the statement's Ctrl-C
+    // flag, and (rank 0) whether another rank has left the statement already.
+    virtual void set_timeout(double seconds) = 0;
+    virtual void set_cancel(const std::atomic<bool>* cancel) = 0;
+    virtual void set_abandon_check(std::function<bool()> check) = 0;
+    // Frees what connects the ranks (before MPI is finalised); later
+    // collectives throw, saying the ranks have stopped.
+    virtual void release() = 0;
+    // What carries the collectives, for `:ranks` ("MPI on host buffers").
+    virtual std::string description() const = 0;
+    // Something the user should hear once (a backend that could not be
+    // used, and why), or "": the sharding layer makes it a warning.
+    virtual std::string take_notice() { return ""; }
+
     // Bytes this rank sent and received through collectives (`:profile`).
     virtual int64_t bytes_moved() const = 0;
     // Seconds this rank spent inside collectives: the transfers and the wait
@@ -62,5 +83,12 @@ public:
 // The folds the collectives use, with Shoal's scalar semantics: acc = acc op x
 // for `count` elements of `type`.
 void fold_into(void* acc, const void* x, int64_t count, ScalarType type, CommOp op);
+
+// allreduce and exclusive_scan from an allgather of every rank's `count`
+// elements (`all`, blocks at `offsets`): `data` becomes the fold, in rank
+// order, of the blocks of ranks [0, upto) (upto = size for allreduce, this
+// rank for an exclusive scan), or `identity` repeated when upto is 0.
+void fold_gathered(void* data, const std::vector<char>& all, const std::vector<int64_t>& offsets, int upto,
+                   int64_t count, ScalarType type, CommOp op, const void* identity);
 
 }  // namespace shoal::ir

@@ -264,9 +264,29 @@ void ShardingBackend::gather_function_reads(std::string_view builtin, std::span<
     }
 }
 
+namespace {
+// What the collectives' backend had to say during a call (NCCL not used,
+// and why) becomes a warning of the statement, at the call's location.
+class NoticesAsWarnings {
+public:
+    NoticesAsWarnings(ir::Comm& comm, std::vector<Warning>* warnings, const Loc& loc)
+        : comm_(comm), warnings_(warnings), loc_(loc) {}
+    ~NoticesAsWarnings() {
+        if (std::string notice = comm_.take_notice(); !notice.empty() && warnings_)
+            warnings_->push_back({loc_, std::move(notice), {"`:ranks` shows what moves sharded arrays"}});
+    }
+
+private:
+    ir::Comm& comm_;
+    std::vector<Warning>* warnings_;
+    Loc loc_;
+};
+}  // namespace
+
 std::optional<Value> ShardingBackend::apply_builtin(std::string_view name, const Type& type,
                                                     std::span<const Value> args, EvalContext& ctx, const Loc& loc) {
     warnings_ = ctx.warnings;
+    const NoticesAsWarnings notices(*comm_, warnings_, loc);
     gather_function_reads(name, args, ctx, loc);
     const ShardedArray* first = nullptr;
     for (const Value& a : args)
@@ -392,12 +412,14 @@ Value ShardingBackend::rows_of(const Value& whole, const Layout& layout, const L
 }
 
 std::optional<Value> ShardingBackend::slice(const Value& a, std::span<const ops::AxisSelect> sel, const Loc& loc) {
+    const NoticesAsWarnings notices(*comm_, warnings_, loc);
     if (const ShardedArray* s = as_sharded(a)) return sharded_slice(*s, sel, loc);
     return inner_->slice(a, sel, loc);
 }
 
 std::optional<Value> ShardingBackend::update(const Value& a, std::span<const ops::AxisSelect> sel, const Value& v,
                                              const Loc& loc) {
+    const NoticesAsWarnings notices(*comm_, warnings_, loc);
     if (const ShardedArray* s = as_sharded(a))
         if (std::optional<Value> updated = sharded_update(*s, sel, v, loc)) return updated;
     return inner_->update(gathered("an update", a, loc), sel, gathered("an update", v, loc), loc);

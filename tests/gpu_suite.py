@@ -5,7 +5,10 @@ CUDA executor, no simulation) against the expected values and the reference
 evaluator. Without a usable GPU it reports itself skipped with the reason
 `:device` gives (exit code 77, ctest's SKIP_RETURN_CODE).
 
-usage: gpu_suite.py SHOAL UNIT_TESTS SOURCE_DIR
+usage: gpu_suite.py SHOAL UNIT_TESTS SOURCE_DIR [COMM_TESTS]
+
+COMM_TESTS (built with MPI): the collectives' tests, run on one rank over the
+machine's NCCL (the NCCL backend of sharded arrays, on the GPU).
 """
 import os
 import subprocess
@@ -34,9 +37,12 @@ def main():
          "-tc=*random well-typed*,*agree with the reference*,*every array builtin*,*tuples, general folds*,"
          "*every example runs*,*nested arrays*,*products: every shape*"],  # products: cuBLAS
     ]
+    if len(sys.argv) > 4:
+        mpirun = ["mpirun", "-q", "--oversubscribe", "-np", "1"] + (["--allow-run-as-root"] if os.getuid() == 0 else [])
+        steps.append(mpirun + [sys.argv[4], "nccl-real"])
     failed = 0
     for step in steps:
-        print("==", " ".join(os.path.basename(a) for a in step[:3]), flush=True)
+        print("==", " ".join(os.path.basename(a) for a in step[:6]), flush=True)
         failed += subprocess.run(step, env=env).returncode != 0
     return 1 if failed else 0
 

@@ -166,6 +166,41 @@ def main(argv):
               and f"rank {int(ranks) - 1}:\n" in out and "kernels of rank 0's blocks; on " + ranks + " ranks" in out,
               f"status {rc}\nstdout:\n{out}\nstderr:\n{err}\none rank:\n{one[1]}{one[2]}")
 
+    # On GPUs the blocks move by NCCL: here NCCL simulated over MPI on the
+    # simulated device (runtime/mpi/simulated_nccl.h). The same program prints
+    # what one rank prints; a failing and a late rank stop the others' NCCL
+    # transfers, and the next statement makes a new communicator.
+    gpu = {"SHOAL_DEVICE": "simulated"}
+    one_gpu = run(binary, [], stdin=":set shard 1\n" + sharded, env=gpu)
+    rc, out, err, _ = run(binary, ["--ranks", "3"], stdin=":set shard 1\n" + sharded + ":ranks\n", env=gpu)
+    check("sharded over 3 ranks on (simulated) GPUs, collectives by NCCL: what one rank prints",
+          rc == 0 and out.startswith(one_gpu[1]) and one_gpu[2] == "" and err == ""
+          and "sharded arrays move by NCCL simulated over MPI on device buffers" in out,
+          f"status {rc}\nstdout:\n{out}\nstderr:\n{err}\none rank:\n{one_gpu[1]}{one_gpu[2]}")
+    rc, out, err, _ = run(binary, ["--ranks", "2"], stdin=":set shard 1\nsum (iota 9)\n:ranks\n",
+                          env={**gpu, "SHOAL_COMM": "mpi"})
+    check("SHOAL_COMM=mpi keeps GPU blocks on MPI, and :ranks says why",
+          rc == 0 and "36\n" in out and "move by MPI on host buffers (not NCCL: SHOAL_COMM=mpi)" in out,
+          f"status {rc}\nstdout:\n{out}\nstderr:\n{err}")
+    rc, out, err, _ = run(binary, ["--ranks", "3"], stdin=":set shard 1\nlet x = iota 10\nsum x\ncumsum x\n:ranks\n",
+                          env={**gpu, "SHOAL_TEST_NCCL_MISSING": "1"})
+    check("a rank without NCCL: every rank moves blocks by MPI, and says why once",
+          rc == 0 and out.startswith("45\n[0, 1, 3, 6, 10, 15, 21, 28, 36, 45]\n") and err.count("warning:") == 1
+          and "sharded arrays move by MPI on host buffers, not by NCCL: rank 1: libnccl.so.2 not found" in err
+          and "move by MPI on host buffers (not NCCL: rank 1: libnccl.so.2 not found" in out,
+          f"status {rc}\nstdout:\n{out}\nstderr:\n{err}")
+    rc, out, err, took = run(binary, ["--ranks", "3"], env={**gpu, "SHOAL_TEST_STALL": "1:fail"},
+                             stdin=":set shard 1\nlet x = iota 10\nsum x\nlet stall_here = sum x\nsum (x * 2)\n")
+    check("NCCL: a rank failing in a sharded statement stops the others' transfers; the next statement works",
+          "a failure on this rank alone" in err and "on rank 1 of 3" in err and err.count("error:") == 1
+          and out == "45\n90\n" and took < 30, f"status {rc} after {took:.1f} s\nstdout:\n{out}\nstderr:\n{err}")
+    rc, out, err, took = run(binary, ["--ranks", "3"],
+                             env={**gpu, "SHOAL_TEST_STALL": "2:slow", "SHOAL_RANK_TIMEOUT": "2"},
+                             stdin=":set shard 1\nlet x = iota 10\nsum x\nlet stall_here = sum x\nsum (x * 2)\n")
+    check("NCCL: a transfer names the rank that did not arrive",
+          "sum: rank 2 did not arrive at the allgather within the timeout of 2 s" in err and out == "45\n90\n"
+          and took < 40, f"status {rc} after {took:.1f} s\nstdout:\n{out}\nstderr:\n{err}")
+
     # Back to one rank: the sharded bindings are gathered first and survive.
     rc, out, err, _ = run(binary, ["--ranks", "3", "--shard", "1"],
                           stdin="let x = iota 5\nlet y = x * 2\n:set ranks 1\nsum y\ny\n:ranks\n")

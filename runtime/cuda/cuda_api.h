@@ -46,6 +46,10 @@ public:
     virtual cudaError_t streamCreateWithFlags(cudaStream_t* stream, unsigned flags) = 0;
     virtual cudaError_t streamDestroy(cudaStream_t stream) = 0;
     virtual cudaError_t streamSynchronize(cudaStream_t stream) = 0;
+    // cudaSuccess once the stream's work is done, cudaErrorNotReady before:
+    // a wait that must watch Ctrl-C and a timeout polls it (an NCCL
+    // transfer a rank never joins never ends).
+    virtual cudaError_t streamQuery(cudaStream_t stream) = 0;
 
     // Stream-ordered memory from the device's default pool.
     virtual cudaError_t deviceGetDefaultMemPool(cudaMemPool_t* pool, int device) = 0;

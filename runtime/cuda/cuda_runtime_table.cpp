@@ -108,6 +108,7 @@ public:
     }
     cudaError_t streamDestroy(cudaStream_t stream) override { return cudaStreamDestroy(stream); }
     cudaError_t streamSynchronize(cudaStream_t stream) override { return cudaStreamSynchronize(stream); }
+    cudaError_t streamQuery(cudaStream_t stream) override { return cudaStreamQuery(stream); }
     cudaError_t hostRegister(void* ptr, size_t bytes, unsigned flags) override { return cudaHostRegister(ptr, bytes, flags); }
     cudaError_t hostGetDevicePointer(void** device, void* host, unsigned flags) override {
         return cudaHostGetDevicePointer(device, host, flags);

@@ -12,6 +12,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <thread>
 
 #include "codegen/thread_levels.h"
 #include "lang/diagnostics.h"
@@ -88,7 +89,16 @@ struct Allocation {
 };
 
 struct Stream {
-    std::deque<std::function<void()>> queue;  // runs at the next synchronisation
+    // Runs at the next synchronisation, in order. An item returns false
+    // while it waits for something outside the device (a simulated NCCL
+    // transfer: host work, enqueue_host_work) and is asked again later.
+    std::deque<std::function<bool()>> queue;
+    void push(std::function<void()> op) {
+        queue.push_back([op = std::move(op)] {
+            op();
+            return true;
+        });
+    }
 };
 
 struct Event {
@@ -183,6 +193,19 @@ public:
         run_queue(find_stream(stream));
         return sticky_;
     }
+    cudaError_t streamQuery(cudaStream_t stream) override {
+        std::lock_guard lock(mutex_);
+        if (!run_queue(find_stream(stream), false)) return cudaErrorNotReady;
+        return sticky_;
+    }
+    void enqueue_host_work(cudaStream_t stream, std::function<bool(const DeviceMemory&)> step) override {
+        std::lock_guard lock(mutex_);
+        find_stream(stream).queue.push_back([this, step = std::move(step)] {
+            return step([this](const void* p, size_t bytes, const std::string& what) {
+                return static_cast<void*>(device_range(p, bytes, what));
+            });
+        });
+    }
 
     // Page-locked host memory: with unified addressing its device address is
     // its host address, which a launch may then be given.
@@ -273,7 +296,7 @@ public:
         const size_t at = offset_of(ptr, "freeAsync");
         auto it = allocations_.find(at);
         if (it == allocations_.end() || !it->second.host) violation("freeAsync of an address that is not a live allocation");
-        s.queue.push_back([this, at] {
+        s.push([this, at] {
             Allocation& a = allocations_.at(at);
             std::free(a.host);
             a.host = nullptr;
@@ -304,7 +327,7 @@ public:
         ++(kind == cudaMemcpyHostToDevice   ? stats_.copies_to_device
            : kind == cudaMemcpyDeviceToHost ? stats_.copies_to_host
                                             : stats_.copies_device_to_device);
-        s.queue.push_back([this, dst, src, bytes, dst_device, src_device] {
+        s.push([this, dst, src, bytes, dst_device, src_device] {
             void* to = dst_device ? device_range(dst, bytes, "memcpyAsync destination") : dst;
             const void* from = src_device ? device_range(src, bytes, "memcpyAsync source") : src;
             if (bytes) std::memcpy(to, from, bytes);
@@ -316,7 +339,7 @@ public:
         Stream& s = find_stream(stream);
         if (sticky_ != cudaSuccess) return sticky_;
         device_range(ptr, bytes, "memsetAsync");
-        s.queue.push_back([this, ptr, value, bytes] {
+        s.push([this, ptr, value, bytes] {
             if (bytes) std::memset(device_range(ptr, bytes, "memsetAsync"), value, bytes);
         });
         return cudaSuccess;
@@ -339,7 +362,7 @@ public:
         device_range(a, a_bytes, "gemm operand a");
         device_range(b, b_bytes, "gemm operand b");
         device_range(c, c_bytes, "gemm result c");
-        s.queue.push_back([this, elem, g, a, b, c, a_bytes, b_bytes, c_bytes] {
+        s.push([this, elem, g, a, b, c, a_bytes, b_bytes, c_bytes] {
             cpu::gemm(elem, g, device_range(a, a_bytes, "gemm operand a"), device_range(b, b_bytes, "gemm operand b"),
                       device_range(c, c_bytes, "gemm result c"));
         });
@@ -366,7 +389,7 @@ public:
         device_range(pivots, pivot_bytes, "lu pivots");
         device_range(info, sizeof(int32_t), "lu info");
         if (b_bytes) device_range(b, b_bytes, "lu right-hand side b");
-        s.queue.push_back([this, elem, shape, a, pivots, b, info, a_bytes, b_bytes, pivot_bytes] {
+        s.push([this, elem, shape, a, pivots, b, info, a_bytes, b_bytes, pivot_bytes] {
             cpu::lu(elem, shape, device_range(a, a_bytes, "lu matrix a"),
                     reinterpret_cast<int32_t*>(device_range(pivots, pivot_bytes, "lu pivots")),
                     b_bytes ? device_range(b, b_bytes, "lu right-hand side b") : nullptr,
@@ -389,7 +412,7 @@ public:
             if (!is_device(p)) violation("svd given a host address");
         device_range(info, sizeof(int32_t), "svd info");
         if (a_bytes) device_range(a, a_bytes, "svd matrix a");
-        s.queue.push_back([this, elem, shape, a, sv, u, v, info, a_bytes, s_bytes, u_bytes, v_bytes] {
+        s.push([this, elem, shape, a, sv, u, v, info, a_bytes, s_bytes, u_bytes, v_bytes] {
             auto* status = reinterpret_cast<int32_t*>(device_range(info, sizeof(int32_t), "svd info"));
             if (shape.p() == 0) {
                 *status = 0;
@@ -509,12 +532,12 @@ public:
                 const auto* from = static_cast<const std::byte*>(args[j]);
                 bytes->emplace_back(from, from + size);
             }
-            s.queue.push_back([this, launch, number, bytes, unit = lib->printed, block = block.x] {
+            s.push([this, launch, number, bytes, unit = lib->printed, block = block.x] {
                 run_printed(*launch, number, *unit, block, *bytes);
             });
             return cudaSuccess;
         }
-        s.queue.push_back([this, launch, number] { run_launch(*launch, number); });
+        s.push([this, launch, number] { run_launch(*launch, number); });
         return cudaSuccess;
     }
 
@@ -528,7 +551,7 @@ public:
     cudaError_t eventRecord(cudaEvent_t event, cudaStream_t stream) override {
         std::lock_guard lock(mutex_);
         Event* e = find_event(event);
-        find_stream(stream).queue.push_back([e] {
+        find_stream(stream).push([e] {
             e->at = std::chrono::steady_clock::now();
             e->recorded = true;
         });
@@ -633,12 +656,26 @@ private:
         return std::string(reinterpret_cast<const char*>(p), end);
     }
 
-    void run_queue(Stream& s) {
-        while (!s.queue.empty()) {
-            auto op = std::move(s.queue.front());
+    // Runs the stream's work; with `wait` false, stops at an item still
+    // waiting for the host and says so (false).
+    bool run_queue(Stream& s, bool wait = true) {
+        for (int spins = 0; !s.queue.empty(); ++spins) {
+            bool done = true;
+            try {
+                if (sticky_ == cudaSuccess) done = s.queue.front()();  // after a sticky error nothing runs
+            } catch (...) {  // a violation: the item is gone, as it would be on a GPU
+                s.queue.pop_front();
+                throw;
+            }
+            if (!done) {
+                if (!wait) return false;
+                if (spins > 200) std::this_thread::sleep_for(std::chrono::microseconds(100));
+                continue;
+            }
             s.queue.pop_front();
-            if (sticky_ == cudaSuccess) op();  // after a sticky error nothing runs
+            spins = 0;
         }
+        return true;
     }
 
     void run_launch(const Decoded& d, int64_t number) {

@@ -21,6 +21,7 @@
 //   the Nth launch (every later call then fails with it, as on a GPU).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -54,6 +55,15 @@ struct SimulatedDeviceStats {
 class SimulatedDevice : public CudaApi {
 public:
     virtual SimulatedDeviceStats stats() const = 0;
+
+    // What a simulated library (the simulated NCCL) reads and writes: the
+    // host memory behind [p, p + bytes) of one live allocation; an address
+    // outside one is a simulator violation naming `what`.
+    using DeviceMemory = std::function<void*(const void* p, size_t bytes, const std::string& what)>;
+    // Host work in stream order: `step` runs when the stream reaches it, and
+    // again at each later synchronisation or query until it returns true
+    // (done). streamQuery answers cudaErrorNotReady while it waits.
+    virtual void enqueue_host_work(cudaStream_t stream, std::function<bool(const DeviceMemory&)> step) = 0;
 };
 
 std::shared_ptr<SimulatedDevice> simulated_device(const SimulatedFaults& faults = {});

@@ -45,7 +45,7 @@ void MpiComm::release() {
     MPI_Comm_free(&base_);
 }
 
-void MpiComm::begin_statement() {
+void MpiComm::begin_statement(bool /*last_failed*/) {  // abandoned messages are never received
     abandoned_ = false;
     ++at_.statement;
     at_.collective = 0;
@@ -144,8 +144,11 @@ std::vector<std::vector<char>> MpiComm::exchange(const std::vector<const std::ve
 
 // Every rank that times out tells every other where it waits; a rank that
 // has not said the same within a grace period is not there.
-std::string MpiComm::roll_call() {
-    sent_mark_ = at_;
+std::string MpiComm::roll_call() { return late_ranks(at_.statement, at_.collective); }
+
+std::string MpiComm::late_ranks(uint64_t statement, uint64_t collective) {
+    const Mark at{statement, collective};
+    sent_mark_ = at;
     for (int r = 0; r < size_; ++r) {
         if (r == rank_) continue;
         MPI_Request request;
@@ -166,7 +169,7 @@ std::string MpiComm::roll_call() {
         }
         Mark mark;
         MPI_Recv(&mark, 2, MPI_UINT64_T, st.MPI_SOURCE, kTagRoll, roll_, MPI_STATUS_IGNORE);
-        if (mark.statement == at_.statement && mark.collective == at_.collective &&
+        if (mark.statement == at.statement && mark.collective == at.collective &&
             !here[static_cast<size_t>(st.MPI_SOURCE)]) {
             here[static_cast<size_t>(st.MPI_SOURCE)] = true;
             --missing;
@@ -199,27 +202,17 @@ std::vector<char> MpiComm::gather_blocks(const void* mine, int64_t bytes, std::v
 }
 
 void MpiComm::allreduce(void* data, int64_t count, ir::ScalarType type, ir::CommOp op) {
-    const int64_t bytes = count * static_cast<int64_t>(ir::scalar_size(type));
     std::vector<int64_t> offsets;
     arrive("allreduce");
-    const std::vector<char> all = gather_blocks(data, bytes, offsets);
-    std::memcpy(data, all.data(), static_cast<size_t>(bytes));
-    for (int r = 1; r < size_; ++r) ir::fold_into(data, all.data() + offsets[static_cast<size_t>(r)], count, type, op);
+    const std::vector<char> all = gather_blocks(data, count * static_cast<int64_t>(ir::scalar_size(type)), offsets);
+    ir::fold_gathered(data, all, offsets, size_, count, type, op, nullptr);
 }
 
 void MpiComm::exclusive_scan(void* data, int64_t count, ir::ScalarType type, ir::CommOp op, const void* identity) {
-    const size_t element = ir::scalar_size(type);
-    const int64_t bytes = count * static_cast<int64_t>(element);
     std::vector<int64_t> offsets;
     arrive("exclusive scan");
-    const std::vector<char> all = gather_blocks(data, bytes, offsets);
-    char* out = static_cast<char*>(data);
-    if (rank_ == 0) {
-        for (int64_t i = 0; i < count; ++i) std::memcpy(out + i * static_cast<int64_t>(element), identity, element);
-        return;
-    }
-    std::memcpy(out, all.data(), static_cast<size_t>(bytes));
-    for (int r = 1; r < rank_; ++r) ir::fold_into(out, all.data() + offsets[static_cast<size_t>(r)], count, type, op);
+    const std::vector<char> all = gather_blocks(data, count * static_cast<int64_t>(ir::scalar_size(type)), offsets);
+    ir::fold_gathered(data, all, offsets, rank_, count, type, op, identity);
 }
 
 std::vector<std::vector<char>> MpiComm::alltoall(const std::vector<std::vector<char>>& sends) {

@@ -29,11 +29,11 @@ public:
     // Frees the communicators (before the world's are freed and MPI
     // finalised: they connect a spawned job to its parent); later
     // collectives throw. Also done by the destructor.
-    void release();
+    void release() override;
 
     int rank() const override { return rank_; }
     int size() const override { return size_; }
-    void begin_statement() override;
+    void begin_statement(bool last_failed) override;
     void allreduce(void* data, int64_t count, ir::ScalarType type, ir::CommOp op) override;
     void exclusive_scan(void* data, int64_t count, ir::ScalarType type, ir::CommOp op, const void* identity) override;
     std::vector<char> allgather(const void* mine, int64_t bytes, std::vector<int64_t>& offsets) override;
@@ -42,11 +42,16 @@ public:
                                                                              const std::vector<char>& to_next) override;
     int64_t bytes_moved() const override { return bytes_moved_; }
     double seconds_in_collectives() const override { return seconds_; }
-    void set_timeout(double seconds) { timeout_ = seconds; }
-    void set_cancel(const std::atomic<bool>* cancel) { cancel_ = cancel; }
+    void set_timeout(double seconds) override { timeout_ = seconds; }
+    void set_cancel(const std::atomic<bool>* cancel) override { cancel_ = cancel; }
     // Rank 0 of a session: whether another rank left the statement (it
     // reported its end) while this one waits in a collective it will never join.
-    void set_abandon_check(std::function<bool()> check) { abandon_check_ = std::move(check); }
+    void set_abandon_check(std::function<bool()> check) override { abandon_check_ = std::move(check); }
+    std::string description() const override { return "MPI on host buffers"; }
+    // After a timeout at a wait another backend numbers (statement, collective
+    // within it: the NCCL backend's), every rank that timed out there calls
+    // this: the ranks not waiting at that point ("rank 2"), or "".
+    std::string late_ranks(uint64_t statement, uint64_t collective);
 
 private:
     struct Mark {  // where a rank waits: a roll call compares them

@@ -30,6 +30,8 @@
 
 #ifdef SHOAL_HAVE_MPI
 #include "codegen/sharding.h"
+#include "lang/session.h"
+#include "runtime/mpi/gpu_collectives.h"
 #include "runtime/mpi/mpi_comm.h"
 #include "runtime/mpi/mpi_wait.h"
 #endif
@@ -247,7 +249,7 @@ public:
     bool running() const override { return running_; }
     void set_timeout(double seconds) override {
         timeout_ = seconds;
-        if (collectives_) collectives_->set_timeout(seconds);  // one timeout for every wait
+        for (ir::Comm* c : backends()) c->set_timeout(seconds);  // one timeout for every wait
     }
     double timeout() const override { return timeout_; }
     bool stop_requested() const { return stop_requested_; }
@@ -273,12 +275,7 @@ public:
         state.random_stream = r.u64();
         // The collectives sharded arrays use, on a communicator of their own.
         collectives_ = std::make_shared<MpiComm>(comm_, timeout_, nullptr);
-        if (rank_ == 0)  // a rank that reported while this one waits in a collective has left the statement
-            collectives_->set_abandon_check([this] {
-                int flag = 0;
-                MPI_Iprobe(MPI_ANY_SOURCE, kTagFailed, comm_, &flag, MPI_STATUS_IGNORE);
-                return flag != 0;
-            });
+        configure(*collectives_);
         return state;
     }
 
@@ -305,22 +302,40 @@ public:
                                std::atomic<bool>& cancel) override {
         if (!running_) return std::nullopt;  // stopped during the statement (`:set ranks`)
         struct NextStatement {  // however the agreement ends, the collectives start afresh
-            MpiComm* comm;
+            std::vector<ir::Comm*> comms;
+            bool failed = true;  // unless the agreement says every rank succeeded
             ~NextStatement() {
-                if (comm) comm->begin_statement();
+                for (ir::Comm* c : comms) c->begin_statement(failed);
             }
-        } next{collectives_.get()};
-        return rank_ == 0 ? agree_as_front(mine, statement_source, cancel) : agree_as_worker(mine, statement_source);
+        } next{backends()};
+        std::optional<Error> outcome =
+            rank_ == 0 ? agree_as_front(mine, statement_source, cancel) : agree_as_worker(mine, statement_source);
+        next.failed = outcome.has_value();
+        return outcome;
     }
 
     ArrayBackend* sharding(ArrayBackend* inner, int64_t shard_threshold, const std::atomic<bool>* cancel) override {
         if (!collectives_) return inner;
-        if (!sharding_ || sharding_inner_ != inner) {
-            sharding_ = std::make_unique<compiled::ShardingBackend>(inner, collectives_);
+        std::shared_ptr<ir::Comm> comm = collectives_;
+        // Blocks computed on a GPU move by NCCL (made once, on every rank alike:
+        // every rank's session has the same executor).
+        auto* compiled = dynamic_cast<CompiledBackend*>(inner);
+        if (compiled && compiled->executor_name() == "cuda") {
+            if (!gpu_tried_) {
+                gpu_tried_ = true;
+                gpu_collectives_ = gpu_collectives(collectives_, comm_, timeout_, gpu_why_not_);
+                if (gpu_collectives_) configure(*gpu_collectives_);
+            }
+            if (gpu_collectives_) comm = gpu_collectives_;
+        }
+        if (!sharding_ || sharding_inner_ != inner || sharding_comm_ != comm) {
+            sharding_ = std::make_unique<compiled::ShardingBackend>(inner, comm);
             sharding_inner_ = inner;
+            sharding_comm_ = comm;
         }
         sharding_->set_threshold(shard_threshold);
-        collectives_->set_cancel(cancel);
+        collectives_->set_cancel(cancel);  // the NCCL id travels over MPI
+        comm->set_cancel(cancel);
         return sharding_.get();
     }
 
@@ -335,8 +350,9 @@ public:
     }
 
     CommunicationTotals communication() const override {
-        if (!collectives_) return {};
-        return {collectives_->seconds_in_collectives(), collectives_->bytes_moved()};
+        CommunicationTotals totals;
+        for (const ir::Comm* c : backends()) totals.seconds += c->seconds_in_collectives(), totals.bytes += c->bytes_moved();
+        return totals;
     }
 
     std::string report() const override {
@@ -348,6 +364,8 @@ public:
             s += "\n  rank " + std::to_string(r) + ": pid " + std::to_string(p.pid) + " on " + p.host +
                  (r == 0 ? " (the front end)" : "");
         }
+        if (sharding_comm_) s += "\nsharded arrays move by " + sharding_comm_->description();
+        if (gpu_tried_ && !gpu_collectives_) s += " (not NCCL: " + gpu_why_not_ + ")";
         return s;
     }
 
@@ -404,10 +422,32 @@ private:
     // Spawned ranks are a job of their own, connected to rank 0's by these
     // communicators: both ends disconnect before MPI_Finalize.
     void disconnect() {
-        if (collectives_) collectives_->release();  // sharded arrays may still hold it
+        release_collectives();  // sharded arrays may still hold them
         if (how_ != Start::Spawned) return;
         MPI_Comm_free(&cancel_comm_);
         MPI_Comm_free(&comm_);
+    }
+
+    // The backends of the collectives made so far: MPI's, then NCCL's.
+    std::vector<ir::Comm*> backends() const {
+        std::vector<ir::Comm*> made;
+        for (ir::Comm* c : {static_cast<ir::Comm*>(collectives_.get()), gpu_collectives_.get()})
+            if (c) made.push_back(c);
+        return made;
+    }
+    // The control plane's hold on a backend of the collectives.
+    void configure(ir::Comm& comm) {
+        comm.set_timeout(timeout_);
+        if (rank_ == 0)  // a rank that reported while this one waits in a collective has left the statement
+            comm.set_abandon_check([this] {
+                int flag = 0;
+                MPI_Iprobe(MPI_ANY_SOURCE, kTagFailed, comm_, &flag, MPI_STATUS_IGNORE);
+                return flag != 0;
+            });
+    }
+    void release_collectives() {
+        if (gpu_collectives_) gpu_collectives_->release();  // before the MPI communicators its id came over
+        if (collectives_) collectives_->release();
     }
 
     struct Place {
@@ -589,7 +629,7 @@ private:
     [[noreturn]] void give_up(const std::string& what) {
         running_ = false;
         g_world_broken = true;
-        if (collectives_) collectives_->release();  // a sharded array used later says its ranks are gone
+        release_collectives();  // a sharded array used later says its ranks are gone
         uint64_t serial = serial_;
         for (int r = 1; r < size_; ++r) {
             if (!alive(r)) continue;
@@ -641,8 +681,12 @@ private:
     SourcePtr last_source_;
     std::vector<Place> places_;
     std::shared_ptr<MpiComm> collectives_;
+    std::shared_ptr<ir::Comm> gpu_collectives_;  // NCCL, for blocks on GPUs (gpu_collectives.h)
+    bool gpu_tried_ = false;
+    std::string gpu_why_not_;
     std::unique_ptr<compiled::ShardingBackend> sharding_;
     ArrayBackend* sharding_inner_ = nullptr;
+    std::shared_ptr<ir::Comm> sharding_comm_;
     std::atomic<bool> watching_{false};
     std::atomic<uint64_t> cancelled_serial_{0};  // the latest statement rank 0 cancelled
     std::thread watcher_;

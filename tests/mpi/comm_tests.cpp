@@ -1,7 +1,10 @@
-// The collectives of codegen/comm.h over MPI (runtime/mpi/mpi_comm.h), run
-// by tests/mpi/run_comm_tests.sh under `mpirun -np N` for N = 1 to 4 (3:
-// uneven; blocks of every size, empty ones included). Each rank checks what
-// it holds; rank 0 prints one PASS/FAIL line per case, for every rank.
+// The collectives of codegen/comm.h, run by tests/mpi/run_comm_tests.sh
+// under `mpirun -np N` for N = 1 to 4 (3: uneven; blocks of every size,
+// empty ones included), on each backend: `shoal_comm_tests mpi` (host
+// buffers, runtime/mpi/mpi_comm.h) and `shoal_comm_tests nccl` (the NCCL
+// backend, runtime/cuda/nccl_comm.h, on NCCL simulated over MPI on the
+// simulated device). Each rank checks what it holds; rank 0 prints one
+// PASS/FAIL line per case, for every rank.
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -14,6 +17,7 @@
 
 #include "lang/diagnostics.h"
 #include "lang/scalar_semantics.h"
+#include "runtime/mpi/gpu_collectives.h"
 #include "runtime/mpi/mpi_comm.h"
 
 using shoal::Error;
@@ -25,13 +29,14 @@ using shoal::runtime::MpiComm;
 namespace {
 
 int g_rank = 0, g_size = 1, g_failures = 0;
+const char* g_backend = "mpi";
 
 // Every rank says whether the case held there; rank 0 reports it.
 void report(const std::string& name, bool ok, const std::string& detail = "") {
     int mine = ok ? 0 : 1, bad = 0;
     MPI_Allreduce(&mine, &bad, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (!ok) std::fprintf(stderr, "[rank %d] %s: %s\n", g_rank, name.c_str(), detail.c_str());
-    if (g_rank == 0) std::printf("%s %d ranks: %s\n", bad ? "FAIL" : "PASS", g_size, name.c_str());
+    if (g_rank == 0) std::printf("%s %d ranks, %s: %s\n", bad ? "FAIL" : "PASS", g_size, g_backend, name.c_str());
     if (bad) ++g_failures;
 }
 
@@ -47,11 +52,32 @@ int main(int argc, char** argv) {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &g_size);
+    if (argc > 1) g_backend = argv[1];
     std::atomic<bool> cancel{false};
-    auto comm_owner = std::make_unique<MpiComm>(MPI_COMM_WORLD, 30, &cancel);
-    MpiComm& comm = *comm_owner;
+    auto bootstrap = std::make_shared<MpiComm>(MPI_COMM_WORLD, 30, &cancel);
+    std::shared_ptr<shoal::ir::Comm> comm_owner = bootstrap;
+    // nccl: simulated over MPI; nccl-real: the machine's NCCL and GPU
+    // (tests/gpu_suite.py, one rank per GPU).
+    if (std::string(g_backend) == "nccl" || std::string(g_backend) == "nccl-real") {
+        if (std::string(g_backend) == "nccl") setenv("SHOAL_DEVICE", "simulated", 1);
+        else unsetenv("SHOAL_DEVICE");
+        std::string why_not;
+        comm_owner = shoal::runtime::gpu_collectives(bootstrap, MPI_COMM_WORLD, 30, why_not);
+        if (!comm_owner) {
+            if (g_rank == 0) std::printf("SKIP the NCCL backend: %s\n", why_not.c_str());
+            MPI_Finalize();
+            return std::string(g_backend) == "nccl" ? 1 : 77;  // the simulated one is always there
+        }
+        comm_owner->set_cancel(&cancel);
+    }
+    shoal::ir::Comm& comm = *comm_owner;
+    // A statement's end, as the session's agreement does it: every backend starts afresh.
+    auto next_statement = [&](bool last_failed) {
+        if (comm_owner != bootstrap) bootstrap->begin_statement(last_failed);
+        comm.begin_statement(last_failed);
+    };
     const int r = g_rank, n = g_size;
-    comm.begin_statement();
+    next_statement(false);
 
     {  // int sums: exact, the same on every rank
         int64_t v[2] = {r + 1, 10 * (r + 1)};
@@ -117,7 +143,8 @@ int main(int argc, char** argv) {
     }
     if (n > 1) {  // a late rank is named; the next statement starts afresh
         comm.set_timeout(1);
-        comm.begin_statement();
+        bootstrap->set_timeout(1);
+        next_statement(false);
         std::string message;
         if (r == n - 1) {
             std::this_thread::sleep_for(std::chrono::milliseconds(3500));  // never arrives
@@ -132,13 +159,14 @@ int main(int argc, char** argv) {
         const std::string want = "rank " + std::to_string(n - 1) + " did not arrive at the allreduce within the timeout of 1 s";
         report("a collective names the rank that did not arrive", r == n - 1 || message == want, message);
         comm.set_timeout(30);
-        comm.begin_statement();
+        bootstrap->set_timeout(30);
+        next_statement(true);
         int64_t v = 1;
         comm.allreduce(&v, 1, ScalarType::I64, CommOp::Sum);
         report("the next statement's collectives work", v == n);
     }
     {  // Ctrl-C during a wait
-        comm.begin_statement();
+        next_statement(false);
         bool interrupted = false;
         if (r == 0 && n > 1) {
             cancel.store(true);
@@ -152,14 +180,30 @@ int main(int argc, char** argv) {
         }
         report("Ctrl-C stops a collective", n == 1 || r != 0 || interrupted);
         // The others had not joined that one: the next statement works for everyone.
-        comm.begin_statement();
+        next_statement(n > 1);
         int64_t v = 2;
         comm.allreduce(&v, 1, ScalarType::I64, CommOp::Product);
         int64_t want = 1;
         for (int k = 0; k < n; ++k) want *= 2;
         report("after Ctrl-C the next statement's collectives work", v == want);
     }
+    {  // larger blocks (padded to the widest by the NCCL backend's all-gather)
+        next_statement(false);
+        std::vector<char> mine(static_cast<size_t>(100000 + 7 * r));
+        for (size_t i = 0; i < mine.size(); ++i) mine[i] = static_cast<char>(i * 31 + static_cast<size_t>(r));
+        std::vector<int64_t> offsets;
+        const std::vector<char> all = comm.allgather(mine.data(), static_cast<int64_t>(mine.size()), offsets);
+        bool ok = all.size() == static_cast<size_t>(offsets.back());
+        for (int k = 0; ok && k < n; ++k)
+            for (int64_t i = offsets[static_cast<size_t>(k)]; ok && i < offsets[static_cast<size_t>(k) + 1]; ++i)
+                ok = all[static_cast<size_t>(i)] ==
+                     static_cast<char>(static_cast<size_t>(i - offsets[static_cast<size_t>(k)]) * 31 + static_cast<size_t>(k));
+        report("allgather of large uneven blocks", ok && offsets.back() == int64_t{100000} * n + 7 * n * (n - 1) / 2);
+    }
+    comm.release();
+    bootstrap->release();
     comm_owner.reset();
+    bootstrap.reset();
     MPI_Finalize();
     return g_failures ? 1 : 0;
 }

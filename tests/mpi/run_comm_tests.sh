@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# The MPI collectives (tests/mpi/comm_tests.cpp) on 1, 2, 3 and 4 ranks,
-# oversubscribed on this machine.
+# The collectives (tests/mpi/comm_tests.cpp) on 1, 2, 3 and 4 ranks,
+# oversubscribed on this machine, over MPI and over NCCL (simulated).
 set -u
 binary="$1"
 root=()
 [ "$(id -u)" -eq 0 ] && root=(--allow-run-as-root)
 status=0
-for n in 1 2 3 4; do
-  mpirun -q --oversubscribe "${root[@]}" -np "$n" "$binary" || status=1
+for backend in mpi nccl; do
+  for n in 1 2 3 4; do
+    mpirun -q --oversubscribe "${root[@]}" -np "$n" "$binary" "$backend" || status=1
+  done
 done
 exit $status

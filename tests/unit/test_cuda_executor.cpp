@@ -13,6 +13,7 @@
 #include "codegen/compiled_backend.h"
 #include "lang/session.h"
 #include "runtime/cuda/kernel_toolchain.h"
+#include "runtime/cuda/nccl_api.h"
 #include "runtime/cuda/simulated_device.h"
 #include "runtime/executors.h"
 #include "session_capture.h"
@@ -76,6 +77,59 @@ TEST_CASE("simulated device: a copy to the host lands only when the stream is sy
     CHECK(device->streamSynchronize(st.s) == cudaSuccess);
     CHECK(std::memcmp(in, out, sizeof in) == 0);
     CHECK(device->stats().synchronisations == 1);
+}
+
+TEST_CASE("simulated device: host work in stream order waits, and streamQuery says so") {
+    // The hook the simulated NCCL uses: a transfer runs when the stream
+    // reaches it and holds the stream until its messages arrive.
+    auto device = cuda::simulated_device();
+    Stream st(*device);
+    const int in[2] = {5, 6};
+    int out[2] = {0, 0};
+    void* p = st.alloc(sizeof in);
+    CHECK(device->memcpyAsync(p, in, sizeof in, cudaMemcpyHostToDevice, st.s) == cudaSuccess);
+    int polls = 0;
+    device->enqueue_host_work(st.s, [&](const cuda::SimulatedDevice::DeviceMemory& memory) {
+        int* at = static_cast<int*>(memory(p, sizeof in, "the test's buffer"));
+        if (++polls < 3) return false;  // still waiting for the other ranks
+        at[1] *= 10;  // it sees what the copy before it wrote
+        return true;
+    });
+    CHECK(device->memcpyAsync(out, p, sizeof out, cudaMemcpyDeviceToHost, st.s) == cudaSuccess);
+    CHECK(device->streamQuery(st.s) == cudaErrorNotReady);
+    CHECK(out[1] == 0);  // the copy after it waits too
+    CHECK(device->streamQuery(st.s) == cudaErrorNotReady);
+    CHECK(device->streamQuery(st.s) == cudaSuccess);
+    CHECK(out[0] == 5);
+    CHECK(out[1] == 60);
+    // Memory outside a live allocation is a violation, as for a kernel.
+    device->enqueue_host_work(st.s, [&](const cuda::SimulatedDevice::DeviceMemory& memory) {
+        memory(static_cast<char*>(p) + 4, sizeof in, "the test's buffer");
+        return true;
+    });
+    CHECK_THROWS_WITH_AS(device->streamSynchronize(st.s), doctest::Contains("the test's buffer runs past its allocation"),
+                         Error);
+}
+
+TEST_CASE("NCCL: the toolkit's library loads without a GPU and names its version") {
+    // The NCCL backend of sharded arrays (runtime/cuda/nccl_comm.h) is tested
+    // on the simulated NCCL (ctest comm_mpi, ranks); this is the real
+    // library's side: every function Shoal calls is there.
+    CHECK(cuda::nccl_version_text(22807) == "2.28.7");
+    CHECK(cuda::nccl_version_text(2708) == "2.7.8");
+    std::string why_not;
+    std::shared_ptr<cuda::NcclApi> nccl = cuda::real_nccl(why_not);
+    if (!nccl) {
+        // Only a toolkit without NCCL may lack it; the CUDA toolkit Shoal builds with has it.
+        MESSAGE("NCCL not loaded: " << why_not);
+        CHECK(why_not.find("not found") != std::string::npos);
+        return;
+    }
+    int version = 0;
+    CHECK(nccl->getVersion(&version) == ncclSuccess);
+    CHECK(version >= 20700);
+    CHECK(nccl->name().find("NCCL " + cuda::nccl_version_text(version)) == 0);
+    CHECK(std::string(nccl->getErrorString(ncclInvalidArgument)).find("invalid argument") != std::string::npos);
 }
 
 TEST_CASE("simulated device: a copy from device to device lands at the synchronisation and is no transfer") {
