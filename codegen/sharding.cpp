@@ -343,6 +343,9 @@ std::optional<Value> ShardingBackend::apply_builtin(std::string_view name, const
         return wrap_blocks(local_builtin(name, type, std::vector<Value>{idx->local(), args[1]}, ctx, loc),
                            idx->layout(), comm_);
     }
+    if (name == "scatter" && args.size() == 3 && as_sharded(args[0]))
+        if (std::optional<Value> scattered = scatter_across_ranks(type, args, *as_sharded(args[0]), ctx, loc))
+            return *scattered;
     if ((name == "matmul" || name == "@") && args.size() == 2 && as_sharded(args[0]) &&
         as_sharded(args[0])->shape().size() == 2 && array_like(args[1])) {
         // Rows of a times the whole b: b is gathered (the one operand that

@@ -134,6 +134,13 @@ private:
     // gather idx xs, xs sharded: each rank asks the owners for the rows its
     // share of idx names (an all-to-all of row numbers, then of rows).
     Value gather_across_ranks(const Value& idx, const ShardedArray& xs, const Loc& loc);
+    // scatter dest idx vals, dest sharded: each write goes to the rank that
+    // owns its row (an all-to-all of the pairs when idx or vals is sharded;
+    // none when both are whole), and each owner applies its writes in the
+    // order of k, as one rank would. nullopt: the shapes disagree or the
+    // values are tuples (gathered then, and the error or the result is one rank's).
+    std::optional<Value> scatter_across_ranks(const Type& type, std::span<const Value> args, const ShardedArray& dest,
+                                              EvalContext& ctx, const Loc& loc);
     // a ++ b, either sharded (the same row shape): rebalanced over the ranks.
     Value concat_across_ranks(const Value& a, const Value& b, const Loc& loc);
     Value halo_slice(const ShardedArray& a, std::vector<ops::AxisSelect> sel, const Loc& loc);

@@ -46,6 +46,32 @@ int64_t place_rows(Array& out, int64_t out_first, const char* message, size_t by
     return rb ? static_cast<int64_t>(data) / rb : 0;
 }
 
+// The rank whose block holds `row` (0 <= row < rows).
+int owner_of(const Layout& layout, int64_t row) {
+    const int ranks = layout.ranks;
+    int owner = static_cast<int>(row * ranks / std::max<int64_t>(layout.global[0], 1));  // balanced blocks: near it
+    while (owner > 0 && layout.begin(owner) > row) --owner;
+    while (owner + 1 < ranks && layout.end(owner) <= row) ++owner;
+    return owner;
+}
+
+// The concatenation, in rank order, of what each rank sent (`parts[r]`):
+// bytes of rows shaped like `like`'s rows.
+ArrayPtr rows_from_parts(const std::vector<std::vector<char>>& parts, Prim elem, const Shape& like) {
+    size_t bytes = 0;
+    for (const auto& p : parts) bytes += p.size();
+    Shape shape = like;
+    const int64_t row = prim_size(elem) * shape_size(Shape(like.begin() + 1, like.end()));
+    shape[0] = row ? static_cast<int64_t>(bytes) / row : 0;
+    auto out = std::make_shared<Array>(elem, shape, Array::Uninitialised{});
+    char* at = reinterpret_cast<char*>(out->bytes.data());
+    for (const auto& p : parts) {
+        if (!p.empty()) std::memcpy(at, p.data(), p.size());
+        at += p.size();
+    }
+    return out;
+}
+
 // The positions k (0 <= k < s.count) of a slice of the leading axis whose
 // rows s.start + k s.step lie in [lo, hi): one range, as the rows are.
 std::pair<int64_t, int64_t> positions_in(const ops::AxisSelect& s, int64_t lo, int64_t hi) {
@@ -164,9 +190,7 @@ Value ShardingBackend::gather_across_ranks(const Value& idx, const ShardedArray&
             user_error(ErrorKind::Runtime, loc,
                        "gather: index " + std::to_string(row) + " is out of bounds for axis 0 with extent " +
                            std::to_string(n));
-        int owner = static_cast<int>(row * ranks / std::max<int64_t>(n, 1));  // balanced blocks: near the owner
-        while (owner > 0 && from.begin(owner) > row) --owner;
-        while (owner + 1 < ranks && from.end(owner) <= row) ++owner;
+        const int owner = owner_of(from, row);
         auto& list = asked[static_cast<size_t>(owner)];
         answer_of[static_cast<size_t>(k)] = {owner, static_cast<int64_t>(list.size())};
         list.push_back(row);
@@ -204,6 +228,58 @@ Value ShardingBackend::gather_across_ranks(const Value& idx, const ShardedArray&
     whole[0] = out_rows.global[0];
     if (shape_size(whole) < threshold_) return Value(gather_rows(*result, out_rows.begin(me), whole[0]));
     return sharded(Layout{whole, ranks}, Value(result));
+}
+
+std::optional<Value> ShardingBackend::scatter_across_ranks(const Type& type, std::span<const Value> args,
+                                                           const ShardedArray& dest, EvalContext& ctx, const Loc& loc) {
+    const Value &idx = args[1], &vals = args[2];
+    if (!array_like(idx) || !array_like(vals)) return std::nullopt;  // tuples of arrays: gathered
+    const int ranks = comm_->size(), me = comm_->rank();
+    const Layout& to = dest.layout();
+    const int64_t n = to.global[0], lo = to.begin(me), hi = to.end(me);
+    const ShardedArray *sharded_idx = as_sharded(idx), *sharded_vals = as_sharded(vals);
+    Value local_idx, local_vals;
+    if (!sharded_idx && !sharded_vals) {
+        // Every rank has every pair: it keeps the writes to its own rows
+        // (the others' targets become -1, which scatter ignores). Mismatched
+        // shapes raise one rank's error in the engine's scatter.
+        const ArrayPtr all = force(idx).array();
+        auto mine = std::make_shared<Array>(Prim::Int, all->shape, Array::Uninitialised{});
+        for (int64_t k = 0; k < all->size(); ++k) {
+            const int64_t j = all->get(k).as_long();
+            mine->set(k, Scalar::of_int(static_cast<int32_t>(j >= lo && j < hi ? j - lo : -1)));
+        }
+        local_idx = Value(mine);
+        local_vals = vals;
+    } else {
+        const Shape idx_shape = array_like_shape(idx), vals_shape = array_like_shape(vals);
+        if (idx_shape.size() != 1 || vals_shape.empty() || idx_shape[0] != vals_shape[0] ||
+            !std::equal(vals_shape.begin() + 1, vals_shape.end(), dest.shape().begin() + 1, dest.shape().end()))
+            return std::nullopt;  // the error one rank gives, on the gathered arrays
+        // This rank's share of the pairs, in the order of k: each goes to the
+        // owner of its target row, and the owners receive them in rank order.
+        const Layout pairs = sharded_idx ? sharded_idx->layout() : sharded_vals->layout();
+        const ArrayPtr idx_block = force(sharded_idx ? sharded_idx->local() : rows_of(idx, pairs, loc)).array();
+        const ArrayPtr val_block = force(sharded_vals ? sharded_vals->local() : rows_of(vals, pairs, loc)).array();
+        const int64_t rb = row_bytes(*val_block);
+        std::vector<std::vector<char>> targets(static_cast<size_t>(ranks)), rows(static_cast<size_t>(ranks));
+        for (int64_t k = 0; k < idx_block->size(); ++k) {
+            const int64_t j = idx_block->get(k).as_long();
+            if (j < 0 || j >= n) continue;  // scatter drops it
+            const int owner = owner_of(to, j);
+            const int32_t at = static_cast<int32_t>(j - to.begin(owner));
+            auto& t = targets[static_cast<size_t>(owner)];
+            t.insert(t.end(), reinterpret_cast<const char*>(&at), reinterpret_cast<const char*>(&at + 1));
+            auto& r = rows[static_cast<size_t>(owner)];
+            const char* row = reinterpret_cast<const char*>(val_block->bytes.data()) + k * rb;
+            r.insert(r.end(), row, row + rb);
+        }
+        local_idx = Value(rows_from_parts(comm_->alltoall(targets), Prim::Int, Shape{0}));
+        local_vals = Value(rows_from_parts(comm_->alltoall(rows), val_block->elem, val_block->shape));
+    }
+    const Value written =
+        local_builtin("scatter", type, std::vector<Value>{dest.local(), local_idx, local_vals}, ctx, loc);
+    return wrap_blocks(written, to, comm_);
 }
 
 Value ShardingBackend::concat_across_ranks(const Value& a, const Value& b, const Loc& loc) {

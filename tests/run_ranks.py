@@ -154,6 +154,10 @@ def main(argv):
                # take, drop, reverse and ++ move rows; gather asks the owners
                "take 5 y\ndrop 20 y\nreverse y\ny ++ [100, 200]\n[1, 2] ++ y\nreverse g\ng ++ g\n"
                "gather (iota 10 * 2) y\ngather y y\ngather (iota 0) y\ngather [5, 0, 3] g\nsum (gather y y)\n"
+               # scatter: each write goes to the owner of its row, applied in order
+               "scatter y [2, 0, 5, 2, 500, -1, 99] [1, 2, 3, 4, 5, 6, 7]\nscatter y (y % 13) (iota 101 * 10)\n"
+               "scatter (fill 13 0.5) (y % 13) (float y)\nscatter g [5, 1, 5] (fill (3, 5) 9)\n"
+               "scatter g (iota 7 % 2) g\nsum (scatter big ((iota 5000 * 3) % 100001) (iota 5000))\n"
                # a product keeps the rows of its sharded left operand
                "let fa = float g\nfa @ float (generate (5, 2) (\\i j -> i - j))\nfa @ [1.0, 2.0, 3.0, 4.0, 5.0]\n")
     one = run(binary, [], stdin=":set shard 1\n" + sharded)
