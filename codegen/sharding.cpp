@@ -294,6 +294,8 @@ std::optional<Value> ShardingBackend::apply_builtin(std::string_view name, const
     if (!first) {
         if (threshold_ > 0)
             if (std::optional<Value> made = make_sharded(name, type, args, ctx, loc)) return made;
+        if (name == "load")
+            if (std::optional<Value> loaded = load_blocks(type, args, loc)) return loaded;
         return inner_->apply_builtin(name, type, args, ctx, loc);
     }
     const evalimpl::BuiltinDef* def = find_builtin(name);
@@ -343,6 +345,8 @@ std::optional<Value> ShardingBackend::apply_builtin(std::string_view name, const
         return wrap_blocks(local_builtin(name, type, std::vector<Value>{idx->local(), args[1]}, ctx, loc),
                            idx->layout(), comm_);
     }
+    if (name == "save" && as_sharded(args.back()))
+        if (std::optional<Value> saved = save_blocks(args, *as_sharded(args.back()), loc)) return saved;
     if (name == "scatter" && args.size() == 3 && as_sharded(args[0]))
         if (std::optional<Value> scattered = scatter_across_ranks(type, args, *as_sharded(args[0]), ctx, loc))
             return *scattered;

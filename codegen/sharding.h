@@ -5,7 +5,8 @@
 // would the whole array's.
 //
 // ShardingBackend sits in front of the session's array backend (the fusion
-// engine). It makes sharded arrays (`iota`, `random`, `fill`, `generate`),
+// engine). It makes sharded arrays (`iota`, `random`, `fill`, `generate`,
+// `load`: each rank reads its rows), writes them (`save`: each its rows),
 // keeps elementwise and per-row work local, folds, scans, filters and sorts
 // across the ranks (ir::Comm), moves only the rows another rank needs for
 // slices and updates (a stencil's halo), and answers `length` from the
@@ -146,6 +147,14 @@ private:
     Value halo_slice(const ShardedArray& a, std::vector<ops::AxisSelect> sel, const Loc& loc);
     std::optional<Value> sharded_update(const ShardedArray& a, std::span<const ops::AxisSelect> sel, const Value& v,
                                         const Loc& loc);
+
+    // ---- .npy files (sharding_files.cpp)
+    // load of a file of at least the threshold's elements: each rank reads
+    // its rows. nullopt: whole (small) or the engine's error.
+    std::optional<Value> load_blocks(const Type& type, std::span<const Value> args, const Loc& loc);
+    // save of a sharded array: each rank writes its rows into one file.
+    // nullopt: the path is no regular file (rank 0 writes it whole).
+    std::optional<Value> save_blocks(std::span<const Value> args, const ShardedArray& x, const Loc& loc);
 
     // ---- folds, scans, filters and sorts across ranks (sharding_order.cpp)
     // reduce f x0 x[1:] of a non-empty block: its fold without z.

@@ -1,5 +1,6 @@
 #include "io.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -89,6 +90,26 @@ int64_t remaining_bytes(std::FILE* f, const std::string& path, const Loc& loc) {
     return static_cast<int64_t>(st.st_size) - pos;
 }
 
+// What `path` names: a symbolic link's target (a save replaces the file it
+// points to, not the link), else `path`.
+std::string link_target(const std::string& path) {
+    struct stat st;
+    if (::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
+        if (char* real = ::realpath(path.c_str(), nullptr)) {
+            std::string target = real;
+            std::free(real);
+            return target;
+        }
+    }
+    return path;
+}
+
+// A new name beside `target` for the file a save writes before renaming it.
+std::string temporary_beside(const std::string& target) {
+    static std::atomic<unsigned> counter{0};
+    return target + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
+}
+
 // Writes `pieces` to a temporary file next to `path`, then renames it over
 // `path`: a reader never sees a half-written file, and a failed save leaves
 // the old file intact.
@@ -107,15 +128,8 @@ void write_atomically(const std::string& path, const std::vector<std::string_vie
         if (err) io_error(loc, "cannot write " + quoted(path) + ": " + std::strerror(err));
         return;
     }
-    std::string target = path;
-    if (::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
-        if (char* real = ::realpath(path.c_str(), nullptr)) {
-            target = real;
-            std::free(real);
-        }
-    }
-    static std::atomic<unsigned> counter{0};
-    std::string tmp = target + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
+    const std::string target = link_target(path);
+    const std::string tmp = temporary_beside(target);
     auto fail = [&](int err) {
         std::remove(tmp.c_str());
         io_error(loc, "cannot write " + quoted(path) + ": " + std::strerror(err));
@@ -391,15 +405,15 @@ int64_t data_bytes(const NpyHeader& h, const std::string& path, const Loc& loc) 
     return n;
 }
 
-std::string npy_header_text(const Array& a) {
+std::string npy_header_text(Prim elem, const Shape& dims) {
     std::string shape = "(";
-    for (size_t k = 0; k < a.shape.size(); ++k) shape += (k ? ", " : "") + std::to_string(a.shape[k]);
-    shape += a.shape.size() == 1 ? ",)" : ")";
-    std::string dict = std::string("{'descr': '") + npy_descr(a.elem) + "', 'fortran_order': False, 'shape': " +
+    for (size_t k = 0; k < dims.size(); ++k) shape += (k ? ", " : "") + std::to_string(dims[k]);
+    shape += dims.size() == 1 ? ",)" : ")";
+    std::string dict = std::string("{'descr': '") + npy_descr(elem) + "', 'fortran_order': False, 'shape': " +
                        shape + ", }";
     // Byte-for-byte what numpy writes: room for the first extent to grow,
     // then spaces and a newline up to a multiple of 64 bytes in all.
-    dict.append(kGrowthAxisDigits - std::min(kGrowthAxisDigits, std::to_string(a.shape[0]).size()), ' ');
+    dict.append(kGrowthAxisDigits - std::min(kGrowthAxisDigits, std::to_string(dims[0]).size()), ' ');
     size_t used = kMagicSize + 2 + 2 + dict.size() + 1;
     dict.append((kAlign - used % kAlign) % kAlign, ' ');
     return dict + "\n";
@@ -451,9 +465,10 @@ NpyHeader read_npy_header(const std::string& path, const Loc& loc) {
     return read_header(f.get(), path, loc);
 }
 
-ArrayPtr load_npy(const std::string& path, const Loc& loc) {
+ArrayPtr load_npy(const std::string& path, const Loc& loc, int64_t first_row, int64_t rows) {
     File f = open_for_reading(path, loc);
     NpyHeader h = read_header(f.get(), path, loc);
+    const int64_t all_rows = h.shape.empty() ? 1 : h.shape[0];
     int64_t expected = data_bytes(h, path, loc);
     int64_t actual = remaining_bytes(f.get(), path, loc);
     // Check before allocating: a corrupt header must not cause a huge allocation.
@@ -461,6 +476,13 @@ ArrayPtr load_npy(const std::string& path, const Loc& loc) {
         io_error(loc, quoted(path) + " is truncated: shape " + shape_to_string(h.shape) + " of " +
                           numpy_name(h.elem) + " needs " + std::to_string(expected) + " bytes of data, the file has " +
                           std::to_string(actual));
+    if (rows >= 0 && !h.shape.empty()) {  // rows [first_row, first_row + rows) only
+        SHOAL_INTERNAL_ASSERT(first_row >= 0 && first_row + rows <= all_rows, "load_npy: rows outside the file's");
+        if (first_row > 0 && ::fseeko(f.get(), static_cast<off_t>(expected / std::max<int64_t>(all_rows, 1) * first_row),
+                                      SEEK_CUR) != 0)
+            io_error(loc, "cannot read " + quoted(path) + ": " + std::strerror(errno));
+        h.shape[0] = rows;
+    }
     try {  // an extent beyond int, or more than the memory left: named with the file
         check_array_size(h.elem, h.shape);
     } catch (const Error& e) {
@@ -474,16 +496,66 @@ ArrayPtr load_npy(const std::string& path, const Loc& loc) {
     return a;
 }
 
-void save_npy(const std::string& path, const Array& a, const Loc& loc) {
-    SHOAL_INTERNAL_ASSERT(a.rank() >= 1 && a.rank() <= 3, "save_npy of an array of rank " + std::to_string(a.rank()));
-    std::string header = npy_header_text(a);
+// The bytes before a .npy file's data: magic, version 1.0, the header.
+std::string npy_preamble(Prim elem, const Shape& shape) {
+    std::string header = npy_header_text(elem, shape);
     std::string preamble(kMagic, kMagicSize);
     preamble += '\x01';
     preamble += '\x00';
     preamble += static_cast<char>(header.size() & 0xff);
     preamble += static_cast<char>(header.size() >> 8);
+    return preamble + header;
+}
+
+void save_npy(const std::string& path, const Array& a, const Loc& loc) {
+    SHOAL_INTERNAL_ASSERT(a.rank() >= 1 && a.rank() <= 3, "save_npy of an array of rank " + std::to_string(a.rank()));
     std::string_view data(reinterpret_cast<const char*>(a.bytes.data()), a.bytes.size());
-    write_atomically(path, {preamble, header, data}, loc);
+    write_atomically(path, {npy_preamble(a.elem, a.shape), data}, loc);
+}
+
+NpyInParts begin_npy_in_parts(const std::string& path, Prim elem, const Shape& shape, const Loc& loc) {
+    SHOAL_INTERNAL_ASSERT(!shape.empty() && shape.size() <= 3, "a .npy file in parts of rank " + std::to_string(shape.size()));
+    NpyInParts file;
+    file.path = path;
+    struct stat st;
+    if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) return file;  // a device, a FIFO: written whole
+    file.target = link_target(path);
+    file.temporary = temporary_beside(file.target);
+    const std::string preamble = npy_preamble(elem, shape);
+    file.data_offset = static_cast<int64_t>(preamble.size());
+    int64_t bytes = file.data_offset + static_cast<int64_t>(prim_size(elem)) * shape_size(shape);
+    const int fd = ::open(file.temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0666);
+    int err = fd < 0 ? errno : 0;
+    if (!err && (::pwrite(fd, preamble.data(), preamble.size(), 0) != static_cast<ssize_t>(preamble.size()) ||
+                 ::ftruncate(fd, static_cast<off_t>(bytes)) != 0))
+        err = errno;
+    if (fd >= 0 && ::close(fd) != 0 && !err) err = errno;
+    if (err) {
+        std::remove(file.temporary.c_str());
+        io_error(loc, "cannot write " + quoted(path) + ": " + std::strerror(err));
+    }
+    return file;
+}
+
+void write_npy_part(const NpyInParts& file, int64_t offset, const void* data, int64_t bytes, const Loc& loc) {
+    const int fd = ::open(file.temporary.c_str(), O_WRONLY);
+    int err = fd < 0 ? errno : 0;
+    for (int64_t done = 0; !err && done < bytes;) {
+        const ssize_t n = ::pwrite(fd, static_cast<const char*>(data) + done, static_cast<size_t>(bytes - done),
+                                   static_cast<off_t>(file.data_offset + offset + done));
+        if (n <= 0) err = n < 0 ? errno : EIO;
+        else done += n;
+    }
+    if (fd >= 0 && ::close(fd) != 0 && !err) err = errno;  // a full disk may show here
+    if (err) io_error(loc, "cannot write " + quoted(file.path) + ": " + std::strerror(err));
+}
+
+void end_npy_in_parts(const NpyInParts& file, bool keep, const Loc& loc) {
+    if (!keep || std::rename(file.temporary.c_str(), file.target.c_str()) != 0) {
+        const int err = errno;
+        std::remove(file.temporary.c_str());
+        if (keep) io_error(loc, "cannot write " + quoted(file.path) + ": " + std::strerror(err));
+    }
 }
 
 namespace {

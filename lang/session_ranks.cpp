@@ -119,7 +119,7 @@ bool SessionCommands::ranks() {
     }
     std::string text = I.world->report() + "\narrays: " +
                        (s.settings_.shard > 0 ? "those of at least " + std::to_string(s.settings_.shard) +
-                                                    (s.settings_.shard == 1 ? " element" : " elements") + " made by iota, random, fill or generate, and what "
+                                                    (s.settings_.shard == 1 ? " element" : " elements") + " made by iota, random, fill, generate or load, and what "
                                                     "the builtins that keep them sharded make of them (docs/scale-out.md), are sharded by "
                                                     "rows; the others are whole on every rank"
                                               : std::string("every array is whole on every rank (`:set shard N` shards "

@@ -158,6 +158,9 @@ def main(argv):
                "scatter y [2, 0, 5, 2, 500, -1, 99] [1, 2, 3, 4, 5, 6, 7]\nscatter y (y % 13) (iota 101 * 10)\n"
                "scatter (fill 13 0.5) (y % 13) (float y)\nscatter g [5, 1, 5] (fill (3, 5) 9)\n"
                "scatter g (iota 7 % 2) g\nsum (scatter big ((iota 5000 * 3) % 100001) (iota 5000))\n"
+               # .npy files: each rank writes and reads its own rows of one file
+               "save \"shoal_ranks_test_y.npy\" (y * 3)\nlet yl = load \"shoal_ranks_test_y.npy\"\nsum yl\nyl[50]\n"
+               "save \"shoal_ranks_test_g.npy\" (float g)\nload \"shoal_ranks_test_g.npy\"\n"
                # a product keeps the rows of its sharded left operand
                "let fa = float g\nfa @ float (generate (5, 2) (\\i j -> i - j))\nfa @ [1.0, 2.0, 3.0, 4.0, 5.0]\n")
     one = run(binary, [], stdin=":set shard 1\n" + sharded)
@@ -204,6 +207,10 @@ def main(argv):
     check("NCCL: a transfer names the rank that did not arrive",
           "sum: rank 2 did not arrive at the allgather within the timeout of 2 s" in err and out == "45\n90\n"
           and took < 40, f"status {rc} after {took:.1f} s\nstdout:\n{out}\nstderr:\n{err}")
+
+    for name in ("shoal_ranks_test_y.npy", "shoal_ranks_test_g.npy"):  # what the sharded program saved
+        if os.path.exists(os.path.join(tempfile.gettempdir(), name)):
+            os.remove(os.path.join(tempfile.gettempdir(), name))
 
     # Back to one rank: the sharded bindings are gathered first and survive.
     rc, out, err, _ = run(binary, ["--ranks", "3", "--shard", "1"],
