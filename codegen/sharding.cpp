@@ -347,6 +347,9 @@ std::optional<Value> ShardingBackend::apply_builtin(std::string_view name, const
     }
     if (name == "save" && as_sharded(args.back()))
         if (std::optional<Value> saved = save_blocks(args, *as_sharded(args.back()), loc)) return saved;
+    if (name == "permute" && args.size() == 4 && as_sharded(args[1]))
+        if (std::optional<Value> combined = permute_across_ranks(type, args, *as_sharded(args[1]), ctx, loc))
+            return *combined;
     if (name == "scatter" && args.size() == 3 && as_sharded(args[0]))
         if (std::optional<Value> scattered = scatter_across_ranks(type, args, *as_sharded(args[0]), ctx, loc))
             return *scattered;

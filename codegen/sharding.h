@@ -142,6 +142,18 @@ private:
     // values are tuples (gathered then, and the error or the result is one rank's).
     std::optional<Value> scatter_across_ranks(const Type& type, std::span<const Value> args, const ShardedArray& dest,
                                               EvalContext& ctx, const Loc& loc);
+    // permute f dest g vals, dest sharded: the targets g i of each rank's
+    // share of vals (all of a whole vals, on every rank: no communication)
+    // go with their rows to the owners (an all-to-all), and each owner
+    // combines them into its rows in the order of i, as one rank would.
+    // nullopt as scatter's.
+    std::optional<Value> permute_across_ranks(const Type& type, std::span<const Value> args, const ShardedArray& dest,
+                                              EvalContext& ctx, const Loc& loc);
+    // The writes of a scatter or permute into `dest`'s rows: `targets` (an
+    // int vector of global rows, one per row of `rows`) of this rank's
+    // share of the pairs, sent to their owners in order; returns the local
+    // rows (ints) and the rows of values this rank received, in rank order.
+    std::pair<Value, Value> send_to_owners(const Array& targets, const Array& rows, const Layout& dest);
     // a ++ b, either sharded (the same row shape): rebalanced over the ranks.
     Value concat_across_ranks(const Value& a, const Value& b, const Loc& loc);
     Value halo_slice(const ShardedArray& a, std::vector<ops::AxisSelect> sel, const Loc& loc);

@@ -7,7 +7,10 @@
 #include <cstring>
 
 #include "codegen/sharding.h"
+#include "lang/builtin_helpers.h"
 #include "lang/builtins_eval.h"
+#include "lang/parser.h"
+#include "lang/typecheck.h"
 
 namespace shoal::compiled {
 
@@ -234,9 +237,9 @@ std::optional<Value> ShardingBackend::scatter_across_ranks(const Type& type, std
                                                            const ShardedArray& dest, EvalContext& ctx, const Loc& loc) {
     const Value &idx = args[1], &vals = args[2];
     if (!array_like(idx) || !array_like(vals)) return std::nullopt;  // tuples of arrays: gathered
-    const int ranks = comm_->size(), me = comm_->rank();
+    const int me = comm_->rank();
     const Layout& to = dest.layout();
-    const int64_t n = to.global[0], lo = to.begin(me), hi = to.end(me);
+    const int64_t lo = to.begin(me), hi = to.end(me);
     const ShardedArray *sharded_idx = as_sharded(idx), *sharded_vals = as_sharded(vals);
     Value local_idx, local_vals;
     if (!sharded_idx && !sharded_vals) {
@@ -256,30 +259,92 @@ std::optional<Value> ShardingBackend::scatter_across_ranks(const Type& type, std
         if (idx_shape.size() != 1 || vals_shape.empty() || idx_shape[0] != vals_shape[0] ||
             !std::equal(vals_shape.begin() + 1, vals_shape.end(), dest.shape().begin() + 1, dest.shape().end()))
             return std::nullopt;  // the error one rank gives, on the gathered arrays
-        // This rank's share of the pairs, in the order of k: each goes to the
-        // owner of its target row, and the owners receive them in rank order.
+        // This rank's share of the pairs, in the order of k.
         const Layout pairs = sharded_idx ? sharded_idx->layout() : sharded_vals->layout();
         const ArrayPtr idx_block = force(sharded_idx ? sharded_idx->local() : rows_of(idx, pairs, loc)).array();
         const ArrayPtr val_block = force(sharded_vals ? sharded_vals->local() : rows_of(vals, pairs, loc)).array();
-        const int64_t rb = row_bytes(*val_block);
-        std::vector<std::vector<char>> targets(static_cast<size_t>(ranks)), rows(static_cast<size_t>(ranks));
-        for (int64_t k = 0; k < idx_block->size(); ++k) {
-            const int64_t j = idx_block->get(k).as_long();
-            if (j < 0 || j >= n) continue;  // scatter drops it
-            const int owner = owner_of(to, j);
-            const int32_t at = static_cast<int32_t>(j - to.begin(owner));
-            auto& t = targets[static_cast<size_t>(owner)];
-            t.insert(t.end(), reinterpret_cast<const char*>(&at), reinterpret_cast<const char*>(&at + 1));
-            auto& r = rows[static_cast<size_t>(owner)];
-            const char* row = reinterpret_cast<const char*>(val_block->bytes.data()) + k * rb;
-            r.insert(r.end(), row, row + rb);
-        }
-        local_idx = Value(rows_from_parts(comm_->alltoall(targets), Prim::Int, Shape{0}));
-        local_vals = Value(rows_from_parts(comm_->alltoall(rows), val_block->elem, val_block->shape));
+        std::tie(local_idx, local_vals) = send_to_owners(*idx_block, *val_block, to);
     }
     const Value written =
         local_builtin("scatter", type, std::vector<Value>{dest.local(), local_idx, local_vals}, ctx, loc);
     return wrap_blocks(written, to, comm_);
+}
+
+std::pair<Value, Value> ShardingBackend::send_to_owners(const Array& targets, const Array& rows, const Layout& dest) {
+    // Each pair goes to the owner of its target row; the owners receive them
+    // in rank order, which is the order of the pairs.
+    const int ranks = comm_->size();
+    const int64_t n = dest.global[0], rb = row_bytes(rows);
+    std::vector<std::vector<char>> at_owner(static_cast<size_t>(ranks)), rows_to(static_cast<size_t>(ranks));
+    for (int64_t k = 0; k < targets.size(); ++k) {
+        const int64_t j = targets.get(k).as_long();
+        if (j < 0 || j >= n) continue;  // dropped, as alone
+        const int owner = owner_of(dest, j);
+        const int32_t at = static_cast<int32_t>(j - dest.begin(owner));
+        auto& t = at_owner[static_cast<size_t>(owner)];
+        t.insert(t.end(), reinterpret_cast<const char*>(&at), reinterpret_cast<const char*>(&at + 1));
+        auto& r = rows_to[static_cast<size_t>(owner)];
+        const char* row = reinterpret_cast<const char*>(rows.bytes.data()) + k * rb;
+        r.insert(r.end(), row, row + rb);
+    }
+    return {Value(rows_from_parts(comm_->alltoall(at_owner), Prim::Int, Shape{0})),
+            Value(rows_from_parts(comm_->alltoall(rows_to), rows.elem, rows.shape))};
+}
+
+namespace {
+// `\i -> targets[i]`: the index function of a permute on one rank's rows.
+Value index_function(const Value& targets, EvalContext& ctx, const Loc& loc) {
+    static const ExprPtr lambda = [] {
+        const auto source = std::make_shared<const Source>("<sharded permute>", "\\(t : [int]) (i : int) -> t[i]");
+        ExprPtr e = parse_expression(source, 0, source->text.size());
+        check_expression(e, TypeEnvironment{});
+        return e;
+    }();
+    return evalimpl::apply_value(evaluate(lambda, ctx), std::span<const Value>(&targets, 1), ctx, loc);
+}
+}  // namespace
+
+std::optional<Value> ShardingBackend::permute_across_ranks(const Type& type, std::span<const Value> args,
+                                                           const ShardedArray& dest, EvalContext& ctx, const Loc& loc) {
+    const Value &f = args[0], &g = args[2], &vals = args[3];
+    if (!array_like(vals)) return std::nullopt;  // tuples of arrays: gathered
+    const Shape vals_shape = array_like_shape(vals);
+    if (vals_shape.empty() ||
+        !std::equal(vals_shape.begin() + 1, vals_shape.end(), dest.shape().begin() + 1, dest.shape().end()))
+        return std::nullopt;  // the error one rank gives, on the gathered arrays
+    const int me = comm_->rank();
+    const Layout& to = dest.layout();
+    const ShardedArray* sharded_vals = as_sharded(vals);
+    // This rank's share of vals and the global index of its first row.
+    const Layout pairs = sharded_vals ? sharded_vals->layout() : Layout{vals_shape, 1};
+    const int64_t first = sharded_vals ? pairs.begin(me) : 0;
+    const int64_t count = sharded_vals ? pairs.end(me) - first : vals_shape[0];
+    // The targets g i of those rows, computed by the engine (fused as alone).
+    const Type ints = t_array(1, t_prim(Prim::Int));
+    Value i = local_builtin("iota", nullptr, std::vector<Value>{evalimpl::int_value(count)}, ctx, loc);
+    if (first) i = local_builtin("+", nullptr, std::vector<Value>{i, evalimpl::int_value(first)}, ctx, loc);
+    const ArrayPtr targets =
+        force(local_builtin("map", t_func(std::vector<Type>{func_param(func_result(func_result(type))), ints}, ints),
+                            std::vector<Value>{g, i}, ctx, loc))
+            .array();
+    Value local_targets, local_vals;
+    if (!sharded_vals) {
+        // Every rank has every row of vals: it keeps those aimed at its rows.
+        const int64_t lo = to.begin(me), hi = to.end(me);
+        auto mine = std::make_shared<Array>(Prim::Int, targets->shape, Array::Uninitialised{});
+        for (int64_t k = 0; k < targets->size(); ++k) {
+            const int64_t j = targets->get(k).as_long();
+            mine->set(k, Scalar::of_int(static_cast<int32_t>(j >= lo && j < hi ? j - lo : -1)));
+        }
+        local_targets = Value(mine);
+        local_vals = vals;
+    } else {
+        std::tie(local_targets, local_vals) = send_to_owners(*targets, *force(sharded_vals->local()).array(), to);
+    }
+    const Value combined = local_builtin(
+        "permute", type,
+        std::vector<Value>{f, dest.local(), index_function(local_targets, ctx, loc), local_vals}, ctx, loc);
+    return wrap_blocks(combined, to, comm_);
 }
 
 Value ShardingBackend::concat_across_ranks(const Value& a, const Value& b, const Loc& loc) {

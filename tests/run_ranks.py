@@ -158,6 +158,9 @@ def main(argv):
                "scatter y [2, 0, 5, 2, 500, -1, 99] [1, 2, 3, 4, 5, 6, 7]\nscatter y (y % 13) (iota 101 * 10)\n"
                "scatter (fill 13 0.5) (y % 13) (float y)\nscatter g [5, 1, 5] (fill (3, 5) 9)\n"
                "scatter g (iota 7 % 2) g\nsum (scatter big ((iota 5000 * 3) % 100001) (iota 5000))\n"
+               # permute: the targets' rows go to their owners, combined in order
+               "permute (+) (fill 10 0) (\\i -> i % 10) (iota 25)\npermute (\\a b -> a * 2 + b) y (\\i -> (i * 7) % 13) y\n"
+               "permute (+) (fill (9, 5) 0.5) (\\i -> 8 - i % 9) (float g)\npermute (-) big (\\i -> 100000 - i) (iota 7)\n"
                # .npy files: each rank writes and reads its own rows of one file
                "save \"shoal_ranks_test_y.npy\" (y * 3)\nlet yl = load \"shoal_ranks_test_y.npy\"\nsum yl\nyl[50]\n"
                "save \"shoal_ranks_test_g.npy\" (float g)\nload \"shoal_ranks_test_g.npy\"\n"
