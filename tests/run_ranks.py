@@ -160,7 +160,7 @@ def main(argv):
                "scatter g (iota 7 % 2) g\nsum (scatter big ((iota 5000 * 3) % 100001) (iota 5000))\n"
                # permute: the targets' rows go to their owners, combined in order
                "permute (+) (fill 10 0) (\\i -> i % 10) (iota 25)\npermute (\\a b -> a * 2 + b) y (\\i -> (i * 7) % 13) y\n"
-               "permute (+) (fill (9, 5) 0.5) (\\i -> 8 - i % 9) (float g)\npermute (-) big (\\i -> 100000 - i) (iota 7)\n"
+               "permute (+) (fill (9, 5) 5) (\\i -> 8 - i % 9) g\npermute (+) (fill 2000 0.5) (\\i -> (i * 37) % 2000) (float big)\npermute (-) big (\\i -> 100000 - i) (iota 7)\n"
                # .npy files: each rank writes and reads its own rows of one file
                "save \"shoal_ranks_test_y.npy\" (y * 3)\nlet yl = load \"shoal_ranks_test_y.npy\"\nsum yl\nyl[50]\n"
                "save \"shoal_ranks_test_g.npy\" (float g)\nload \"shoal_ranks_test_g.npy\"\n"
