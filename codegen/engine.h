@@ -44,6 +44,8 @@ public:
     std::optional<Value> update(const Value& a, std::span<const ops::AxisSelect> sel, const Value& v,
                                 const Loc& loc) override;
     int64_t plans_run() const override { return stats.plans_run; }
+    std::optional<Value> random_block(const Shape& shape, uint64_t seed, uint64_t stream, int64_t first,
+                                      EvalContext& ctx) override;
     std::unique_ptr<LoopReplay> replay_loop(const EvalContext& ctx) override;
     void set_check(bool on) override { options_.check = on; }
     void set_optimisations(const Optimisations& on) override { optimisations = on; }
@@ -143,6 +145,11 @@ private:
     std::optional<Value> index_map(const std::string& name, const Type& type, const std::vector<Value>& a,
                                    const EvalContext& ctx, const Loc& loc);
     std::optional<Value> random(const Value& shape, EvalContext& ctx);
+    // Elements [first, ...) of random's array of `seed` and `stream`, shaped
+    // `shape`; `offset`: the kernel adds `first` to the element index (a
+    // block of a sharded array: every rank compiles the same kernel).
+    Value random_numbers(const Shape& shape, uint64_t seed, uint64_t stream, int64_t first, bool offset,
+                         const EvalContext& ctx);
     std::optional<Value> thin_product(const Type& type, std::span<const Value> args, const EvalContext& ctx,
                                       const Loc& loc);
     std::optional<Value> consumer(const std::string& name, std::span<const Value> args, EvalContext& ctx);

@@ -321,25 +321,41 @@ std::optional<Value> FusionEngine::random(const Value& shape, EvalContext& ctx) 
     if (!s || s->empty()) return std::nullopt;
     check_fits(Prim::Float, *s);
     const uint64_t seed = ctx.seed, stream = ctx.random_stream++;
-    Replay replay = [s = *s, seed, stream] {
+    return random_numbers(*s, seed, stream, 0, false, ctx);
+}
+
+std::optional<Value> FusionEngine::random_block(const Shape& shape, uint64_t seed, uint64_t stream, int64_t first,
+                                                EvalContext& ctx) {
+    if (shape.empty()) return std::nullopt;
+    check_fits(Prim::Float, shape);
+    return random_numbers(shape, seed, stream, first, true, ctx);
+}
+
+Value FusionEngine::random_numbers(const Shape& s, uint64_t seed, uint64_t stream, int64_t first, bool offset,
+                                   const EvalContext& ctx) {
+    Replay replay = [s, seed, stream, first] {
         auto out = std::make_shared<Array>(Prim::Float, s);
         float* x = out->data<float>();
-        for (int64_t i = 0, n = out->size(); i < n; ++i) x[i] = random_uniform(seed, stream, static_cast<uint64_t>(i));
+        for (int64_t i = 0, n = out->size(); i < n; ++i)
+            x[i] = random_uniform(seed, stream, static_cast<uint64_t>(first + i));
         return Value(std::move(out));
     };
     auto keep = std::make_shared<const std::vector<Scalar>>(
-        std::vector<Scalar>{Scalar::of_long(static_cast<int64_t>(seed)), Scalar::of_long(static_cast<int64_t>(stream))});
-    auto pull = [s = *s, keep](FuseContext& fc) {
+        std::vector<Scalar>{Scalar::of_long(static_cast<int64_t>(seed)), Scalar::of_long(static_cast<int64_t>(stream)),
+                            Scalar::of_long(first)});
+    auto pull = [s, keep, offset](FuseContext& fc) {
         PullArray out{extents(fc, s), ir::ScalarType::F32, nullptr};
-        out.at = [&fc, keep, shape = out.shape](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
+        out.at = [&fc, keep, offset, shape = out.shape](ir::KernelBuilder& kb, const std::vector<ir::ExprPtr>& i) {
             const std::vector<ir::ExprPtr> key = lift_all(fc, kb, *keep);
-            return philox_uniform(kb, key[0], key[1], linear_index(kb, i, shape));
+            ir::ExprPtr index = linear_index(kb, i, shape);
+            if (offset) index = kb.bind("element", ir::binary(ir::BinaryOp::Add, index, key[2]));
+            return philox_uniform(kb, key[0], key[1], index);
         };
         return out;
     };
     EvalContext reference = ctx;
     reference.backend = nullptr;
-    return node(Prim::Float, *s, pull, replay, reference, {});
+    return node(Prim::Float, s, pull, replay, reference, {});
 }
 
 // a @ b with a short inner extent (X @ w for X of n x 3): each element is k

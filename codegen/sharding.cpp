@@ -219,14 +219,20 @@ Value ShardingBackend::make_blocks(std::string_view name, const Layout& layout, 
             e.message = "random: " + e.message;  // as the builtin says it alone
             throw;
         }
-        auto block = std::make_shared<Array>(Prim::Float, local_shape, Array::Uninitialised{});
-        float* x = block->data<float>();
+        // The engine's generator from the block's first global element
+        // (fused, on the device); the host's where the engine declines.
         const int64_t first = lo * layout.row_elements();
-        for (int64_t i = 0, n = block->size(); i < n; ++i) {
-            if ((i & 0xffff) == 0) evalimpl::check_cancel(ctx, loc);
-            x[i] = random_uniform(ctx.seed, stream, static_cast<uint64_t>(first + i));
+        if (std::optional<Value> made = inner_->random_block(local_shape, ctx.seed, stream, first, ctx)) {
+            local = *made;
+        } else {
+            auto block = std::make_shared<Array>(Prim::Float, local_shape, Array::Uninitialised{});
+            float* x = block->data<float>();
+            for (int64_t i = 0, n = block->size(); i < n; ++i) {
+                if ((i & 0xffff) == 0) evalimpl::check_cancel(ctx, loc);
+                x[i] = random_uniform(ctx.seed, stream, static_cast<uint64_t>(first + i));
+            }
+            local = Value(std::move(block));
         }
-        local = Value(std::move(block));
     }
     return Value(std::make_shared<const ShardedArray>(layout, comm_, std::move(local)));
 }

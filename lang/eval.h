@@ -82,6 +82,15 @@ public:
         (void)a, (void)sel, (void)v, (void)loc;
         return std::nullopt;
     }
+    // random's numbers for elements [first, first + its size) of an array
+    // whose element i is random_uniform(seed, stream, i), shaped `shape`: a
+    // sharded array's block, the same numbers for any number of ranks;
+    // nullopt declines (made on the host).
+    virtual std::optional<Value> random_block(const Shape& shape, uint64_t seed, uint64_t stream, int64_t first,
+                                              EvalContext& ctx) {
+        (void)shape, (void)seed, (void)stream, (void)first, (void)ctx;
+        return std::nullopt;
+    }
     // Plans run so far (a loop step that ran one settles its state, `carried`).
     virtual int64_t plans_run() const { return 0; }
     // A recorder for a loop's steps (LoopReplay), or null (none now: a loop
