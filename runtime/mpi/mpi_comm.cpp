@@ -15,6 +15,7 @@
 #ifdef SHOAL_HAVE_MPI
 #include <algorithm>
 #include <climits>
+#include <cstdlib>
 #include <cstring>
 
 #include "lang/diagnostics.h"
@@ -33,6 +34,12 @@ MpiComm::MpiComm(MPI_Comm comm, double timeout_seconds, const std::atomic<bool>*
     MPI_Comm_set_errhandler(base_, MPI_ERRORS_RETURN);
     MPI_Comm_rank(base_, &rank_);
     MPI_Comm_size(base_, &size_);
+    if (const char* limit = std::getenv("SHOAL_MPI_MESSAGE_LIMIT")) {
+        message_limit_ = std::clamp<int64_t>(std::atoll(limit), 16, INT_MAX);
+        unit_bytes_ = static_cast<int>(std::min<int64_t>(unit_bytes_, message_limit_ / 4));
+    }
+    MPI_Type_contiguous(unit_bytes_, MPI_BYTE, &unit_);
+    MPI_Type_commit(&unit_);
 }
 
 MpiComm::~MpiComm() { release(); }
@@ -41,6 +48,7 @@ void MpiComm::release() {
     int finalized = 0;
     MPI_Finalized(&finalized);
     if (finalized || base_ == MPI_COMM_NULL) return;  // MPI took its communicators with it
+    MPI_Type_free(&unit_);
     MPI_Comm_free(&roll_);
     MPI_Comm_free(&base_);
 }
@@ -77,12 +85,19 @@ void MpiComm::check_waiting(Clock::time_point deadline) {
                {"`:set timeout S` waits longer; `:ranks` shows where each rank runs"});
 }
 
-int MpiComm::byte_count(size_t bytes) {
-    if (bytes > static_cast<size_t>(INT_MAX))
-        user_error(ErrorKind::Runtime, {},
-                   "a block of " + std::to_string(bytes) + " bytes is more than one MPI message carries (2 GiB)",
-                   {"more ranks make the blocks smaller"});
-    return static_cast<int>(bytes);
+void MpiComm::send_block(const char* data, size_t bytes, int r, std::vector<MPI_Request>& sent) {
+    bytes_moved_ += static_cast<int64_t>(bytes);
+    sent.emplace_back();
+    if (static_cast<int64_t>(bytes) <= message_limit_) {
+        MPI_Isend(data, static_cast<int>(bytes), MPI_BYTE, r, tag(), base_, &sent.back());
+        return;
+    }
+    // Larger than an int count of bytes: whole units, then the rest (an
+    // empty rest too, so the receiver knows the block is whole).
+    const size_t units = bytes / static_cast<size_t>(unit_bytes_), whole = units * static_cast<size_t>(unit_bytes_);
+    MPI_Isend(data, static_cast<int>(units), unit_, r, tag(Part::Units), base_, &sent.back());
+    sent.emplace_back();
+    MPI_Isend(data + whole, static_cast<int>(bytes - whole), MPI_BYTE, r, tag(Part::Rest), base_, &sent.back());
 }
 
 std::vector<std::vector<char>> MpiComm::exchange(const std::vector<const std::vector<char>*>& sends,
@@ -98,28 +113,58 @@ std::vector<std::vector<char>> MpiComm::exchange(const std::vector<const std::ve
     std::vector<MPI_Request> sent;
     for (int r = 0; r < size_; ++r) {
         const std::vector<char>* block = sends[static_cast<size_t>(r)];
-        if (!block || r == rank_) continue;
-        sent.emplace_back();
-        MPI_Isend(block->data(), byte_count(block->size()), MPI_BYTE, r, tag(), base_, &sent.back());
-        bytes_moved_ += static_cast<int64_t>(block->size());
+        if (block && r != rank_) send_block(block->data(), block->size(), r, sent);
     }
     std::vector<std::vector<char>> got(static_cast<size_t>(size_));
+    // A large block's two parts may arrive in either order: its units go
+    // straight into got[r] (with room for the rest), a rest that came first waits here.
+    struct Parts {
+        bool units = false, rest = false;
+        size_t whole = 0;
+        std::vector<char> early_rest;
+    };
+    std::vector<Parts> parts(static_cast<size_t>(size_));
     std::vector<bool> waiting = from;
     waiting[static_cast<size_t>(rank_)] = false;
     int missing = static_cast<int>(std::count(waiting.begin(), waiting.end(), true));
+    auto probe = [&](int r, Part part, MPI_Datatype type, int& count) {
+        int flag = 0;
+        MPI_Status st;
+        MPI_Iprobe(r, tag(part), base_, &flag, &st);
+        if (flag) MPI_Get_count(&st, type, &count);
+        return flag != 0;
+    };
     for (int spins = 0; missing > 0; ++spins) {
         bool any = false;
         for (int r = 0; r < size_; ++r) {
             if (!waiting[static_cast<size_t>(r)]) continue;
-            int flag = 0;
-            MPI_Status st;
-            MPI_Iprobe(r, tag(), base_, &flag, &st);
-            if (!flag) continue;
+            std::vector<char>& block = got[static_cast<size_t>(r)];
+            Parts& p = parts[static_cast<size_t>(r)];
             int count = 0;
-            MPI_Get_count(&st, MPI_BYTE, &count);
-            got[static_cast<size_t>(r)].resize(static_cast<size_t>(count));
-            MPI_Recv(got[static_cast<size_t>(r)].data(), count, MPI_BYTE, r, tag(), base_, MPI_STATUS_IGNORE);
-            bytes_moved_ += count;
+            bool done = false;
+            if (probe(r, Part::Whole, MPI_BYTE, count)) {
+                block.resize(static_cast<size_t>(count));
+                MPI_Recv(block.data(), count, MPI_BYTE, r, tag(), base_, MPI_STATUS_IGNORE);
+                done = true;
+            } else {
+                if (!p.units && probe(r, Part::Units, unit_, count)) {
+                    p.whole = static_cast<size_t>(count) * static_cast<size_t>(unit_bytes_);
+                    block.resize(p.whole + p.early_rest.size());
+                    MPI_Recv(block.data(), count, unit_, r, tag(Part::Units), base_, MPI_STATUS_IGNORE);
+                    if (p.rest) std::copy(p.early_rest.begin(), p.early_rest.end(), block.begin() + static_cast<ptrdiff_t>(p.whole));
+                    p.units = any = true;
+                }
+                if (!p.rest && probe(r, Part::Rest, MPI_BYTE, count)) {
+                    std::vector<char> rest(static_cast<size_t>(count));
+                    MPI_Recv(rest.data(), count, MPI_BYTE, r, tag(Part::Rest), base_, MPI_STATUS_IGNORE);
+                    if (p.units) block.insert(block.end(), rest.begin(), rest.end());
+                    else p.early_rest = std::move(rest);
+                    p.rest = any = true;
+                }
+                done = p.units && p.rest;
+            }
+            if (!done) continue;
+            bytes_moved_ += static_cast<int64_t>(block.size());
             waiting[static_cast<size_t>(r)] = false;
             --missing;
             any = true;

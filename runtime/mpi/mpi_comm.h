@@ -5,6 +5,7 @@
 #ifdef SHOAL_HAVE_MPI
 #include <atomic>
 #include <chrono>
+#include <climits>
 #include <functional>
 #include <string>
 
@@ -72,8 +73,15 @@ private:
     void check_waiting(Clock::time_point deadline);
     // After a timeout: the ranks that are not waiting at this collective.
     std::string roll_call();
-    int tag() const { return 100 + static_cast<int>(at_.statement % 30000); }
-    static int byte_count(size_t bytes);
+    // The statement's tags (MPI promises tags up to 32767): a message whole,
+    // or the two parts of one larger than one MPI message carries.
+    enum class Part { Whole, Units, Rest };
+    int tag(Part part = Part::Whole) const {
+        return 100 + 10000 * static_cast<int>(part) + static_cast<int>(at_.statement % 10000);
+    }
+    // Sends `bytes` to rank r: one message, or (more than message_limit_
+    // bytes) its whole units and the rest, as two.
+    void send_block(const char* data, size_t bytes, int r, std::vector<MPI_Request>& sent);
 
     MPI_Comm base_ = MPI_COMM_NULL, roll_ = MPI_COMM_NULL;
     int rank_ = 0, size_ = 1;
@@ -85,6 +93,11 @@ private:
     int64_t bytes_moved_ = 0;
     double seconds_ = 0;  // inside exchange(), every collective's one way in
     std::function<bool()> abandon_check_;
+    // The most bytes one message carries (MPI counts are ints; a test may
+    // set less: SHOAL_MPI_MESSAGE_LIMIT), and the unit larger blocks go in.
+    int64_t message_limit_ = INT_MAX;
+    int unit_bytes_ = 1 << 20;
+    MPI_Datatype unit_ = MPI_DATATYPE_NULL;
 };
 
 }  // namespace shoal::runtime
