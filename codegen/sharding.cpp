@@ -333,6 +333,7 @@ std::optional<Value> ShardingBackend::apply_builtin(std::string_view name, const
         if (name == "scan" || name == "scanExclusive") return scan_across_ranks(name, type, args, *last, ctx, loc);
         if (name == "filter") return filter_across_ranks(name, type, args, ctx, loc);
         if (name == "sort") return sort_across_ranks(type, *last, ctx, loc);
+        if (name == "count" || name == "tally") return counted_across_ranks(name, type, args, *last, ctx, loc);
     }
     if (name == "compress" && same_rows(args[0], args[1])) return filter_across_ranks(name, type, args, ctx, loc);
     if (only_last && (name == "take" || name == "drop" || name == "reverse")) {
@@ -368,6 +369,23 @@ std::optional<Value> ShardingBackend::apply_builtin(std::string_view name, const
         if (b.empty() || b[0] != a.shape()[1]) return local_builtin(name, type, std::vector<Value>{Value(a.force()), args[1]}, ctx, loc);
         const Value whole_b = as_sharded(args[1]) ? Value(as_sharded(args[1])->force()) : args[1];
         return wrap_blocks(local_builtin(name, type, std::vector<Value>{a.local(), whole_b}, ctx, loc), a.layout(), comm_);
+    }
+    if ((name == "matmul" || name == "@") && args.size() == 2 && as_sharded(args[0]) &&
+        as_sharded(args[0])->shape().size() == 1 && array_like(args[1])) {
+        // A sharded vector times b of its length: each rank's rows, summed.
+        const Shape b = array_like_shape(args[1]);
+        const ShardedArray* sb = as_sharded(args[1]);
+        if (!b.empty() && b.size() <= 2 && b[0] == args[0].delayed()->shape()[0] && (!sb || sb->layout().ranks == comm_->size()))
+            return vector_product_across_ranks(name, type, *as_sharded(args[0]), args[1], ctx, loc);
+    }
+    if (name == "interleave" && args.size() == 2 && array_like(args[0]) && array_like(args[1]) &&
+        array_like_shape(args[0]) == array_like_shape(args[1]) && !array_like_shape(args[0]).empty()) {
+        // Rows a0 b0 a1 b1 ...: each rank interleaves its rows (a whole
+        // operand gives its rows alike), then the rows are rebalanced.
+        const Layout rows{array_like_shape(args[0]), comm_->size()};
+        auto block_of = [&](const Value& x) { return as_sharded(x) ? as_sharded(x)->local() : rows_of(x, rows, loc); };
+        const Value local = local_builtin(name, type, std::vector<Value>{block_of(args[0]), block_of(args[1])}, ctx, loc);
+        return rebalanced_in_rank_order(*force(local).array());
     }
     if (name == "++" && args.size() == 2 && array_like(args[0]) && array_like(args[1])) {
         const Shape a = array_like_shape(args[0]), b = array_like_shape(args[1]);

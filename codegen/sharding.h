@@ -180,6 +180,15 @@ private:
     Value filter_across_ranks(std::string_view name, const Type& type, std::span<const Value> args,
                               EvalContext& ctx, const Loc& loc);
     Value sort_across_ranks(const Type& type, const ShardedArray& x, EvalContext& ctx, const Loc& loc);
+    // count p x, tally n x of a vector: each rank counts its block, and the
+    // counts are added across the ranks (exact: integers).
+    Value counted_across_ranks(std::string_view name, const Type& type, std::span<const Value> args,
+                               const ShardedArray& x, EvalContext& ctx, const Loc& loc);
+    // v @ b, v a sharded vector (b a vector or matrix of v's length, whole or
+    // sharded alike): each rank's rows of the product, added across the
+    // ranks in rank order (as a float sum is: docs/scale-out.md).
+    Value vector_product_across_ranks(std::string_view name, const Type& type, const ShardedArray& v, const Value& b,
+                                      EvalContext& ctx, const Loc& loc);
     // Each rank's one-element result of `part` (none where its block is
     // empty), gathered in rank order: the ranks' partial results.
     std::vector<std::optional<Scalar>> partials(const ShardedArray& x, const std::function<Value()>& part);

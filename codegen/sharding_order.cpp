@@ -266,4 +266,36 @@ Value ShardingBackend::generate_blocks(const Shape& global, const Type& type, co
     return wrap_blocks(local, layout, comm_);
 }
 
+Value ShardingBackend::counted_across_ranks(std::string_view name, const Type& type, std::span<const Value> args,
+                                           const ShardedArray& x, EvalContext& ctx, const Loc& loc) {
+    std::vector<Value> block(args.begin(), args.end());
+    block.back() = x.local();
+    const Value local = force(local_builtin(name, type, block, ctx, loc));
+    if (local.is_scalar()) {  // count
+        int32_t n = local.scalar().i;
+        comm_->allreduce(&n, 1, ir::ScalarType::I32, ir::CommOp::Sum);
+        return Value(Scalar::of_int(n));
+    }
+    auto counts = std::make_shared<Array>(*local.array());  // tally's n counts
+    comm_->allreduce(counts->bytes.data(), counts->size(), ir::ScalarType::I32, ir::CommOp::Sum);
+    return Value(counts);
+}
+
+Value ShardingBackend::vector_product_across_ranks(std::string_view name, const Type& type, const ShardedArray& v,
+                                                   const Value& b, EvalContext& ctx, const Loc& loc) {
+    const ShardedArray* sharded_b = as_sharded(b);
+    const Value b_rows = sharded_b ? sharded_b->local() : rows_of(b, v.layout(), loc);
+    const Value local = force(local_builtin(name, type, std::vector<Value>{v.local(), b_rows}, ctx, loc));
+    const ir::ScalarType elem = ir::scalar_of(local.is_scalar() ? local.scalar().type : local.array()->elem);
+    if (local.is_scalar()) {
+        Array one(local.scalar().type, {1});
+        one.set(0, local.scalar());
+        comm_->allreduce(one.bytes.data(), 1, elem, ir::CommOp::Sum);
+        return Value(one.get(0));
+    }
+    auto sum = std::make_shared<Array>(*local.array());
+    comm_->allreduce(sum->bytes.data(), sum->size(), elem, ir::CommOp::Sum);
+    return Value(sum);
+}
+
 }  // namespace shoal::compiled

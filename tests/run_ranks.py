@@ -161,6 +161,10 @@ def main(argv):
                # permute: the targets' rows go to their owners, combined in order
                "permute (+) (fill 10 0) (\\i -> i % 10) (iota 25)\npermute (\\a b -> a * 2 + b) y (\\i -> (i * 7) % 13) y\n"
                "permute (+) (fill (9, 5) 5) (\\i -> 8 - i % 9) g\npermute (+) (fill 2000 0.5) (\\i -> (i * 37) % 2000) (float big)\npermute (-) big (\\i -> 100000 - i) (iota 7)\n"
+               # counts added across the ranks; a vector's product summed; interleaved rows rebalanced
+               "count (\\v -> v > 50) y\ntally 101 y\nhistogram 7 0.0 101.0 (float y)\n"
+               "float y @ float (generate (101, 2) (\\i j -> i % 3 + j))\nfloat y @ float y\n"
+               "interleave y (y * 2)\ninterleave g g\n"
                # .npy files: each rank writes and reads its own rows of one file
                "save \"shoal_ranks_test_y.npy\" (y * 3)\nlet yl = load \"shoal_ranks_test_y.npy\"\nsum yl\nyl[50]\n"
                "save \"shoal_ranks_test_g.npy\" (float g)\nload \"shoal_ranks_test_g.npy\"\n"
@@ -168,10 +172,10 @@ def main(argv):
                "let fa = float g\nfa @ float (generate (5, 2) (\\i j -> i - j))\nfa @ [1.0, 2.0, 3.0, 4.0, 5.0]\n")
     one = run(binary, [], stdin=":set shard 1\n" + sharded)
     for ranks in ("2", "3", "4"):
-        rc, out, err, _ = run(binary, ["--ranks", ranks], stdin=":set shard 1\n" + sharded + "interleave two two\n:ranks\n:mem\n:profile sum big\n")
+        rc, out, err, _ = run(binary, ["--ranks", ranks], stdin=":set shard 1\n" + sharded + "transpose (fill (2, 2) 1)\n:ranks\n:mem\n:profile sum big\n")
         check(f"sharded over {ranks} ranks: what one rank prints",
               rc == 0 and out.startswith(one[1]) and one[2] == "" and err.count("warning:") == 1
-              and "`interleave` gathered an array of 2 elements sharded over " + ranks + " ranks whole on every rank" in err
+              and "`transpose` gathered an array of 4 elements sharded over " + ranks + " ranks whole on every rank" in err
               and "  big: sharded over " + ranks + " ranks by rows: 0.." in out
               and f"rank {int(ranks) - 1}:\n" in out and "kernels of rank 0's blocks; on " + ranks + " ranks" in out,
               f"status {rc}\nstdout:\n{out}\nstderr:\n{err}\none rank:\n{one[1]}{one[2]}")
