@@ -336,6 +336,8 @@ std::optional<Value> ShardingBackend::apply_builtin(std::string_view name, const
         if (name == "count" || name == "tally") return counted_across_ranks(name, type, args, *last, ctx, loc);
     }
     if (name == "compress" && same_rows(args[0], args[1])) return filter_across_ranks(name, type, args, ctx, loc);
+    if (name == "sortByKey" && args.size() == 2)
+        if (std::optional<Value> sorted = sort_by_key_across_ranks(type, args, ctx, loc)) return sorted;
     if (only_last && (name == "take" || name == "drop" || name == "reverse")) {
         // Slices of the rows (NumPy's x[:n], x[n:], x[::-1]): rows move only where they must.
         const int64_t rows = last->shape()[0];

@@ -180,6 +180,11 @@ private:
     Value filter_across_ranks(std::string_view name, const Type& type, std::span<const Value> args,
                               EvalContext& ctx, const Loc& loc);
     Value sort_across_ranks(const Type& type, const ShardedArray& x, EvalContext& ctx, const Loc& loc);
+    // sortByKey keys vals (vectors, either sharded): the sample sort with
+    // the values carried along; nullopt when the lengths differ (gathered:
+    // one rank's error).
+    std::optional<Value> sort_by_key_across_ranks(const Type& type, std::span<const Value> args, EvalContext& ctx,
+                                                  const Loc& loc);
     // count p x, tally n x of a vector: each rank counts its block, and the
     // counts are added across the ranks (exact: integers).
     Value counted_across_ranks(std::string_view name, const Type& type, std::span<const Value> args,

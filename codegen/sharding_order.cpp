@@ -180,39 +180,55 @@ Value ShardingBackend::filter_across_ranks(std::string_view name, const Type& ty
     return rebalanced_in_rank_order(*force(local_builtin(name, type, block, ctx, loc)).array());
 }
 
+namespace {
+
+// The sample sort's buckets of a sorted block (positions [bounds[d],
+// bounds[d + 1]) go to rank d): each rank contributes 2 regular samples
+// per rank, all of them are sorted alike on every rank, and the splitters
+// are evenly spaced in them. Bucket d gets the elements in [splitter d-1,
+// splitter d): equal keys go to one bucket on every rank, so their order
+// is kept.
+template <class T>
+std::vector<int64_t> bucket_bounds(const T* xs, int64_t n, ir::Comm& comm) {
+    const int ranks = comm.size();
+    const int64_t m = std::min<int64_t>(n, 2 * ranks);
+    std::vector<T> mine;
+    for (int64_t j = 0; j < m; ++j) mine.push_back(xs[(2 * j + 1) * n / (2 * m)]);
+    std::vector<int64_t> offsets;
+    const std::vector<char> all = comm.allgather(mine.data(), static_cast<int64_t>(mine.size() * sizeof(T)), offsets);
+    std::vector<T> samples(all.size() / sizeof(T));
+    std::memcpy(samples.data(), all.data(), all.size());
+    std::stable_sort(samples.begin(), samples.end(), ops::less_nan_last<T>);
+    std::vector<int64_t> bounds{0};
+    for (int d = 0; d < ranks; ++d) {
+        int64_t to = n;
+        if (d + 1 < ranks && !samples.empty()) {
+            const T splitter = samples[static_cast<size_t>(d + 1) * samples.size() / static_cast<size_t>(ranks)];
+            to = std::lower_bound(xs + bounds.back(), xs + n, splitter, ops::less_nan_last<T>) - xs;
+        }
+        bounds.push_back(to);
+    }
+    return bounds;
+}
+
+template <class T>
+using SortKey = std::conditional_t<std::is_same_v<T, bool>, unsigned char, T>;  // bools are bytes 0 and 1
+
+}  // namespace
+
 Value ShardingBackend::sort_across_ranks(const Type& type, const ShardedArray& x, EvalContext& ctx, const Loc& loc) {
     const int ranks = comm_->size();
     const ArrayPtr sorted = force(local_builtin("sort", type, std::vector<Value>{x.local()}, ctx, loc)).array();
     const int64_t n = sorted->size();
     const int64_t width = prim_size(sorted->elem);
     return ops::with_prim(sorted->elem, [&]<class B>(B) -> Value {
-        using T = std::conditional_t<std::is_same_v<B, bool>, unsigned char, B>;  // bools are bytes 0 and 1
+        using T = SortKey<B>;
         const T* xs = sorted->data<T>();
-        // Regular samples of each sorted block (2 per rank), all of them
-        // sorted alike on every rank; the splitters are evenly spaced in them.
-        const int64_t m = std::min<int64_t>(n, 2 * ranks);
-        std::vector<T> mine;
-        for (int64_t j = 0; j < m; ++j) mine.push_back(xs[(2 * j + 1) * n / (2 * m)]);
-        std::vector<int64_t> offsets;
-        const std::vector<char> all =
-            comm_->allgather(mine.data(), static_cast<int64_t>(mine.size() * sizeof(T)), offsets);
-        std::vector<T> samples(all.size() / sizeof(T));
-        std::memcpy(samples.data(), all.data(), all.size());
-        std::stable_sort(samples.begin(), samples.end(), ops::less_nan_last<T>);
-        // Bucket d gets the elements in [splitter d-1, splitter d): equal
-        // keys go to one bucket on every rank, so their order is kept.
+        const std::vector<int64_t> bounds = bucket_bounds(xs, n, *comm_);
         std::vector<std::vector<char>> sends(static_cast<size_t>(ranks));
-        int64_t from = 0;
-        for (int d = 0; d < ranks; ++d) {
-            int64_t to = n;
-            if (d + 1 < ranks && !samples.empty()) {
-                const T splitter = samples[static_cast<size_t>(d + 1) * samples.size() / static_cast<size_t>(ranks)];
-                to = std::lower_bound(xs + from, xs + n, splitter, ops::less_nan_last<T>) - xs;
-            }
-            sends[static_cast<size_t>(d)].assign(reinterpret_cast<const char*>(xs + from),
-                                                 reinterpret_cast<const char*>(xs + to));
-            from = to;
-        }
+        for (int d = 0; d < ranks; ++d)
+            sends[static_cast<size_t>(d)].assign(reinterpret_cast<const char*>(xs + bounds[static_cast<size_t>(d)]),
+                                                 reinterpret_cast<const char*>(xs + bounds[static_cast<size_t>(d) + 1]));
         const std::vector<std::vector<char>> buckets = comm_->alltoall(sends);
         int64_t size = 0;
         for (const auto& b : buckets) size += static_cast<int64_t>(b.size()) / width;
@@ -234,6 +250,60 @@ Value ShardingBackend::sort_across_ranks(const Type& type, const ShardedArray& x
             }
         }
         return rebalanced_in_rank_order(*bucket);
+    });
+}
+
+std::optional<Value> ShardingBackend::sort_by_key_across_ranks(const Type& type, std::span<const Value> args,
+                                                               EvalContext& ctx, const Loc& loc) {
+    if (!array_like(args[0]) || !array_like(args[1])) return std::nullopt;
+    const Shape ks = array_like_shape(args[0]), vs = array_like_shape(args[1]);
+    if (ks.size() != 1 || ks != vs) return std::nullopt;  // the error one rank gives, gathered
+    const int ranks = comm_->size();
+    const Layout rows{ks, ranks};
+    auto block_of = [&](const Value& x) { return as_sharded(x) ? as_sharded(x)->local() : rows_of(x, rows, loc); };
+    const Value local =
+        force(local_builtin("sortByKey", type, std::vector<Value>{block_of(args[0]), block_of(args[1])}, ctx, loc));
+    const ArrayPtr keys = local.tuple()[0].array(), vals = local.tuple()[1].array();
+    const int64_t n = keys->size(), kw = prim_size(keys->elem), vw = prim_size(vals->elem);
+    return ops::with_prim(keys->elem, [&]<class B>(B) -> Value {
+        using T = SortKey<B>;
+        const T* xs = keys->data<T>();
+        const std::vector<int64_t> bounds = bucket_bounds(xs, n, *comm_);
+        // Each bucket as its keys, then its values.
+        std::vector<std::vector<char>> sends(static_cast<size_t>(ranks));
+        for (size_t d = 0; d < sends.size(); ++d) {
+            const int64_t from = bounds[d], to = bounds[d + 1];
+            auto& m = sends[d];
+            const char* k = reinterpret_cast<const char*>(keys->bytes.data());
+            const char* v = reinterpret_cast<const char*>(vals->bytes.data());
+            m.insert(m.end(), k + from * kw, k + to * kw);
+            m.insert(m.end(), v + from * vw, v + to * vw);
+        }
+        const std::vector<std::vector<char>> buckets = comm_->alltoall(sends);
+        std::vector<T> all_keys;
+        std::vector<char> all_vals;
+        for (const auto& b : buckets) {
+            const size_t count = b.size() / static_cast<size_t>(kw + vw);
+            const T* k = reinterpret_cast<const T*>(b.data());
+            all_keys.insert(all_keys.end(), k, k + count);
+            all_vals.insert(all_vals.end(), b.begin() + static_cast<ptrdiff_t>(count * kw), b.end());
+        }
+        // The runs are sorted and in rank order: a stable sort of the
+        // positions by key keeps every tie in the order of the whole array.
+        std::vector<int64_t> order(all_keys.size());
+        for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int64_t>(i);
+        evalimpl::check_cancel(ctx, loc);
+        std::stable_sort(order.begin(), order.end(),
+                         [&](int64_t a, int64_t b) { return ops::less_nan_last<T>(all_keys[a], all_keys[b]); });
+        const auto m = static_cast<int64_t>(order.size());
+        auto sorted_keys = std::make_shared<Array>(keys->elem, Shape{m}, Array::Uninitialised{});
+        auto sorted_vals = std::make_shared<Array>(vals->elem, Shape{m}, Array::Uninitialised{});
+        for (int64_t i = 0; i < m; ++i) {
+            sorted_keys->data<T>()[i] = all_keys[static_cast<size_t>(order[static_cast<size_t>(i)])];
+            std::memcpy(sorted_vals->bytes.data() + i * vw, all_vals.data() + order[static_cast<size_t>(i)] * vw,
+                        static_cast<size_t>(vw));
+        }
+        return Value(std::vector<Value>{rebalanced_in_rank_order(*sorted_keys), rebalanced_in_rank_order(*sorted_vals)});
     });
 }
 

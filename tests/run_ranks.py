@@ -165,6 +165,8 @@ def main(argv):
                "count (\\v -> v > 50) y\ntally 101 y\nhistogram 7 0.0 101.0 (float y)\n"
                "float y @ float (generate (101, 2) (\\i j -> i % 3 + j))\nfloat y @ float y\n"
                "interleave y (y * 2)\ninterleave g g\n"
+               # sortByKey: the sample sort carrying the values (argsort, unique, topk of it)
+               "argsort y\nsortByKey (y % 5) (float y)\nunique (y % 17)\ntopk 3 (float y)\nargsort (float (y % 3))\n"
                # .npy files: each rank writes and reads its own rows of one file
                "save \"shoal_ranks_test_y.npy\" (y * 3)\nlet yl = load \"shoal_ranks_test_y.npy\"\nsum yl\nyl[50]\n"
                "save \"shoal_ranks_test_g.npy\" (float g)\nload \"shoal_ranks_test_g.npy\"\n"
