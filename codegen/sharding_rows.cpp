@@ -58,6 +58,17 @@ int owner_of(const Layout& layout, int64_t row) {
     return owner;
 }
 
+// Global target rows as rows of the block [lo, hi): -1 (which scatter and
+// permute drop) for a row another rank holds.
+ArrayPtr targets_in_block(const Array& targets, int64_t lo, int64_t hi) {
+    auto mine = std::make_shared<Array>(Prim::Int, targets.shape, Array::Uninitialised{});
+    for (int64_t k = 0; k < targets.size(); ++k) {
+        const int64_t j = targets.get(k).as_long();
+        mine->set(k, Scalar::of_int(static_cast<int32_t>(j >= lo && j < hi ? j - lo : -1)));
+    }
+    return mine;
+}
+
 // The concatenation, in rank order, of what each rank sent (`parts[r]`):
 // bytes of rows shaped like `like`'s rows.
 ArrayPtr rows_from_parts(const std::vector<std::vector<char>>& parts, Prim elem, const Shape& like) {
@@ -246,13 +257,7 @@ std::optional<Value> ShardingBackend::scatter_across_ranks(const Type& type, std
         // Every rank has every pair: it keeps the writes to its own rows
         // (the others' targets become -1, which scatter ignores). Mismatched
         // shapes raise one rank's error in the engine's scatter.
-        const ArrayPtr all = force(idx).array();
-        auto mine = std::make_shared<Array>(Prim::Int, all->shape, Array::Uninitialised{});
-        for (int64_t k = 0; k < all->size(); ++k) {
-            const int64_t j = all->get(k).as_long();
-            mine->set(k, Scalar::of_int(static_cast<int32_t>(j >= lo && j < hi ? j - lo : -1)));
-        }
-        local_idx = Value(mine);
+        local_idx = Value(targets_in_block(*force(idx).array(), lo, hi));
         local_vals = vals;
     } else {
         const Shape idx_shape = array_like_shape(idx), vals_shape = array_like_shape(vals);
@@ -336,13 +341,7 @@ std::optional<Value> ShardingBackend::permute_across_ranks(const Type& type, std
     Value local_targets, local_vals;
     if (!sharded_vals) {
         // Every rank has every row of vals: it keeps those aimed at its rows.
-        const int64_t lo = to.begin(me), hi = to.end(me);
-        auto mine = std::make_shared<Array>(Prim::Int, targets->shape, Array::Uninitialised{});
-        for (int64_t k = 0; k < targets->size(); ++k) {
-            const int64_t j = targets->get(k).as_long();
-            mine->set(k, Scalar::of_int(static_cast<int32_t>(j >= lo && j < hi ? j - lo : -1)));
-        }
-        local_targets = Value(mine);
+        local_targets = Value(targets_in_block(*targets, to.begin(me), to.end(me)));
         local_vals = vals;
     } else {
         std::tie(local_targets, local_vals) = send_to_owners(*targets, *force(sharded_vals->local()).array(), to);
