@@ -380,6 +380,17 @@ std::optional<Value> ShardingBackend::apply_builtin(std::string_view name, const
         if (!b.empty() && b.size() <= 2 && b[0] == args[0].delayed()->shape()[0] && (!sb || sb->layout().ranks == comm_->size()))
             return vector_product_across_ranks(name, type, *as_sharded(args[0]), args[1], ctx, loc);
     }
+    if ((name == "reshape" || name == "flatten") && only_last) {
+        const std::optional<Shape> to = name == "flatten" ? Shape{shape_size(last->shape())}
+                                                           : ops::shape_argument(args[0]);
+        if (to && !to->empty() && (*to)[0] > 0 && shape_size(*to) == shape_size(last->shape()) &&
+            std::none_of(to->begin(), to->end(), [](int64_t e) { return e < 0; }))
+            return reshape_across_ranks(*to, *last);
+    }
+    if (name == "col" && only_last && last->shape().size() == 1)  // n x 1: the same rows
+        return wrap_blocks(local_builtin(name, type, std::vector<Value>{last->local()}, ctx, loc), last->layout(), comm_);
+    if (name == "transpose" && only_last && args.size() == 1 && last->shape().size() == 2)
+        return transpose_across_ranks(*last);
     if (name == "interleave" && args.size() == 2 && array_like(args[0]) && array_like(args[1]) &&
         array_like_shape(args[0]) == array_like_shape(args[1]) && !array_like_shape(args[0]).empty()) {
         // Rows a0 b0 a1 b1 ...: each rank interleaves its rows (a whole

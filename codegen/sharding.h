@@ -154,6 +154,14 @@ private:
     // share of the pairs, sent to their owners in order; returns the local
     // rows (ints) and the rows of values this rank received, in rank order.
     std::pair<Value, Value> send_to_owners(const Array& targets, const Array& rows, const Layout& dest);
+    // reshape s x, flatten x (x sharded, the sizes agreeing): the elements
+    // keep their row-major order, so each rank sends the ones another
+    // rank's rows of the new shape hold (most stay where they are).
+    Value reshape_across_ranks(const Shape& to, const ShardedArray& x);
+    // transpose m, m a sharded matrix: rank s gets rows [begin s, end s) of
+    // the result, the columns it is made of from every rank (an all-to-all
+    // of the sub-blocks, each transposed by its sender).
+    Value transpose_across_ranks(const ShardedArray& m);
     // a ++ b, either sharded (the same row shape): rebalanced over the ranks.
     Value concat_across_ranks(const Value& a, const Value& b, const Loc& loc);
     Value halo_slice(const ShardedArray& a, std::vector<ops::AxisSelect> sel, const Loc& loc);

@@ -352,6 +352,57 @@ std::optional<Value> ShardingBackend::permute_across_ranks(const Type& type, std
     return wrap_blocks(combined, to, comm_);
 }
 
+Value ShardingBackend::reshape_across_ranks(const Shape& to, const ShardedArray& x) {
+    const int ranks = comm_->size(), me = comm_->rank();
+    const Layout out{to, ranks};
+    const int64_t per_row = shape_size(Shape(to.begin() + 1, to.end()));
+    // The block's bytes are its elements in row-major order: a vector of
+    // elements [first, first + size) of the whole.
+    const ArrayPtr block = force(x.local()).array();
+    Array flat = *block;
+    flat.shape = Shape{block->size()};
+    std::vector<std::pair<int64_t, int64_t>> want;
+    for (int r = 0; r < ranks; ++r) want.emplace_back(out.begin(r) * per_row, out.end(r) * per_row);
+    const ArrayPtr mine = move_rows(flat, x.layout().begin(me) * x.layout().row_elements(), want);
+    mine->shape = out.local_shape(me);
+    return sharded(out, Value(mine));
+}
+
+Value ShardingBackend::transpose_across_ranks(const ShardedArray& m) {
+    const int ranks = comm_->size(), me = comm_->rank();
+    const int64_t n = m.shape()[0], k = m.shape()[1];
+    const Layout& in = m.layout();
+    const Layout out{Shape{k, n}, ranks};
+    const ArrayPtr block = force(m.local()).array();
+    const size_t w = static_cast<size_t>(prim_size(block->elem));
+    const int64_t rows = in.end(me) - in.begin(me);
+    const char* from = reinterpret_cast<const char*>(block->bytes.data());
+    // To rank s: this rank's rows of the columns s holds in the result, transposed.
+    std::vector<std::vector<char>> sends(static_cast<size_t>(ranks));
+    for (int s = 0; s < ranks; ++s) {
+        const int64_t c0 = out.begin(s), c1 = out.end(s);
+        std::vector<char>& to = sends[static_cast<size_t>(s)];
+        to.resize(static_cast<size_t>((c1 - c0) * rows) * w);
+        for (int64_t c = c0; c < c1; ++c)
+            for (int64_t i = 0; i < rows; ++i)
+                std::memcpy(to.data() + static_cast<size_t>((c - c0) * rows + i) * w,
+                            from + static_cast<size_t>(i * k + c) * w, w);
+    }
+    const std::vector<std::vector<char>> received = comm_->alltoall(sends);
+    // Each sender's part holds columns [its first row, its end) of every row here.
+    const int64_t here = out.end(me) - out.begin(me);
+    auto local = std::make_shared<Array>(block->elem, Shape{here, n}, Array::Uninitialised{});
+    char* t = reinterpret_cast<char*>(local->bytes.data());
+    for (int r = 0; r < ranks; ++r) {
+        const int64_t lo = in.begin(r), nr = in.end(r) - lo;
+        const char* part = received[static_cast<size_t>(r)].data();
+        for (int64_t c = 0; c < here && nr > 0; ++c)
+            std::memcpy(t + static_cast<size_t>(c * n + lo) * w, part + static_cast<size_t>(c * nr) * w,
+                        static_cast<size_t>(nr) * w);
+    }
+    return sharded(out, Value(local));
+}
+
 Value ShardingBackend::concat_across_ranks(const Value& a, const Value& b, const Loc& loc) {
     const int ranks = comm_->size(), me = comm_->rank();
     const int64_t na = array_like_shape(a)[0], nb = array_like_shape(b)[0];

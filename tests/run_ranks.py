@@ -167,6 +167,9 @@ def main(argv):
                "interleave y (y * 2)\ninterleave g g\n"
                # sortByKey: the sample sort carrying the values (argsort, unique, topk of it)
                "argsort y\nsortByKey (y % 5) (float y)\nunique (y % 17)\ntopk 3 (float y)\nargsort (float (y % 3))\n"
+               # reshape keeps the row-major order (elements move to the new rows); transpose by all-to-all
+               "flatten g\nreshape (5, 7) g\nreshape (101) (col y)\nreshape (7, 143) (iota 1001)\n"
+               "transpose g\ntranspose (reshape (3, 337) (iota 1011))\n"
                # .npy files: each rank writes and reads its own rows of one file
                "save \"shoal_ranks_test_y.npy\" (y * 3)\nlet yl = load \"shoal_ranks_test_y.npy\"\nsum yl\nyl[50]\n"
                "save \"shoal_ranks_test_g.npy\" (float g)\nload \"shoal_ranks_test_g.npy\"\n"
@@ -174,10 +177,10 @@ def main(argv):
                "let fa = float g\nfa @ float (generate (5, 2) (\\i j -> i - j))\nfa @ [1.0, 2.0, 3.0, 4.0, 5.0]\n")
     one = run(binary, [], stdin=":set shard 1\n" + sharded)
     for ranks in ("2", "3", "4"):
-        rc, out, err, _ = run(binary, ["--ranks", ranks], stdin=":set shard 1\n" + sharded + "transpose (fill (2, 2) 1)\n:ranks\n:mem\n:profile sum big\n")
+        rc, out, err, _ = run(binary, ["--ranks", ranks], stdin=":set shard 1\n" + sharded + "row (iota 4)\n:ranks\n:mem\n:profile sum big\n")
         check(f"sharded over {ranks} ranks: what one rank prints",
               rc == 0 and out.startswith(one[1]) and one[2] == "" and err.count("warning:") == 1
-              and "`transpose` gathered an array of 4 elements sharded over " + ranks + " ranks whole on every rank" in err
+              and "`row` gathered an array of 4 elements sharded over " + ranks + " ranks whole on every rank" in err
               and "  big: sharded over " + ranks + " ranks by rows: 0.." in out
               and f"rank {int(ranks) - 1}:\n" in out and "kernels of rank 0's blocks; on " + ranks + " ranks" in out,
               f"status {rc}\nstdout:\n{out}\nstderr:\n{err}\none rank:\n{one[1]}{one[2]}")
