@@ -46,6 +46,14 @@ void fold_into(void* acc, const void* x, int64_t count, ScalarType type, CommOp 
     internal_error(__FILE__, __LINE__, "fold_into: unknown element type");
 }
 
+std::vector<std::string> gather_texts(Comm& comm, const std::string& mine) {
+    std::vector<int64_t> offsets;
+    const std::vector<char> all = comm.allgather(mine.data(), static_cast<int64_t>(mine.size()), offsets);
+    std::vector<std::string> texts;
+    for (size_t r = 0; r + 1 < offsets.size(); ++r) texts.emplace_back(all.data() + offsets[r], all.data() + offsets[r + 1]);
+    return texts;
+}
+
 void fold_gathered(void* data, const std::vector<char>& all, const std::vector<int64_t>& offsets, int upto,
                    int64_t count, ScalarType type, CommOp op, const void* identity) {
     const size_t element = scalar_size(type);

@@ -84,6 +84,9 @@ public:
 // for `count` elements of `type`.
 void fold_into(void* acc, const void* x, int64_t count, ScalarType type, CommOp op);
 
+// Every rank's `mine`, in rank order, on every rank (an allgather of texts).
+std::vector<std::string> gather_texts(Comm& comm, const std::string& mine);
+
 // allreduce and exclusive_scan from an allgather of every rank's `count`
 // elements (`all`, blocks at `offsets`): `data` becomes the fold, in rank
 // order, of the blocks of ranks [0, upto) (upto = size for allreduce, this

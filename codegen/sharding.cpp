@@ -204,9 +204,7 @@ Value ShardingBackend::make_blocks(std::string_view name, const Layout& layout, 
     const Shape local_shape = layout.local_shape(r);
     Value local;
     if (name == "iota") {
-        local = local_builtin("iota", type, std::vector<Value>{shape_value(local_shape)}, ctx, loc);
-        if (lo != 0)
-            local = local_builtin("+", nullptr, std::vector<Value>{local, evalimpl::int_value(lo)}, ctx, loc);
+        local = global_rows(lo, local_shape[0], ctx, loc);
     } else if (name == "fill") {
         local = local_builtin("fill", type, std::vector<Value>{shape_value(local_shape), args[1]}, ctx, loc);
     } else {
@@ -383,8 +381,7 @@ std::optional<Value> ShardingBackend::apply_builtin(std::string_view name, const
     if ((name == "reshape" || name == "flatten") && only_last) {
         const std::optional<Shape> to = name == "flatten" ? Shape{shape_size(last->shape())}
                                                            : ops::shape_argument(args[0]);
-        if (to && !to->empty() && (*to)[0] > 0 && shape_size(*to) == shape_size(last->shape()) &&
-            std::none_of(to->begin(), to->end(), [](int64_t e) { return e < 0; }))
+        if (to && !to->empty() && (*to)[0] > 0 && shape_size(*to) == shape_size(last->shape()))  // extents >= 0
             return reshape_across_ranks(*to, *last);
     }
     if (name == "col" && only_last && last->shape().size() == 1)  // n x 1: the same rows
@@ -396,8 +393,8 @@ std::optional<Value> ShardingBackend::apply_builtin(std::string_view name, const
         // Rows a0 b0 a1 b1 ...: each rank interleaves its rows (a whole
         // operand gives its rows alike), then the rows are rebalanced.
         const Layout rows{array_like_shape(args[0]), comm_->size()};
-        auto block_of = [&](const Value& x) { return as_sharded(x) ? as_sharded(x)->local() : rows_of(x, rows, loc); };
-        const Value local = local_builtin(name, type, std::vector<Value>{block_of(args[0]), block_of(args[1])}, ctx, loc);
+        const Value local =
+            local_builtin(name, type, std::vector<Value>{rows_of(args[0], rows, loc), rows_of(args[1], rows, loc)}, ctx, loc);
         return rebalanced_in_rank_order(*force(local).array());
     }
     if (name == "++" && args.size() == 2 && array_like(args[0]) && array_like(args[1])) {
@@ -446,16 +443,26 @@ std::optional<Value> ShardingBackend::apply_builtin(std::string_view name, const
     return local_builtin(name, type, whole, ctx, loc);
 }
 
+Value ShardingBackend::global_rows(int64_t first, int64_t count, EvalContext& ctx, const Loc& loc) {
+    const Value rows = local_builtin("iota", nullptr, std::vector<Value>{evalimpl::int_value(count)}, ctx, loc);
+    return first ? local_builtin("+", nullptr, std::vector<Value>{rows, evalimpl::int_value(first)}, ctx, loc) : rows;
+}
+
 Value ShardingBackend::select(const Value& v, std::span<const ops::AxisSelect> sel, const Loc& loc) {
     if (std::optional<Value> part = inner_->slice(v, sel, loc)) return *part;
     return ops::index_array(*force(v).array(),
                             ops::full_selection(array_like_shape(v), std::vector<ops::AxisSelect>(sel.begin(), sel.end())));
 }
 
-Value ShardingBackend::rows_of(const Value& whole, const Layout& layout, const Loc& loc) {
+Value ShardingBackend::rows_of(const Value& x, const Layout& layout, const Loc& loc) {
+    if (const ShardedArray* s = as_sharded(x)) {
+        SHOAL_INTERNAL_ASSERT(s->layout().global[0] == layout.global[0] && s->layout().ranks == layout.ranks,
+                              "rows_of: a sharded array whose rows are laid out otherwise");
+        return s->local();
+    }
     const int r = comm_->rank();
     const ops::AxisSelect rows[1] = {ops::AxisSelect{false, layout.begin(r), 1, layout.end(r) - layout.begin(r)}};
-    return select(whole, rows, loc);
+    return select(x, rows, loc);
 }
 
 std::optional<Value> ShardingBackend::slice(const Value& a, std::span<const ops::AxisSelect> sel, const Loc& loc) {

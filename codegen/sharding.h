@@ -102,6 +102,8 @@ private:
                                       EvalContext& ctx, const Loc& loc);
     Value make_blocks(std::string_view name, const Layout& layout, const Type& type, std::span<const Value> args,
                       EvalContext& ctx, const Loc& loc);
+    // first, first + 1, ... (`count` of them) by the engine: a block's global row indices.
+    Value global_rows(int64_t first, int64_t count, EvalContext& ctx, const Loc& loc);
     // generate (vectors, matrices) over row blocks: the function applied to the block's global indices.
     Value generate_blocks(const Shape& global, const Type& type, const Value& f, EvalContext& ctx, const Loc& loc);
     Value sharded(const Layout& layout, Value local) const;
@@ -111,8 +113,9 @@ private:
                             const Loc& loc);
     // v[sel] by the engine (delayed, fused into what reads it), else on the host.
     Value select(const Value& v, std::span<const ops::AxisSelect> sel, const Loc& loc);
-    // This rank's rows of a whole (replicated) array laid out like `layout`.
-    Value rows_of(const Value& whole, const Layout& layout, const Loc& loc);
+    // This rank's rows of `x` laid out like `layout`: a sharded x's own block
+    // (its rows are laid out alike), else its rows of the whole array.
+    Value rows_of(const Value& x, const Layout& layout, const Loc& loc);
 
     // ---- rows on the move (sharding_rows.cpp)
     // `block` holds rows [first, first + its rows) of an array of `total`

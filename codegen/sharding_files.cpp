@@ -2,6 +2,8 @@
 // rows of the file, and `save` of a sharded array writes each rank's rows
 // into one file (rank 0 begins it and renames it into place). The files
 // must be at the same path on every rank (a shared file system on a cluster).
+#include <sstream>
+
 #include "codegen/sharding.h"
 #include "lang/io.h"
 #include "lang/types.h"
@@ -37,23 +39,16 @@ std::optional<Value> ShardingBackend::save_blocks(std::span<const Value> args, c
             begun = "error\n" + e.message;
         }
     }
-    std::vector<int64_t> offsets;
-    const std::vector<char> said = comm_->allgather(begun.data(), static_cast<int64_t>(begun.size()), offsets);
-    const std::string from_0(said.data(), said.data() + offsets[1]);
-    if (from_0 == "whole") return std::nullopt;  // a device or a FIFO: rank 0 writes the gathered array
-    if (from_0.rfind("error\n", 0) == 0) user_error(ErrorKind::Io, loc, from_0.substr(6));
-    {
-        std::vector<std::string> lines;
-        for (size_t at = 0; at <= from_0.size();) {
-            const size_t end = std::min(from_0.find('\n', at), from_0.size());
-            lines.push_back(from_0.substr(at, end - at));
-            at = end + 1;
-        }
-        file.path = path;
-        file.target = lines.at(1);
-        file.temporary = lines.at(2);
-        file.data_offset = std::stoll(lines.at(3));
-    }
+    std::istringstream said(ir::gather_texts(*comm_, begun)[0]);
+    std::string kind, offset;
+    std::getline(said, kind);
+    if (kind == "whole") return std::nullopt;  // a device or a FIFO: rank 0 writes the gathered array
+    if (kind == "error") user_error(ErrorKind::Io, loc, said.str().substr(kind.size() + 1));
+    std::getline(said, file.target);
+    std::getline(said, file.temporary);
+    std::getline(said, offset);
+    file.path = path;
+    file.data_offset = std::stoll(offset);
     // Every rank writes its rows; then all learn whether every rank did.
     std::string failure;
     try {
@@ -64,10 +59,9 @@ std::optional<Value> ShardingBackend::save_blocks(std::span<const Value> args, c
         if (e.kind != ErrorKind::Io) throw;  // Ctrl-C and the like: the statement's agreement removes nothing
         failure = e.message;
     }
-    const std::vector<char> failures = comm_->allgather(failure.data(), static_cast<int64_t>(failure.size()), offsets);
     std::string first_failure;
-    for (size_t r = 0; r + 1 < offsets.size() && first_failure.empty(); ++r)
-        first_failure.assign(failures.data() + offsets[r], failures.data() + offsets[r + 1]);
+    for (const std::string& f : ir::gather_texts(*comm_, failure))
+        if (first_failure.empty()) first_failure = f;
     if (me == 0) end_npy_in_parts(file, first_failure.empty(), loc);
     if (!first_failure.empty()) user_error(ErrorKind::Io, loc, first_failure);
     return Value();

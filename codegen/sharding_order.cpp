@@ -174,8 +174,7 @@ Value ShardingBackend::filter_across_ranks(std::string_view name, const Type& ty
     if (name == "filter") {
         block[1] = rows->local();
     } else {
-        for (Value& b : block)
-            b = as_sharded(b) ? as_sharded(b)->local() : rows_of(b, rows->layout(), loc);
+        for (Value& b : block) b = rows_of(b, rows->layout(), loc);
     }
     return rebalanced_in_rank_order(*force(local_builtin(name, type, block, ctx, loc)).array());
 }
@@ -260,9 +259,8 @@ std::optional<Value> ShardingBackend::sort_by_key_across_ranks(const Type& type,
     if (ks.size() != 1 || ks != vs) return std::nullopt;  // the error one rank gives, gathered
     const int ranks = comm_->size();
     const Layout rows{ks, ranks};
-    auto block_of = [&](const Value& x) { return as_sharded(x) ? as_sharded(x)->local() : rows_of(x, rows, loc); };
-    const Value local =
-        force(local_builtin("sortByKey", type, std::vector<Value>{block_of(args[0]), block_of(args[1])}, ctx, loc));
+    const Value local = force(local_builtin(
+        "sortByKey", type, std::vector<Value>{rows_of(args[0], rows, loc), rows_of(args[1], rows, loc)}, ctx, loc));
     const ArrayPtr keys = local.tuple()[0].array(), vals = local.tuple()[1].array();
     const int64_t n = keys->size(), kw = prim_size(keys->elem), vw = prim_size(vals->elem);
     return ops::with_prim(keys->elem, [&]<class B>(B) -> Value {
@@ -314,11 +312,7 @@ Value ShardingBackend::generate_blocks(const Shape& global, const Type& type, co
     const int64_t lo = layout.begin(r), rows = layout.end(r) - lo;
     const Type fn = func_param(func_result(type)), result = func_result(func_result(type));
     const Type ints = t_prim(Prim::Int);
-    // The block's global row indices: lo, lo + 1, ...
-    const Value row_index = local_builtin(
-        "+", nullptr, std::vector<Value>{local_builtin("iota", nullptr, std::vector<Value>{evalimpl::int_value(rows)}, ctx, loc),
-                                         evalimpl::int_value(lo)},
-        ctx, loc);
+    const Value row_index = global_rows(lo, rows, ctx, loc);
     Value local;
     if (global.size() == 1) {
         local = local_builtin("map", t_func(std::vector<Type>{fn, t_array(1, ints)}, result),
@@ -328,7 +322,7 @@ Value ShardingBackend::generate_blocks(const Shape& global, const Type& type, co
         const Value i = local_builtin("col", nullptr, std::vector<Value>{row_index}, ctx, loc);
         const Value j = local_builtin(
             "row", nullptr,
-            std::vector<Value>{local_builtin("iota", nullptr, std::vector<Value>{evalimpl::int_value(global[1])}, ctx, loc)},
+            std::vector<Value>{global_rows(0, global[1], ctx, loc)},
             ctx, loc);
         local = local_builtin("zipWith", t_func(std::vector<Type>{fn, t_array(2, ints), t_array(2, ints)}, result),
                               std::vector<Value>{f, i, j}, ctx, loc);
@@ -336,36 +330,30 @@ Value ShardingBackend::generate_blocks(const Shape& global, const Type& type, co
     return wrap_blocks(local, layout, comm_);
 }
 
+namespace {
+// A rank's partial result (a scalar or an array), added elementwise across
+// the ranks in rank order: the same on every rank.
+Value summed_across_ranks(ir::Comm& comm, const Value& partial) {
+    const Value local = force(partial);
+    auto sum = local.is_scalar() ? std::make_shared<Array>(local.scalar().type, Shape{1})
+                                 : std::make_shared<Array>(*local.array());
+    if (local.is_scalar()) sum->set(0, local.scalar());
+    comm.allreduce(sum->bytes.data(), sum->size(), ir::scalar_of(sum->elem), ir::CommOp::Sum);
+    return local.is_scalar() ? Value(sum->get(0)) : Value(sum);
+}
+}  // namespace
+
 Value ShardingBackend::counted_across_ranks(std::string_view name, const Type& type, std::span<const Value> args,
                                            const ShardedArray& x, EvalContext& ctx, const Loc& loc) {
     std::vector<Value> block(args.begin(), args.end());
     block.back() = x.local();
-    const Value local = force(local_builtin(name, type, block, ctx, loc));
-    if (local.is_scalar()) {  // count
-        int32_t n = local.scalar().i;
-        comm_->allreduce(&n, 1, ir::ScalarType::I32, ir::CommOp::Sum);
-        return Value(Scalar::of_int(n));
-    }
-    auto counts = std::make_shared<Array>(*local.array());  // tally's n counts
-    comm_->allreduce(counts->bytes.data(), counts->size(), ir::ScalarType::I32, ir::CommOp::Sum);
-    return Value(counts);
+    return summed_across_ranks(*comm_, local_builtin(name, type, block, ctx, loc));  // count's int, tally's n ints
 }
 
 Value ShardingBackend::vector_product_across_ranks(std::string_view name, const Type& type, const ShardedArray& v,
                                                    const Value& b, EvalContext& ctx, const Loc& loc) {
-    const ShardedArray* sharded_b = as_sharded(b);
-    const Value b_rows = sharded_b ? sharded_b->local() : rows_of(b, v.layout(), loc);
-    const Value local = force(local_builtin(name, type, std::vector<Value>{v.local(), b_rows}, ctx, loc));
-    const ir::ScalarType elem = ir::scalar_of(local.is_scalar() ? local.scalar().type : local.array()->elem);
-    if (local.is_scalar()) {
-        Array one(local.scalar().type, {1});
-        one.set(0, local.scalar());
-        comm_->allreduce(one.bytes.data(), 1, elem, ir::CommOp::Sum);
-        return Value(one.get(0));
-    }
-    auto sum = std::make_shared<Array>(*local.array());
-    comm_->allreduce(sum->bytes.data(), sum->size(), elem, ir::CommOp::Sum);
-    return Value(sum);
+    return summed_across_ranks(
+        *comm_, local_builtin(name, type, std::vector<Value>{v.local(), rows_of(b, v.layout(), loc)}, ctx, loc));
 }
 
 }  // namespace shoal::compiled

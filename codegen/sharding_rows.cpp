@@ -192,9 +192,8 @@ Value ShardingBackend::gather_across_ranks(const Value& idx, const ShardedArray&
     const Layout& from = xs.layout();
     const int64_t n = from.global[0];
     // This rank's share of the indices (all of a whole idx is on every rank).
-    const ShardedArray* sharded_idx = as_sharded(idx);
-    const Layout out_rows = sharded_idx ? sharded_idx->layout() : Layout{array_like_shape(idx), ranks};
-    const ArrayPtr mine = force(sharded_idx ? sharded_idx->local() : rows_of(idx, out_rows, loc)).array();
+    const Layout out_rows{array_like_shape(idx), ranks};
+    const ArrayPtr mine = force(rows_of(idx, out_rows, loc)).array();
     // Row numbers asked of each owner, in order, and where each answer goes.
     std::vector<std::vector<int64_t>> asked(static_cast<size_t>(ranks));
     std::vector<std::pair<int, int64_t>> answer_of(static_cast<size_t>(mine->size()));
@@ -265,9 +264,9 @@ std::optional<Value> ShardingBackend::scatter_across_ranks(const Type& type, std
             !std::equal(vals_shape.begin() + 1, vals_shape.end(), dest.shape().begin() + 1, dest.shape().end()))
             return std::nullopt;  // the error one rank gives, on the gathered arrays
         // This rank's share of the pairs, in the order of k.
-        const Layout pairs = sharded_idx ? sharded_idx->layout() : sharded_vals->layout();
-        const ArrayPtr idx_block = force(sharded_idx ? sharded_idx->local() : rows_of(idx, pairs, loc)).array();
-        const ArrayPtr val_block = force(sharded_vals ? sharded_vals->local() : rows_of(vals, pairs, loc)).array();
+        const Layout pairs{idx_shape, comm_->size()};  // either one's, sharded
+        const ArrayPtr idx_block = force(rows_of(idx, pairs, loc)).array();
+        const ArrayPtr val_block = force(rows_of(vals, pairs, loc)).array();
         std::tie(local_idx, local_vals) = send_to_owners(*idx_block, *val_block, to);
     }
     const Value written =
@@ -332,8 +331,7 @@ std::optional<Value> ShardingBackend::permute_across_ranks(const Type& type, std
     const int64_t count = sharded_vals ? pairs.end(me) - first : vals_shape[0];
     // The targets g i of those rows, computed by the engine (fused as alone).
     const Type ints = t_array(1, t_prim(Prim::Int));
-    Value i = local_builtin("iota", nullptr, std::vector<Value>{evalimpl::int_value(count)}, ctx, loc);
-    if (first) i = local_builtin("+", nullptr, std::vector<Value>{i, evalimpl::int_value(first)}, ctx, loc);
+    const Value i = global_rows(first, count, ctx, loc);
     const ArrayPtr targets =
         force(local_builtin("map", t_func(std::vector<Type>{func_param(func_result(func_result(type))), ints}, ints),
                             std::vector<Value>{g, i}, ctx, loc))
@@ -412,9 +410,8 @@ Value ShardingBackend::concat_across_ranks(const Value& a, const Value& b, const
     // Each operand's rows on this rank (a whole operand: this rank's share of
     // it, as if it were sharded), sent to their ranks in the result.
     auto part = [&](const Value& x, int64_t n, int64_t offset) {
-        const ShardedArray* s = as_sharded(x);
-        const Layout own = s ? s->layout() : Layout{array_like_shape(x), ranks};
-        const Value block = s ? s->local() : rows_of(x, own, loc);
+        const Layout own{array_like_shape(x), ranks};
+        const Value block = rows_of(x, own, loc);
         std::vector<std::pair<int64_t, int64_t>> want;
         for (int r = 0; r < ranks; ++r) {
             const int64_t lo = std::clamp<int64_t>(out.begin(r), offset, offset + n);

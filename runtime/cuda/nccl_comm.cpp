@@ -6,9 +6,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
-#include <thread>
 
 #include "lang/diagnostics.h"
+#include "runtime/poll_pause.h"
 
 namespace shoal::cuda {
 
@@ -16,10 +16,6 @@ namespace {
 // NCCL's waits are numbered apart from the MPI backend's in a roll call
 // (both go through MpiComm::late_ranks on the same channel).
 constexpr uint64_t kNcclWait = uint64_t{1} << 62;
-
-void pause_after(int spins) {
-    if (spins > 200) std::this_thread::sleep_for(std::chrono::microseconds(spins > 2000 ? 1000 : 100));
-}
 }  // namespace
 
 // Device memory for one collective, on the backend's stream: copies in and
@@ -105,11 +101,7 @@ std::string NcclComm::this_gpu() const {
 }
 
 void NcclComm::agree_on_nccl() {
-    const std::string mine = this_gpu();
-    std::vector<int64_t> offsets;
-    const std::vector<char> all = bootstrap_->allgather(mine.data(), static_cast<int64_t>(mine.size()), offsets);
-    std::vector<std::string> gpus;
-    for (size_t r = 0; r + 1 < offsets.size(); ++r) gpus.emplace_back(all.data() + offsets[r], all.data() + offsets[r + 1]);
+    const std::vector<std::string> gpus = ir::gather_texts(*bootstrap_, this_gpu());
     for (size_t r = 0; r < gpus.size() && why_mpi_.empty(); ++r) {
         if (!gpus[r].empty() && gpus[r][0] == '!') why_mpi_ = "rank " + std::to_string(r) + ": " + gpus[r].substr(1);
         for (size_t q = 0; q < r && why_mpi_.empty(); ++q)
@@ -152,7 +144,7 @@ void NcclComm::begin_statement(bool last_failed) {
                 if (cuda_->streamCreateWithFlags(&fresh, cudaStreamNonBlocking) == cudaSuccess) stream_ = fresh;
                 break;
             }
-            pause_after(spins);
+            runtime::pause_after(spins);
         }
     }
     abandoned_ = false;
@@ -216,7 +208,7 @@ void NcclComm::wait() {
                            " within the timeout of " + std::to_string(static_cast<int64_t>(timeout_)) + " s",
                        {"`:set timeout S` waits longer; `:ranks` shows where each rank runs"});
         }
-        pause_after(spins);
+        runtime::pause_after(spins);
     }
 }
 

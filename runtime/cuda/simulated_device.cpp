@@ -12,13 +12,13 @@
 #include <map>
 #include <mutex>
 #include <set>
-#include <thread>
 
 #include "codegen/thread_levels.h"
 #include "lang/diagnostics.h"
 #include "runtime/cpu/blas.h"
 #include "runtime/cpu/executor.h"
 #include "runtime/cuda/printed/printed_kernels.h"
+#include "runtime/poll_pause.h"
 
 namespace shoal::cuda {
 
@@ -669,7 +669,7 @@ private:
             }
             if (!done) {
                 if (!wait) return false;
-                if (spins > 200) std::this_thread::sleep_for(std::chrono::microseconds(100));
+                runtime::pause_after(spins);
                 continue;
             }
             s.queue.pop_front();

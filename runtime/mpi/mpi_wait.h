@@ -1,23 +1,16 @@
-// How Shoal's ranks wait for MPI (mpi_world.cpp, mpi_comm.cpp): by polling,
-// never in a blocking call. A blocking MPI wait spins a core, and on a
-// machine with fewer cores than ranks that cost 12-20 ms per statement
-// against 0.06 ms; polling also lets a wait watch Ctrl-C and a timeout.
+// How Shoal's ranks wait for MPI (mpi_world.cpp, mpi_comm.cpp): by polling
+// (runtime/poll_pause.h), never in a blocking call.
 #pragma once
-#include <chrono>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <mpi.h>
 
+#include "runtime/poll_pause.h"
+
 namespace shoal::runtime::mpi {
 
-// The pause after `spins` polls that found nothing: a few hundred fast
-// polls for the common quick answer, then sleeps that leave the core to
-// the ranks still computing.
-inline void pause_after(int spins) {
-    if (spins > 200) std::this_thread::sleep_for(std::chrono::microseconds(spins > 2000 ? 1000 : 100));
-}
+using runtime::pause_after;
 
 // Polls until `request` completes; false when `give_up()` says so first
 // (the request is then left pending).

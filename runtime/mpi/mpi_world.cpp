@@ -341,12 +341,7 @@ public:
 
     std::vector<std::string> gather_texts(const std::string& mine) override {
         if (!collectives_) return {mine};
-        std::vector<int64_t> offsets;
-        const std::vector<char> all = collectives_->allgather(mine.data(), static_cast<int64_t>(mine.size()), offsets);
-        std::vector<std::string> texts;
-        for (size_t r = 0; r + 1 < offsets.size(); ++r)
-            texts.emplace_back(all.data() + offsets[r], all.data() + offsets[r + 1]);
-        return texts;
+        return ir::gather_texts(*collectives_, mine);
     }
 
     CommunicationTotals communication() const override {
